@@ -1,0 +1,52 @@
+/* parse.c: pure parsers for user-supplied values. See parse.h. */
+#include "parse.h"
+#include "abx/abx.h"
+
+#include <limits.h>
+
+int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+    if (!s || !*s)
+        return -ABX_EINVAL;
+    if (s[0] == '0' && s[1] != '\0')
+        return -ABX_EINVAL;
+    unsigned long long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -ABX_EINVAL;
+        v = v * 10 + (unsigned)(*p - '0');
+        if (v > UINT_MAX)
+            return -ABX_EINVAL;
+    }
+    if (v < min || v > max)
+        return -ABX_EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+bool abx__env_name_valid(const char *name, size_t len)
+{
+    if (len == 0 || len > 255)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        bool digit = c >= '0' && c <= '9';
+        if (!alpha && !(digit && i > 0))
+            return false;
+    }
+    return true;
+}
+
+int abx__parse_env_pair(const char *s, size_t *key_len)
+{
+    if (!s)
+        return -ABX_EINVAL;
+    size_t n = 0;
+    while (s[n] && s[n] != '=')
+        n++;
+    if (s[n] != '=' || !abx__env_name_valid(s, n))
+        return -ABX_EINVAL;
+    *key_len = n;
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* parse.h: pure parsers for user-supplied values (numbers, K=V pairs, ids).
+ * No allocation, no I/O: each returns 0 or -ABX_EINVAL. Unit-tested in
+ * tests/unit/test-parse.c. */
+#ifndef ABX_PARSE_H
+#define ABX_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Parses a decimal unsigned integer in [min, max]. Rejects empty strings,
+ * signs, spaces, leading zeros beyond "0", and trailing bytes. */
+int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
+
+/* Checks "KEY=VALUE": KEY matches [A-Za-z_][A-Za-z0-9_]* and is at most 255
+ * bytes; VALUE may be empty but contains no NUL (by construction). On success
+ * *key_len is the length of KEY. */
+int abx__parse_env_pair(const char *s, size_t *key_len);
+
+/* True if name is a valid environment variable name. */
+bool abx__env_name_valid(const char *name, size_t len);
+
+#endif

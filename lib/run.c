@@ -1,0 +1,215 @@
+/* run.c: abx_run(), the one-shot sandbox (create, run, destroy).
+ *
+ * Owns: validating abx_run_options, the sandbox's environment (a fixed,
+ * minimal set plus the caller's --env pairs: nothing of the caller's own
+ * environment crosses except TERM), and the supervisor's wait loop: signals
+ * are forwarded to the sandbox, the timeout kills it, and the command's
+ * status is returned. Does not own isolation (runtime/jail.c).
+ */
+#include "abx/abx.h"
+#include "error_internal.h"
+#include "jail.h"
+#include "parse.h"
+#include "sandbox_id.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define MAX_ENVS 256
+
+void abx_limits_default(abx_limits *limits)
+{
+    limits->memory_mb = ABX_DEFAULT_MEMORY_MB;
+    limits->cpu_count = ABX_DEFAULT_CPU_COUNT;
+    limits->pids = ABX_DEFAULT_PIDS;
+    limits->disk_mb = ABX_DEFAULT_DISK_MB;
+}
+
+/* The environment a sandboxed command starts with. Owns its strings. */
+typedef struct sandbox_env {
+    char *vars[MAX_ENVS + 1];
+    int n;
+} sandbox_env;
+
+static void sandbox_env_free(sandbox_env *env)
+{
+    for (int i = 0; i < env->n; i++)
+        free(env->vars[i]);
+    env->n = 0;
+}
+
+/* Sets "K=V" (replacing an earlier K). */
+static int sandbox_env_put(sandbox_env *env, const char *pair, abx_error **err)
+{
+    size_t key_len;
+    if (abx__parse_env_pair(pair, &key_len) < 0)
+        return abx__error_set(err, ABX_EINVAL, "env: expected KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*");
+    char *copy = strdup(pair);
+    if (!copy)
+        return abx__error_set(err, ABX_ENOMEM, "env");
+    for (int i = 0; i < env->n; i++) {
+        if (strncmp(env->vars[i], pair, key_len + 1) == 0) {
+            free(env->vars[i]);
+            env->vars[i] = copy;
+            return 0;
+        }
+    }
+    if (env->n >= MAX_ENVS) {
+        free(copy);
+        return abx__error_set(err, ABX_EINVAL, "env: more than %d variables", MAX_ENVS);
+    }
+    env->vars[env->n++] = copy;
+    env->vars[env->n] = NULL;
+    return 0;
+}
+
+static int sandbox_env_build(sandbox_env *env, const char *id, bool as_root,
+                             const char *const *extra, abx_error **err)
+{
+    char line[512];
+    const char *shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+    const char *term = getenv("TERM");
+    const char *user = as_root ? "root" : "user";
+    const char *fixed[][2] = {
+        {"PATH", SANDBOX_PATH}, {"HOME", as_root ? "/root" : "/home/user"}, {"USER", user},
+        {"LOGNAME", user}, {"SHELL", shell}, {"LANG", "C.UTF-8"}, {"HOSTNAME", id},
+        {"TERM", term && strlen(term) < 64 ? term : NULL},
+    };
+    memset(env, 0, sizeof *env);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof fixed / sizeof fixed[0]; i++) {
+        if (!fixed[i][1])
+            continue;
+        snprintf(line, sizeof line, "%s=%s", fixed[i][0], fixed[i][1]);
+        rc = sandbox_env_put(env, line, err);
+    }
+    for (size_t i = 0; rc == 0 && extra && extra[i]; i++)
+        rc = sandbox_env_put(env, extra[i], err);
+    if (rc < 0)
+        sandbox_env_free(env);
+    return rc;
+}
+
+static int validate(const abx_run_options *o, abx_error **err)
+{
+    if (!o || !o->argv || !o->argv[0] || !o->argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: a command to run is required");
+    const abx_limits *l = &o->limits;
+    if (l->memory_mb < 16 || l->memory_mb > 1048576)
+        return abx__error_set(err, ABX_EINVAL, "memory: must be from 16 to 1048576 MB");
+    if (l->cpu_count < 1 || l->cpu_count > 1024)
+        return abx__error_set(err, ABX_EINVAL, "cpu: must be from 1 to 1024");
+    if (l->pids < 8 || l->pids > 4194304)
+        return abx__error_set(err, ABX_EINVAL, "pids: must be from 8 to 4194304");
+    if (l->disk_mb < 1 || l->disk_mb > 1048576)
+        return abx__error_set(err, ABX_EINVAL, "disk: must be from 1 to 1048576 MB");
+    if (o->timeout_s > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    if (o->cwd && o->cwd[0] != '/')
+        return abx__error_set(err, ABX_EINVAL, "cwd: must be an absolute path inside the sandbox");
+    return 0;
+}
+
+/* Waits for init while forwarding signals and enforcing the timeout.
+ * Returns the command's status as a shell reports it. */
+static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s)
+{
+    int timerfd = -1;
+    if (timeout_s > 0) {
+        timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        struct itimerspec its = {.it_value = {.tv_sec = (time_t)timeout_s}};
+        if (timerfd >= 0)
+            timerfd_settime(timerfd, 0, &its, NULL);
+    }
+    bool timed_out = false;
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = timerfd, .events = POLLIN}};
+        if (poll(pfd, timerfd >= 0 ? 2 : 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (timerfd >= 0 && (pfd[1].revents & POLLIN)) {
+            kill(jail->init_pid, SIGKILL);
+            timed_out = true;
+            close(timerfd);
+            timerfd = -1;
+        }
+        if (!(pfd[0].revents & POLLIN))
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sigfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo != SIGCHLD) {
+            kill(jail->init_pid, (int)si.ssi_signo);
+            continue;
+        }
+        int status;
+        if (waitpid(jail->init_pid, &status, WNOHANG) == jail->init_pid) {
+            jail->reaped = true;
+            jail->init_status = status;
+            break;
+        }
+    }
+    if (timerfd >= 0)
+        close(timerfd);
+    if (!jail->reaped)
+        abx__jail_destroy(jail);
+    return timed_out ? 124 : abx__jail_exit_code(jail->init_status);
+}
+
+int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
+{
+    *exit_status = 125;
+    int rc = validate(opts, err);
+    if (rc < 0)
+        return rc;
+    char id[ABX_SANDBOX_ID_LEN + 1];
+    if ((rc = abx__sandbox_id_new(id)) < 0)
+        return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
+    sandbox_env env;
+    if ((rc = sandbox_env_build(&env, id, opts->as_root, opts->envs, err)) < 0)
+        return rc;
+
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sigfd < 0) {
+        rc = abx__error_errno(err, ABX_ESYS, errno, "signalfd");
+        goto out;
+    }
+    abx_jail_config cfg = {
+        .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
+        .cwd = opts->cwd ? opts->cwd : "/app", .as_root = opts->as_root,
+    };
+    abx_jail jail;
+    if ((rc = abx__jail_start(&cfg, &jail, err)) < 0)
+        goto out_sigfd;
+    if ((rc = abx__jail_wait_started(&jail, exit_status, err)) < 0) {
+        abx__jail_destroy(&jail);
+        goto out_sigfd;
+    }
+    *exit_status = supervise(&jail, sigfd, opts->timeout_s);
+    abx__jail_destroy(&jail);
+out_sigfd:
+    close(sigfd);
+out:
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sandbox_env_free(&env);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* sysutil.h: small checked wrappers over system calls used across libabx.
+ * Every function retries on EINTR, opens fds O_CLOEXEC, and returns 0 or
+ * -1 with errno set (the caller turns errno into an abx error with context). */
+#ifndef ABX_SYSUTIL_H
+#define ABX_SYSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Writes all of buf to fd. */
+int abx__write_all(int fd, const void *buf, size_t len);
+/* Reads up to len bytes, stopping early only at EOF. Returns bytes read or -1. */
+ssize_t abx__read_full(int fd, void *buf, size_t len);
+/* Opens path (relative to dirfd, AT_FDCWD allowed) O_WRONLY and writes s. */
+int abx__write_file_at(int dirfd, const char *path, const char *s);
+/* Creates path with the given mode and content, failing if it exists;
+ * never follows a symlink. */
+int abx__create_file(const char *path, const char *content, mode_t mode);
+/* Reads a small file into buf (NUL-terminated, truncated to cap-1). */
+int abx__read_small_file(const char *path, char *buf, size_t cap);
+/* mkdir that treats EEXIST as success. */
+int abx__mkdir_exist_ok(const char *path, mode_t mode);
+/* Monotonic clock in nanoseconds. */
+unsigned long long abx__now_ns(void);
+
+#endif

@@ -1,0 +1,236 @@
+/* cgroup.c: per-sandbox cgroups, v1 and v2.
+ *
+ * Owns: detecting the host's cgroup layout, creating one leaf per sandbox
+ * (v1: one leaf in each of the memory, pids and cpu hierarchies under
+ * "<controller>/abx/<id>"; v2: "<parent>/<id>" with memory, pids and cpu
+ * enabled), writing limits, moving the sandbox's init into it, and removing
+ * it. Does not own killing the sandbox: the pid namespace does that when its
+ * init dies; destroy() only SIGKILLs stragglers as a last line.
+ *
+ * v2 parent: $ABX_CGROUP_PARENT if set (a delegated subtree), else
+ * /sys/fs/cgroup/abx when abx runs as root.
+ */
+#include "cgroup.h"
+#include "error_internal.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+#ifndef CGROUP_SUPER_MAGIC
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#endif
+
+#define CGROUP_FS "/sys/fs/cgroup"
+#define CPU_PERIOD_US 100000u
+
+static const char *const v1_controllers[ABX_CGROUP_MAX_DIRS] = {"memory", "pids", "cpu"};
+
+static bool is_fs(const char *path, long magic)
+{
+    struct statfs sf;
+    return statfs(path, &sf) == 0 && (long)sf.f_type == magic;
+}
+
+int abx__cgroup_detect(abx_error **err)
+{
+    if (is_fs(CGROUP_FS, CGROUP2_SUPER_MAGIC))
+        return 2;
+    for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
+        char p[128];
+        snprintf(p, sizeof p, CGROUP_FS "/%s", v1_controllers[i]);
+        if (!is_fs(p, CGROUP_SUPER_MAGIC))
+            return abx__error_set(err, ABX_ECGROUP,
+                                  "no cgroup v2 at " CGROUP_FS " and no cgroup v1 '%s' controller",
+                                  v1_controllers[i]);
+    }
+    return 1;
+}
+
+static int write_knob(const char *dir, const char *knob, const char *value, abx_error **err)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, knob);
+    if (abx__write_file_at(AT_FDCWD, path, value) < 0)
+        return abx__error_set(err, ABX_ECGROUP, "cgroup: writing %s: %s", knob, strerror(errno));
+    return 0;
+}
+
+static int make_leaf(abx_cgroup *cg, const char *parent, const char *id, abx_error **err)
+{
+    if (abx__mkdir_exist_ok(parent, 0755) < 0)
+        return abx__error_set(err, errno == EACCES || errno == EPERM || errno == EROFS ? ABX_ECGROUP : ABX_ECGROUP,
+                              "cgroup: cannot create the abx parent cgroup: %s", strerror(errno));
+    char *dir = cg->dirs[cg->ndirs];
+    int n = snprintf(dir, sizeof cg->dirs[0], "%s/%s", parent, id);
+    if (n < 0 || (size_t)n >= sizeof cg->dirs[0])
+        return abx__error_set(err, ABX_ECGROUP, "cgroup: parent path too long");
+    if (mkdir(dir, 0755) < 0)
+        return abx__error_set(err, ABX_ECGROUP, "cgroup: cannot create the sandbox cgroup: %s",
+                              strerror(errno));
+    cg->ndirs++;
+    return 0;
+}
+
+static int create_v1(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
+{
+    char value[64];
+    for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
+        char parent[128];
+        snprintf(parent, sizeof parent, CGROUP_FS "/%s/abx", v1_controllers[i]);
+        int rc = make_leaf(cg, parent, id, err);
+        if (rc < 0)
+            return rc;
+    }
+    const char *mem = cg->dirs[0], *pids = cg->dirs[1], *cpu = cg->dirs[2];
+    snprintf(value, sizeof value, "%llu", (unsigned long long)lim->memory_mb << 20);
+    int rc = write_knob(mem, "memory.limit_in_bytes", value, err);
+    if (rc < 0)
+        return rc;
+    char memsw[512];
+    snprintf(memsw, sizeof memsw, "%s/memory.memsw.limit_in_bytes", mem);
+    if (access(memsw, F_OK) == 0 && (rc = write_knob(mem, "memory.memsw.limit_in_bytes", value, err)) < 0)
+        return rc;
+    snprintf(value, sizeof value, "%u", lim->pids);
+    if ((rc = write_knob(pids, "pids.max", value, err)) < 0)
+        return rc;
+    snprintf(value, sizeof value, "%u", CPU_PERIOD_US);
+    if ((rc = write_knob(cpu, "cpu.cfs_period_us", value, err)) < 0)
+        return rc;
+    snprintf(value, sizeof value, "%llu", (unsigned long long)lim->cpu_count * CPU_PERIOD_US);
+    return write_knob(cpu, "cpu.cfs_quota_us", value, err);
+}
+
+/* Enables memory, pids and cpu for the children of dir. */
+static int enable_v2_controllers(const char *dir, abx_error **err)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
+    if (abx__write_file_at(AT_FDCWD, path, "+memory +pids +cpu") < 0)
+        return abx__error_set(err, ABX_ECGROUP,
+                              "cgroup v2: cannot enable memory, pids and cpu for sandboxes: %s",
+                              strerror(errno));
+    return 0;
+}
+
+static int create_v2(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
+{
+    const char *parent = getenv("ABX_CGROUP_PARENT");
+    int rc;
+    if (!parent || !*parent) {
+        if (geteuid() != 0)
+            return abx__error_set(err, ABX_ECGROUP,
+                                  "cgroup v2: not root and ABX_CGROUP_PARENT names no delegated cgroup");
+        parent = CGROUP_FS "/abx";
+        if ((rc = enable_v2_controllers(CGROUP_FS, err)) < 0)
+            return rc;
+        if (abx__mkdir_exist_ok(parent, 0755) < 0)
+            return abx__error_set(err, ABX_ECGROUP, "cgroup v2: cannot create the abx cgroup: %s",
+                                  strerror(errno));
+    }
+    if ((rc = enable_v2_controllers(parent, err)) < 0)
+        return rc;
+    if ((rc = make_leaf(cg, parent, id, err)) < 0)
+        return rc;
+    const char *dir = cg->dirs[0];
+    char value[64];
+    snprintf(value, sizeof value, "%llu", (unsigned long long)lim->memory_mb << 20);
+    if ((rc = write_knob(dir, "memory.max", value, err)) < 0)
+        return rc;
+    char swap[512];
+    snprintf(swap, sizeof swap, "%s/memory.swap.max", dir);
+    if (access(swap, F_OK) == 0 && (rc = write_knob(dir, "memory.swap.max", "0", err)) < 0)
+        return rc;
+    snprintf(value, sizeof value, "%u", lim->pids);
+    if ((rc = write_knob(dir, "pids.max", value, err)) < 0)
+        return rc;
+    snprintf(value, sizeof value, "%llu %u", (unsigned long long)lim->cpu_count * CPU_PERIOD_US,
+             CPU_PERIOD_US);
+    return write_knob(dir, "cpu.max", value, err);
+}
+
+int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
+{
+    memset(cg, 0, sizeof *cg);
+    int version = abx__cgroup_detect(err);
+    if (version < 0)
+        return version;
+    cg->version = version;
+    int rc = version == 2 ? create_v2(cg, id, lim, err) : create_v1(cg, id, lim, err);
+    if (rc < 0)
+        abx__cgroup_destroy(cg);
+    return rc;
+}
+
+int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err)
+{
+    char value[32];
+    snprintf(value, sizeof value, "%d", (int)pid);
+    for (int i = 0; i < cg->ndirs; i++) {
+        int rc = write_knob(cg->dirs[i], "cgroup.procs", value, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* SIGKILLs every pid listed in dir/cgroup.procs; returns how many were listed. */
+static int kill_members(const char *dir)
+{
+    char path[512], buf[4096];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    if (abx__read_small_file(path, buf, sizeof buf) < 0)
+        return 0;
+    int count = 0;
+    for (char *p = buf; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0) {
+            kill((pid_t)pid, SIGKILL);
+            count++;
+        }
+        p = end;
+        while (*p == '\n')
+            p++;
+    }
+    return count;
+}
+
+void abx__cgroup_destroy(abx_cgroup *cg)
+{
+    for (int i = cg->ndirs - 1; i >= 0; i--) {
+        const char *dir = cg->dirs[i];
+        if (cg->version == 2) {
+            char kill_path[512];
+            snprintf(kill_path, sizeof kill_path, "%s/cgroup.kill", dir);
+            if (abx__write_file_at(AT_FDCWD, kill_path, "1") < 0)
+                kill_members(dir);
+        }
+        /* Tasks leave a cgroup asynchronously after they are reaped: retry
+         * for up to about a second before giving up. */
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            if (rmdir(dir) == 0 || errno == ENOENT)
+                break;
+            if (errno != EBUSY)
+                break;
+            if (cg->version == 1)
+                kill_members(dir);
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cg->ndirs = 0;
+}

@@ -1,0 +1,27 @@
+/* cgroup.h: per-sandbox resource limits through cgroups (v1 and v2). */
+#ifndef ABX_CGROUP_H
+#define ABX_CGROUP_H
+
+#include "abx/abx.h"
+#include <sys/types.h>
+
+#define ABX_CGROUP_MAX_DIRS 3
+
+typedef struct abx_cgroup {
+    int version;                            /* 1, 2, or 0 when nothing was created */
+    int ndirs;                              /* leaf directories created */
+    char dirs[ABX_CGROUP_MAX_DIRS][256];    /* absolute paths of those leaves */
+} abx_cgroup;
+
+/* Creates the sandbox's cgroup(s) named after id and writes the limits.
+ * On failure nothing is left behind. The caller owns *cg and must call
+ * abx__cgroup_destroy(). */
+int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err);
+/* Moves pid into every created cgroup. */
+int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err);
+/* SIGKILLs whatever is still inside and removes the directories. Idempotent. */
+void abx__cgroup_destroy(abx_cgroup *cg);
+/* Which version this host offers to abx: 1, 2, or a negative abx code. */
+int abx__cgroup_detect(abx_error **err);
+
+#endif

@@ -1,0 +1,389 @@
+/* jail.c: a process tree in new namespaces: the sandbox's init and its command.
+ *
+ * Owns: namespace creation, the uid/gid maps, the handshake between the
+ * supervisor (the process that calls abx__jail_start) and the sandbox's
+ * init, init's own life (pid 1: reap, forward signals, exit with the
+ * command), and starting the command with every privilege dropped.
+ *
+ * Sequence (each step checked; any failure is reported and fatal):
+ *
+ *   supervisor                          init (pid 1 in new user, pid, mount,
+ *                                            net, UTS and IPC namespaces)
+ *   cgroup create, seccomp filter built
+ *   clone(NEWUSER|NEWPID|NEWNS|...) --> PDEATHSIG=SIGKILL, wait for "go"
+ *   uid/gid maps, cgroup attach
+ *   "go" ----------------------------> become uid 0 inside, unshare(NEWCGROUP)
+ *                                       rootfs (rootfs.c), hostname, lo up
+ *                                       fork --> command: setsid, rlimits, drop
+ *                                                privileges (privs.c), chdir,
+ *                                                fds cloexec, seccomp, exec
+ *                                       drop own privileges, non-dumpable,
+ *                                       seccomp; reap until the command exits
+ *   read report pipe (EOF = exec'd)
+ *   wait for init; its exit is the command's status
+ *
+ * Root inside maps to an unprivileged host range (ABX_HOST_ID_BASE...) when
+ * abx runs as root, or to the caller's own uid/gid only otherwise. Killing
+ * init (or the supervisor dying, through PDEATHSIG) kills the whole pid
+ * namespace.
+ */
+#include "jail.h"
+#include "error_internal.h"
+#include "privs.h"
+#include "rootfs.h"
+#include "seccomp_policy.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ABX_HOST_ID_BASE 1000000000u
+#define ABX_HOST_ID_COUNT 65536u
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+extern char **environ;
+
+/* What the inside tells the supervisor when something fails before exec. */
+typedef struct jail_report {
+    int code;        /* positive abx code */
+    int exit_status; /* 125 setup, 126 not executable, 127 not found */
+    char what[240];
+} jail_report;
+
+__attribute__((noreturn, format(printf, 4, 5))) static void report_fail(int fd, int code, int exit_status,
+                                                                         const char *fmt, ...)
+{
+    jail_report r;
+    memset(&r, 0, sizeof r);
+    r.code = code;
+    r.exit_status = exit_status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r.what, sizeof r.what, fmt, ap);
+    va_end(ap);
+    (void)abx__write_all(fd, &r, sizeof r);
+    _exit(exit_status);
+}
+
+int abx__jail_exit_code(int wait_status)
+{
+    if (WIFEXITED(wait_status))
+        return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return 125;
+}
+
+/* ---- inside: the command ------------------------------------------------ */
+
+static void reset_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL); /* SIG_IGN would survive exec */
+}
+
+__attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, int report_fd,
+                                                   scmp_filter_ctx filter, bool full_id_range)
+{
+    reset_signals();
+    if (setsid() < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "setsid: %s", strerror(errno));
+    if (abx__privs_set_rlimits() < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "rlimits: %s", strerror(errno));
+    uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;
+    const char *step = "";
+    if (abx__privs_drop_all(id, id, full_id_range, &step) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "%s: %s", step, strerror(errno));
+    if (chdir(cfg->cwd) < 0)
+        report_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? ABX_ENOENT : ABX_EPERM, 125,
+                    "working directory %s: %s", cfg->cwd, strerror(errno));
+    umask(022);
+    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "close_range: %s", strerror(errno));
+    int rc = seccomp_load(filter);
+    if (rc < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "seccomp: %s", strerror(-rc));
+    environ = (char **)cfg->envp;
+    execvp(cfg->argv[0], (char *const *)cfg->argv);
+    int e = errno;
+    if (e == ENOENT || e == ENOTDIR)
+        report_fail(report_fd, ABX_ECMDNOTFOUND, 127, "%s: command not found", cfg->argv[0]);
+    report_fail(report_fd, ABX_EPERM, 126, "%s: %s", cfg->argv[0], strerror(e));
+}
+
+/* ---- inside: init ------------------------------------------------------- */
+
+static int loopback_up(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    int rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+    if (rc == 0) {
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* pid 1: reaps every orphan, forwards the supervisor's signals to the
+ * command's process group, and exits with the command's status (which ends
+ * the pid namespace and everything left in it). */
+__attribute__((noreturn)) static void init_reap_loop(pid_t command)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig < 0)
+            continue;
+        if (sig != SIGCHLD) {
+            kill(-command, sig);
+            continue;
+        }
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+            if (pid == command)
+                _exit(abx__jail_exit_code(status));
+    }
+}
+
+__attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
+                                                scmp_filter_ctx filter, bool full_id_range)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "PR_SET_PDEATHSIG: %s", strerror(errno));
+    char go;
+    if (abx__read_full(go_fd, &go, 1) != 1)
+        _exit(125); /* the supervisor gave up or died */
+    close(go_fd);
+    if (full_id_range && setgroups(0, NULL) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "setgroups: %s", strerror(errno));
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "becoming root inside: %s", strerror(errno));
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        report_fail(report_fd, ABX_EHOSTSUPPORT, 125, "cgroup namespace: %s", strerror(errno));
+    char why[256];
+    abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
+                            .full_id_range = full_id_range};
+    if (abx__rootfs_build(&spec, why, sizeof why) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
+    if (sethostname(cfg->id, strlen(cfg->id)) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "sethostname: %s", strerror(errno));
+    if (loopback_up() < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "loopback: %s", strerror(errno));
+
+    pid_t command = fork();
+    if (command < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "fork: %s", strerror(errno));
+    if (command == 0)
+        command_main(cfg, report_fd, filter, full_id_range);
+
+    /* init keeps nothing it does not need: it can still signal the command
+     * because it takes the command's uid. */
+    uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;
+    const char *step = "";
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || abx__privs_drop_all(id, id, full_id_range, &step) < 0 ||
+        seccomp_load(filter) < 0) {
+        kill(command, SIGKILL);
+        report_fail(report_fd, ABX_EJAIL, 125, "init privileges: %s", strerror(errno));
+    }
+    close(report_fd);
+    init_reap_loop(command);
+}
+
+/* ---- outside: the supervisor ------------------------------------------- */
+
+static int check_host(abx_error **err)
+{
+    char buf[32];
+    if (abx__read_small_file("/proc/sys/user/max_user_namespaces", buf, sizeof buf) == 0 &&
+        strtol(buf, NULL, 10) <= 0)
+        return abx__error_set(err, ABX_EHOSTSUPPORT,
+                              "user namespaces are disabled (user.max_user_namespaces = 0)");
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL)
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "the kernel has no seccomp support");
+    static const char *const ns[] = {"user", "pid", "mnt", "net", "uts", "ipc", "cgroup"};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/ns/%s", ns[i]);
+        if (access(path, F_OK) < 0)
+            return abx__error_set(err, ABX_EHOSTSUPPORT, "the kernel has no %s namespaces", ns[i]);
+    }
+    return 0;
+}
+
+static int write_id_maps(pid_t pid, bool full_id_range, abx_error **err)
+{
+    char path[64], map[64];
+    if (full_id_range) {
+        snprintf(map, sizeof map, "0 %u %u\n", ABX_HOST_ID_BASE, ABX_HOST_ID_COUNT);
+        snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+        if (abx__write_file_at(AT_FDCWD, path, map) < 0)
+            return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "writing the uid map");
+        snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+        if (abx__write_file_at(AT_FDCWD, path, map) < 0)
+            return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "writing the gid map");
+        return 0;
+    }
+    snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+    if (abx__write_file_at(AT_FDCWD, path, "deny") < 0)
+        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "denying setgroups");
+    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)geteuid());
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    if (abx__write_file_at(AT_FDCWD, path, map) < 0)
+        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "writing the uid map");
+    snprintf(map, sizeof map, "0 %u 1\n", (unsigned)getegid());
+    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+    if (abx__write_file_at(AT_FDCWD, path, map) < 0)
+        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "writing the gid map");
+    return 0;
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
+{
+    memset(jail, 0, sizeof *jail);
+    jail->init_pid = -1;
+    jail->report_fd = -1;
+    bool full_id_range = geteuid() == 0;
+    if (!full_id_range && !cfg->as_root)
+        return abx__error_set(err, ABX_EPERM,
+                              "running as 'user' inside needs abx to run as root; use --user root");
+    int rc = check_host(err);
+    if (rc < 0)
+        return rc;
+    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->id, &cfg->limits, err)) < 0)
+        return rc;
+    scmp_filter_ctx filter = abx__seccomp_policy_new();
+    if (!filter) {
+        abx__cgroup_destroy(&jail->cgroup);
+        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "building the seccomp filter");
+    }
+    int go[2], report[2];
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
+        goto out_filter;
+    }
+    if (pipe2(report, O_CLOEXEC) < 0) {
+        rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
+        goto out_go;
+    }
+    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+                                      CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD,
+                       NULL, NULL, NULL, NULL);
+    if (pid == 0) {
+        close(go[1]);
+        close(report[0]);
+        init_main(cfg, go[0], report[1], filter, full_id_range);
+    }
+    close(go[0]);
+    close(report[1]);
+    if (pid < 0) {
+        rc = abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "creating namespaces");
+        close(go[1]);
+        close(report[0]);
+        goto out_filter;
+    }
+    if ((rc = write_id_maps((pid_t)pid, full_id_range, err)) < 0 ||
+        (rc = abx__cgroup_attach(&jail->cgroup, (pid_t)pid, err)) < 0) {
+        close(go[1]);
+        close(report[0]);
+        kill_and_reap((pid_t)pid);
+        goto out_filter;
+    }
+    if (abx__write_all(go[1], "g", 1) < 0) {
+        rc = abx__error_errno(err, ABX_ESYS, errno, "starting the sandbox");
+        close(go[1]);
+        close(report[0]);
+        kill_and_reap((pid_t)pid);
+        goto out_filter;
+    }
+    close(go[1]);
+    seccomp_release(filter);
+    jail->init_pid = (pid_t)pid;
+    jail->report_fd = report[0];
+    return 0;
+
+out_go:
+    close(go[0]);
+    close(go[1]);
+out_filter:
+    seccomp_release(filter);
+    abx__cgroup_destroy(&jail->cgroup);
+    return rc;
+}
+
+int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err)
+{
+    jail_report r;
+    ssize_t n = abx__read_full(jail->report_fd, &r, sizeof r);
+    close(jail->report_fd);
+    jail->report_fd = -1;
+    if (n == 0)
+        return 0; /* every write end closed by exec or exit without a word */
+    if (n != (ssize_t)sizeof r) {
+        *exit_status = 125;
+        return abx__error_set(err, ABX_EJAIL, "the sandbox's init failed before reporting");
+    }
+    r.what[sizeof r.what - 1] = '\0';
+    *exit_status = r.exit_status;
+    return abx__error_set(err, r.code, "%s", r.what);
+}
+
+void abx__jail_destroy(abx_jail *jail)
+{
+    if (jail->report_fd >= 0) {
+        close(jail->report_fd);
+        jail->report_fd = -1;
+    }
+    if (jail->init_pid > 0 && !jail->reaped) {
+        kill(jail->init_pid, SIGKILL);
+        int status = 0;
+        while (waitpid(jail->init_pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        jail->reaped = true;
+        jail->init_status = status;
+    }
+    abx__cgroup_destroy(&jail->cgroup);
+}

@@ -1,0 +1,45 @@
+/* jail.h: starting a process tree in a new sandbox. */
+#ifndef ABX_JAIL_H
+#define ABX_JAIL_H
+
+#include "abx/abx.h"
+#include "cgroup.h"
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct abx_jail_config {
+    const char *id;          /* sandbox id; also the hostname */
+    abx_limits limits;
+    const char *const *argv; /* the command; resolved with the sandbox's PATH */
+    char *const *envp;       /* the command's whole environment */
+    const char *cwd;         /* inside the sandbox */
+    bool as_root;            /* root inside, else user (uid 1000) */
+} abx_jail_config;
+
+typedef struct abx_jail {
+    pid_t init_pid;   /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */
+    int report_fd;    /* read end: setup and exec failures from inside */
+    abx_cgroup cgroup;
+    bool reaped;
+    int init_status;  /* wait status of init once reaped */
+} abx_jail;
+
+/* Creates the sandbox and starts cfg->argv in it. Signals SIGCHLD, SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT must be blocked by the caller (the sandbox's
+ * init waits for them with sigwaitinfo and forwards them to the command).
+ * On success the caller owns *jail and must call abx__jail_destroy(). On
+ * failure nothing is left behind. */
+int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err);
+
+/* Blocks until the command has been exec'd (returns 0) or failed to start
+ * (returns -ABX_E*, with *exit_status set to 125, 126 or 127). */
+int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err);
+
+/* Kills the whole sandbox (SIGKILL to its init, which takes its pid
+ * namespace with it), reaps init, removes the cgroups. Idempotent. */
+void abx__jail_destroy(abx_jail *jail);
+
+/* Encodes a wait status as a shell would: code, or 128+signal. */
+int abx__jail_exit_code(int wait_status);
+
+#endif

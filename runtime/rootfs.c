@@ -1,0 +1,393 @@
+/* rootfs.c: the sandbox's root filesystem, planned as data, built in one place.
+ *
+ * Owns: the layout a sandboxed process sees. It is planned first as a list
+ * of operations (plan_*), then executed by one linear function (run_ops)
+ * that checks every system call, then entered with pivot_root. The layout:
+ *
+ *   /            tmpfs of disk_mb (the writable layer: all writes land here,
+ *                bounded in size), nosuid, nodev
+ *   /usr         host /usr, read-only, nosuid, nodev (the read-only base)
+ *   /bin /sbin /lib* the host's merged-usr symlinks (or read-only binds)
+ *   /etc         generated passwd, group, hosts, hostname; a curated list
+ *                of host files bound read-only (certificates, loader cache,
+ *                alternatives, resolver, locale and shell profiles)
+ *   /app         working directory, owned by user (uid 1000)
+ *   /home/user   user's home; /root root's home; /tmp and /var/tmp 1777
+ *   /proc        a fresh procfs of the sandbox's pid namespace, with
+ *                /proc/sys, sysrq-trigger, irq, bus, fs read-only and the
+ *                kernel-memory files masked
+ *   /dev         tmpfs with null zero full random urandom tty (host nodes
+ *                bound), a new devpts instance, ptmx, shm (64 MiB tmpfs)
+ *
+ * Nothing else of the host exists inside: no home directories, no /run, no
+ * sockets, no /sys. The staging mount point is /tmp of the new mount
+ * namespace, hidden by the pivot. Does not own namespaces, users or seccomp
+ * (jail.c, privs.c, seccomp_policy.c).
+ */
+#include "rootfs.h"
+#include "abx/abx.h"
+#include "privs.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NEWROOT "/tmp"
+#define MAX_OPS 128
+#define POOL_SIZE 16384
+#define SHM_SIZE "size=64m,mode=1777"
+#define NO_OWNER ((uid_t)-1)
+
+typedef enum op_kind {
+    OP_TMPFS,    /* mount a tmpfs at dst with options data */
+    OP_DIR,      /* mkdir dst with mode, chown to owner */
+    OP_FILE,     /* create dst with content data and mode */
+    OP_SYMLINK,  /* symlink dst -> data */
+    OP_RO_BIND,  /* bind host src at dst, read-only, nosuid, nodev */
+    OP_DEV_BIND, /* bind host device src at dst, nosuid, noexec */
+    OP_DEVPTS,   /* new devpts instance at dst with options data */
+    OP_PROC,     /* fresh procfs at dst */
+    OP_RO_SELF,  /* remount dst (inside the new tree) read-only */
+    OP_MASK,     /* bind the tree's /dev/null over dst */
+} op_kind;
+
+typedef struct mount_op {
+    op_kind kind;
+    const char *src;  /* host path (binds) */
+    const char *dst;  /* absolute path inside the sandbox */
+    const char *data; /* options, content or link target */
+    mode_t mode;
+    uid_t owner;
+    bool optional;    /* a missing src or dst is skipped, not an error */
+} mount_op;
+
+typedef struct op_plan {
+    mount_op ops[MAX_OPS];
+    int n;
+    char pool[POOL_SIZE];
+    size_t used;
+    bool overflow;
+} op_plan;
+
+/* Copies a formatted string into the plan's pool; NULL (and overflow) when full. */
+__attribute__((format(printf, 2, 3))) static const char *pool_fmt(op_plan *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(p->pool + p->used, POOL_SIZE - p->used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= POOL_SIZE - p->used) {
+        p->overflow = true;
+        return NULL;
+    }
+    const char *s = p->pool + p->used;
+    p->used += (size_t)n + 1;
+    return s;
+}
+
+static void add(op_plan *p, mount_op op)
+{
+    if (p->n >= MAX_OPS || (op.dst == NULL)) {
+        p->overflow = true;
+        return;
+    }
+    p->ops[p->n++] = op;
+}
+
+static void add_dir(op_plan *p, const char *dst, mode_t mode, uid_t owner)
+{
+    add(p, (mount_op){.kind = OP_DIR, .dst = dst, .mode = mode, .owner = owner});
+}
+
+/* A host path that is a symlink becomes the same symlink when it points
+ * into /usr (which exists inside), else a read-only bind of its target. */
+static void add_host_entry(op_plan *p, const char *host_path, bool optional)
+{
+    struct stat st;
+    if (lstat(host_path, &st) < 0) {
+        if (!optional)
+            add(p, (mount_op){.kind = OP_RO_BIND, .src = host_path, .dst = host_path});
+        return;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX], resolved[PATH_MAX];
+        ssize_t n = readlink(host_path, target, sizeof target - 1);
+        if (n < 0 || !realpath(host_path, resolved))
+            return; /* dangling: nothing to show */
+        target[n] = '\0';
+        if (strncmp(resolved, "/usr/", 5) == 0) {
+            add(p, (mount_op){.kind = OP_SYMLINK, .dst = host_path, .data = pool_fmt(p, "%s", target)});
+            return;
+        }
+        add(p, (mount_op){.kind = OP_RO_BIND, .src = pool_fmt(p, "%s", resolved), .dst = host_path,
+                          .optional = optional});
+        return;
+    }
+    add(p, (mount_op){.kind = OP_RO_BIND, .src = host_path, .dst = host_path, .optional = optional});
+}
+
+static void plan_base(op_plan *p, const abx_rootfs_spec *spec)
+{
+    add(p, (mount_op){.kind = OP_TMPFS, .dst = "/",
+                      .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
+    add_dir(p, "/usr", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_RO_BIND, .src = "/usr", .dst = "/usr"});
+    static const char *const top_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+    for (size_t i = 0; i < sizeof top_links / sizeof top_links[0]; i++)
+        add_host_entry(p, top_links[i], true);
+}
+
+static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
+{
+    const char *shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+    add_dir(p, "/etc", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/passwd", .mode = 0644,
+                      .data = pool_fmt(p,
+                                       "root:x:0:0:root:/root:%s\n"
+                                       "user:x:1000:1000:user:/home/user:%s\n"
+                                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                                       shell, shell)});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/group", .mode = 0644,
+                      .data = "root:x:0:\ntty:x:5:\nusers:x:100:user\nuser:x:1000:\nnogroup:x:65534:\n"});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644,
+                      .data = pool_fmt(p, "%s\n", spec->hostname)});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644,
+                      .data = pool_fmt(p,
+                                       "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                                       "127.0.1.1\t%s\n",
+                                       spec->hostname)});
+    static const char *const curated[] = {
+        "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+        "/etc/pki", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+        "/etc/nsswitch.conf", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",
+        "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/localtime", "/etc/timezone",
+        "/etc/locale.alias", "/etc/locale.gen", "/etc/default/locale", "/etc/profile",
+        "/etc/profile.d", "/etc/bash.bashrc", "/etc/inputrc", "/etc/environment",
+        "/etc/login.defs", "/etc/os-release", "/etc/debian_version", "/etc/terminfo",
+        "/etc/magic", "/etc/python3", "/etc/python3.11", "/etc/perl", "/etc/papersize",
+        "/etc/skel",
+    };
+    bool has_default = false;
+    for (size_t i = 0; i < sizeof curated / sizeof curated[0]; i++) {
+        if (strncmp(curated[i], "/etc/default/", 13) == 0 && !has_default) {
+            if (access(curated[i], F_OK) != 0)
+                continue;
+            add_dir(p, "/etc/default", 0755, NO_OWNER);
+            has_default = true;
+        }
+        add_host_entry(p, curated[i], true);
+    }
+}
+
+static void plan_dirs(op_plan *p, const abx_rootfs_spec *spec)
+{
+    uid_t user = spec->full_id_range ? ABX_SANDBOX_USER_UID : NO_OWNER;
+    add_dir(p, "/app", 0755, user);
+    add_dir(p, "/home", 0755, NO_OWNER);
+    add_dir(p, "/home/user", 0755, user);
+    add_dir(p, "/root", 0700, NO_OWNER);
+    add_dir(p, "/tmp", 01777, NO_OWNER);
+    add_dir(p, "/var", 0755, NO_OWNER);
+    add_dir(p, "/var/tmp", 01777, NO_OWNER);
+    add_dir(p, "/run", 0755, NO_OWNER);
+    add_dir(p, "/opt", 0755, NO_OWNER);
+    add_dir(p, "/mnt", 0755, NO_OWNER);
+}
+
+static void plan_dev(op_plan *p, const abx_rootfs_spec *spec)
+{
+    add_dir(p, "/dev", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_TMPFS, .dst = "/dev", .data = "size=256k,mode=0755"});
+    static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full",
+                                        "/dev/random", "/dev/urandom", "/dev/tty"};
+    for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
+        add(p, (mount_op){.kind = OP_DEV_BIND, .src = nodes[i], .dst = nodes[i]});
+    add_dir(p, "/dev/pts", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_DEVPTS, .dst = "/dev/pts",
+                      .data = spec->full_id_range ? "newinstance,ptmxmode=0666,mode=620,gid=5"
+                                                  : "newinstance,ptmxmode=0666,mode=620"});
+    add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/ptmx", .data = "pts/ptmx"});
+    add_dir(p, "/dev/shm", 01777, NO_OWNER);
+    add(p, (mount_op){.kind = OP_TMPFS, .dst = "/dev/shm", .data = SHM_SIZE});
+    add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/fd", .data = "/proc/self/fd"});
+    add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/stdin", .data = "/proc/self/fd/0"});
+    add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/stdout", .data = "/proc/self/fd/1"});
+    add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/stderr", .data = "/proc/self/fd/2"});
+}
+
+static void plan_proc(op_plan *p)
+{
+    add_dir(p, "/proc", 0555, NO_OWNER);
+    add(p, (mount_op){.kind = OP_PROC, .dst = "/proc"});
+    static const char *const read_only[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+                                            "/proc/bus", "/proc/fs"};
+    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
+        add(p, (mount_op){.kind = OP_RO_SELF, .dst = read_only[i], .optional = true});
+    static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list",
+                                         "/proc/sched_debug", "/proc/latency_stats",
+                                         "/proc/kallsyms", "/proc/kmsg"};
+    for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
+        add(p, (mount_op){.kind = OP_MASK, .dst = masked[i], .optional = true});
+}
+
+/* ---- execution --------------------------------------------------------- */
+
+/* The flags the kernel locks on a mount that came from a more privileged
+ * namespace: a remount must keep them or fail with EPERM. */
+static unsigned long locked_flags(const char *path)
+{
+    struct statvfs sv;
+    if (statvfs(path, &sv) < 0)
+        return 0;
+    unsigned long f = 0;
+    if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
+    if (sv.f_flag & ST_RDONLY) f |= MS_RDONLY;
+    return f;
+}
+
+static int bind_at(const char *src, const char *target, unsigned long extra)
+{
+    struct stat st;
+    if (stat(src, &st) < 0)
+        return -1;
+    if (S_ISDIR(st.st_mode)) {
+        if (abx__mkdir_exist_ok(target, 0755) < 0)
+            return -1;
+    } else if (access(target, F_OK) != 0 && abx__create_file(target, NULL, 0444) < 0) {
+        return -1;
+    }
+    if (mount(src, target, NULL, MS_BIND | MS_SILENT, NULL) < 0)
+        return -1;
+    return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_SILENT | extra | locked_flags(target), NULL);
+}
+
+static int run_op(const mount_op *op, const char *target)
+{
+    switch (op->kind) {
+    case OP_TMPFS:
+        return mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_SILENT, op->data);
+    case OP_DIR:
+        if (mkdir(target, op->mode) < 0 && errno != EEXIST)
+            return -1;
+        if (chmod(target, op->mode) < 0)
+            return -1;
+        return op->owner == NO_OWNER ? 0 : chown(target, op->owner, op->owner);
+    case OP_FILE:
+        return abx__create_file(target, op->data, op->mode);
+    case OP_SYMLINK:
+        return symlink(op->data, target);
+    case OP_RO_BIND:
+        return bind_at(op->src, target, MS_RDONLY | MS_NOSUID | MS_NODEV);
+    case OP_DEV_BIND:
+        return bind_at(op->src, target, MS_NOSUID | MS_NOEXEC);
+    case OP_DEVPTS:
+        return mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC | MS_SILENT, op->data);
+    case OP_PROC:
+        return mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT, NULL);
+    case OP_RO_SELF:
+        return bind_at(target, target, MS_RDONLY | MS_NOSUID | MS_NODEV);
+    case OP_MASK:
+        return mount(NEWROOT "/dev/null", target, NULL, MS_BIND | MS_SILENT, NULL);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+static const char *op_name(op_kind k)
+{
+    switch (k) {
+    case OP_TMPFS: return "mounting tmpfs";
+    case OP_DIR: return "creating directory";
+    case OP_FILE: return "writing file";
+    case OP_SYMLINK: return "creating symlink";
+    case OP_RO_BIND: return "binding read-only";
+    case OP_DEV_BIND: return "binding device";
+    case OP_DEVPTS: return "mounting devpts";
+    case OP_PROC: return "mounting proc";
+    case OP_RO_SELF: return "making read-only";
+    case OP_MASK: return "masking";
+    }
+    return "?";
+}
+
+static int run_ops(const op_plan *p, char *errbuf, size_t errlen)
+{
+    for (int i = 0; i < p->n; i++) {
+        const mount_op *op = &p->ops[i];
+        char target[PATH_MAX];
+        snprintf(target, sizeof target, NEWROOT "%s", op->dst);
+        if (op->optional) {
+            bool missing = (op->src && access(op->src, F_OK) != 0) ||
+                           ((op->kind == OP_RO_SELF || op->kind == OP_MASK) && access(target, F_OK) != 0);
+            if (missing)
+                continue;
+        }
+        if (run_op(op, target) < 0) {
+            snprintf(errbuf, errlen, "%s %s: %s", op_name(op->kind), op->dst, strerror(errno));
+            return -ABX_EJAIL;
+        }
+    }
+    return 0;
+}
+
+/* pivot_root(".", ".") stacks the old root under the new one; detaching it
+ * leaves the new tree alone (the technique runc, LXC and bubblewrap use). */
+static int enter_root(char *errbuf, size_t errlen)
+{
+    const char *step = "entering the new root";
+    if (chdir(NEWROOT) < 0)
+        goto fail;
+    step = "pivot_root";
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        goto fail;
+    step = "detaching the host root";
+    if (umount2(".", MNT_DETACH) < 0)
+        goto fail;
+    step = "chdir /";
+    if (chdir("/") < 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(errbuf, errlen, "%s: %s", step, strerror(errno));
+    return -ABX_EJAIL;
+}
+
+int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
+{
+    op_plan plan; /* about 22 KiB: on the init's stack, which is the process stack */
+    memset(&plan, 0, sizeof plan);
+    if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+        snprintf(errbuf, errlen, "making mounts private: %s", strerror(errno));
+        return -ABX_EJAIL;
+    }
+    plan_base(&plan, spec);
+    plan_etc(&plan, spec);
+    plan_dirs(&plan, spec);
+    plan_dev(&plan, spec);
+    plan_proc(&plan);
+    if (plan.overflow) {
+        snprintf(errbuf, errlen, "rootfs plan too large");
+        return -ABX_EJAIL;
+    }
+    mode_t old_umask = umask(0);
+    int rc = run_ops(&plan, errbuf, errlen);
+    umask(old_umask);
+    if (rc < 0)
+        return rc;
+    return enter_root(errbuf, errlen);
+}

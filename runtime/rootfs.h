@@ -1,0 +1,20 @@
+/* rootfs.h: building the sandbox's root filesystem. */
+#ifndef ABX_ROOTFS_H
+#define ABX_ROOTFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct abx_rootfs_spec {
+    const char *hostname;  /* written to /etc/hostname and /etc/hosts */
+    unsigned disk_mb;      /* size of the writable layer */
+    bool full_id_range;    /* uid/gid 0..65535 are mapped (abx runs as host root) */
+} abx_rootfs_spec;
+
+/* Inside a fresh mount namespace (and user namespace with CAP_SYS_ADMIN),
+ * builds the sandbox tree and pivots into it. On failure returns -ABX_EJAIL
+ * and writes the failing step into errbuf. Must run in the sandbox's init,
+ * before any untrusted code exists. */
+int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen);
+
+#endif
