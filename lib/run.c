@@ -173,6 +173,7 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     int rc = validate(opts, err);
     if (rc < 0)
         return rc;
+    abx__cgroup_sweep_stale(10);
     char id[ABX_SANDBOX_ID_LEN + 1];
     if ((rc = abx__sandbox_id_new(id)) < 0)
         return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");

@@ -14,6 +14,7 @@
 #include "error_internal.h"
 #include "sysutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -233,4 +234,41 @@ void abx__cgroup_destroy(abx_cgroup *cg)
         }
     }
     cg->ndirs = 0;
+}
+
+/* Removes one stale leaf: empty and older than the grace period (a younger
+ * one may belong to a sandbox that is starting right now). rmdir itself
+ * refuses a cgroup that still has tasks. */
+static void sweep_dir(const char *parent, unsigned grace_s)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    struct dirent *e;
+    time_t now = time(NULL);
+    while ((e = readdir(d))) {
+        if (e->d_name[0] != 'i' || e->d_type != DT_DIR)
+            continue;
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        if (stat(path, &st) == 0 && now - st.st_ctime >= (time_t)grace_s)
+            rmdir(path);
+    }
+    closedir(d);
+}
+
+void abx__cgroup_sweep_stale(unsigned grace_s)
+{
+    int version = abx__cgroup_detect(NULL);
+    if (version == 1) {
+        for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
+            char parent[128];
+            snprintf(parent, sizeof parent, CGROUP_FS "/%s/abx", v1_controllers[i]);
+            sweep_dir(parent, grace_s);
+        }
+    } else if (version == 2) {
+        const char *parent = getenv("ABX_CGROUP_PARENT");
+        sweep_dir(parent && *parent ? parent : CGROUP_FS "/abx", grace_s);
+    }
 }

@@ -21,6 +21,9 @@ int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, ab
 int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err);
 /* SIGKILLs whatever is still inside and removes the directories. Idempotent. */
 void abx__cgroup_destroy(abx_cgroup *cg);
+/* Removes the cgroups of sandboxes whose supervisor died without cleaning
+ * up: empty leaves created at least grace_s seconds ago. */
+void abx__cgroup_sweep_stale(unsigned grace_s);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */
 int abx__cgroup_detect(abx_error **err);
 

@@ -182,6 +182,36 @@ __attribute__((noreturn)) static void init_reap_loop(pid_t command)
     }
 }
 
+/* init was forked from the supervisor and still holds the caller's
+ * environment (which may hold secrets) in its memory, where
+ * /proc/1/environ would show it. The command gets cfg->envp instead. */
+static void scrub_inherited_environment(void)
+{
+    for (char **e = environ; e && *e; e++)
+        explicit_bzero(*e, strlen(*e));
+    clearenv();
+}
+
+/* The same for the command line, which /proc/1/cmdline shows whatever the
+ * dumpable flag: overwrite the argument area (which starts at argv[0]) in
+ * place. Runs after the command was forked, which has its own copy. */
+static void scrub_command_line(void)
+{
+    char buf[64];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        len += (size_t)n;
+    close(fd);
+    if (len > 0) {
+        memset(program_invocation_name, 0, len);
+        snprintf(program_invocation_name, len, "abx-init");
+    }
+}
+
 __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
                                                 scmp_filter_ctx filter, bool full_id_range)
 {
@@ -191,6 +221,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (abx__read_full(go_fd, &go, 1) != 1)
         _exit(125); /* the supervisor gave up or died */
     close(go_fd);
+    scrub_inherited_environment();
     if (full_id_range && setgroups(0, NULL) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "setgroups: %s", strerror(errno));
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
@@ -213,6 +244,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (command == 0)
         command_main(cfg, report_fd, filter, full_id_range);
 
+    scrub_command_line();
     /* init keeps nothing it does not need: it can still signal the command
      * because it takes the command's uid. */
     uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;

@@ -1,0 +1,101 @@
+// harness.mjs: what the Node tests share: where the binaries are, how to run
+// abx and the escape probe, and how to look for what a sandbox left behind.
+import { spawnSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const abx = process.env.ABX_BIN || path.join(root, 'build/abx');
+export const probe = process.env.ABX_PROBE || path.join(root, 'build/tests/abx-probe');
+
+/** Runs abx synchronously. */
+export function runAbx(args, opts = {}) {
+  return spawnSync(abx, args, { encoding: 'utf8', timeout: 120000, maxBuffer: 64 << 20, ...opts });
+}
+
+/** Runs abx asynchronously; resolves with {status, signal, stdout, stderr}. */
+export function runAbxAsync(args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(abx, args, { stdio: ['pipe', 'pipe', 'pipe'], ...opts });
+    let stdout = '', stderr = '';
+    child.stdout?.on('data', (d) => (stdout += d));
+    child.stderr?.on('data', (d) => (stderr += d));
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin?.end();
+    child.on('error', reject);
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr, pid: child.pid }));
+  });
+}
+
+// Inside, the probe arrives on stdin and is exec'd from the sandbox's /tmp:
+// nothing of the host's build directory is visible in a sandbox.
+const loader = 'cat > /tmp/abx-probe && chmod 755 /tmp/abx-probe && exec /tmp/abx-probe "$@"';
+
+/** Runs one attack in a fresh sandbox; returns {status, stdout, stderr, id}. */
+export function runProbe(attack, args = [], { abxArgs = [], ...opts } = {}) {
+  const r = spawnSync(abx, ['run', ...abxArgs, '--', 'sh', '-c', loader, 'sh', attack, ...args], {
+    encoding: 'utf8', input: fs.readFileSync(probe), timeout: 120000, maxBuffer: 16 << 20, ...opts,
+  });
+  const m = /^sandbox (i[a-z0-9]{20})$/m.exec(r.stdout || '');
+  return { ...r, id: m ? m[1] : null };
+}
+
+/** Async variant (for tests that keep the event loop busy meanwhile). */
+export function runProbeAsync(attack, args = [], { abxArgs = [], ...opts } = {}) {
+  return runAbxAsync(['run', ...abxArgs, '--', 'sh', '-c', loader, 'sh', attack, ...args], {
+    input: fs.readFileSync(probe), ...opts,
+  }).then((r) => {
+    const m = /^sandbox (i[a-z0-9]{20})$/m.exec(r.stdout || '');
+    return { ...r, id: m ? m[1] : null };
+  });
+}
+
+/** cgroup directories of sandbox id that still exist on the host. */
+export function cgroupLeftovers(id) {
+  const found = [];
+  for (const base of ['/sys/fs/cgroup', '/sys/fs/cgroup/abx']) {
+    let entries = [];
+    try { entries = fs.readdirSync(base); } catch { continue; }
+    for (const ctl of entries) {
+      for (const p of [path.join(base, ctl, 'abx', id), path.join(base, id)]) {
+        if (fs.existsSync(p)) found.push(p);
+      }
+    }
+  }
+  return [...new Set(found)];
+}
+
+/** Host processes whose command line contains needle. */
+export function hostProcesses(needle) {
+  const out = [];
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(needle)) out.push({ pid: Number(pid), cmd });
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+export function mountCount() {
+  return fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(Boolean).length;
+}
+
+export function randomName(prefix) {
+  return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until fn() is truthy or ms elapse; returns the last value. */
+export async function waitFor(fn, ms = 5000, step = 50) {
+  const end = Date.now() + ms;
+  let v = fn();
+  while (!v && Date.now() < end) {
+    await sleep(step);
+    v = fn();
+  }
+  return v;
+}
