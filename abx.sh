@@ -1,0 +1,107 @@
+#!/bin/sh
+# abx.sh: bootstrap, build, run and test abx on a bare Debian 12 (as root or
+# with sudo). Installs what is missing (apt-get, npm), then:
+#   sh abx.sh start [ABX ARGS...]   build, then run abx's main job on the local
+#                                   provider (with arguments: `abx ARGS...`)
+#   sh abx.sh test                  build (plain and ASan+UBSan) and run every test
+#   sh abx.sh build                 build only (build/abx, build-asan/abx)
+#   sh abx.sh bench                 run the benchmarks in bench/
+set -eu
+
+cd "$(dirname "$0")"
+
+BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjansson-dev
+  libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev"
+TEST_PACKAGES="iproute2 procps"
+BENCH_PACKAGES="bubblewrap hyperfine"
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing_packages() {
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || printf '%s ' "$p"
+    done
+}
+
+install_packages() {
+    missing=$(missing_packages "$@")
+    [ -z "$missing" ] && return 0
+    echo "abx.sh: installing:$missing" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    # shellcheck disable=SC2086
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2
+}
+
+install_node() {
+    # Any Node.js >= 18 will do; Debian 12's nodejs is 18.
+    if ! command -v node >/dev/null 2>&1; then
+        install_packages nodejs npm
+    elif ! command -v npm >/dev/null 2>&1; then
+        install_packages npm
+    fi
+    if [ -f package-lock.json ]; then
+        if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+            npm ci --no-audit --no-fund >&2
+        fi
+    fi
+}
+
+configure() { # dir [meson options...]
+    dir=$1; shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@" >&2
+    fi
+}
+
+build() {
+    install_packages $BUILD_PACKAGES
+    configure build --buildtype=debugoptimized
+    ninja -C build >&2
+}
+
+build_asan() {
+    configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+    ninja -C build-asan >&2
+}
+
+run_node_tests() { # abx-binary probe-binary label
+    echo "== node tests ($3)" >&2
+    files=$(find tests/security tests/integration -name '*.test.mjs' 2>/dev/null | sort)
+    # shellcheck disable=SC2086
+    ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" node --test $files
+}
+
+cmd_test() {
+    build
+    build_asan
+    install_packages $TEST_PACKAGES
+    install_node
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98"
+    echo "== unit tests" >&2
+    meson test -C build --print-errorlogs
+    echo "== unit tests (ASan+UBSan)" >&2
+    meson test -C build-asan --print-errorlogs
+    run_node_tests build-asan/abx build-asan/tests/abx-probe "ASan+UBSan"
+    run_node_tests build/abx build/tests/abx-probe "release"
+}
+
+cmd_start() {
+    build
+    if [ $# -gt 0 ]; then
+        exec build/abx "$@"
+    fi
+    echo "abx.sh: running a command in a one-shot sandbox on the local provider" >&2
+    exec build/abx run -- sh -c 'echo "hello from sandbox $(hostname) as $(id -un) in $(pwd)"; \
+        echo "the host is invisible: $(ls /proc | grep -c "^[0-9]") processes, network: $(ls /proc/net/dev >/dev/null && grep -c : /proc/net/dev) interface(s)"'
+}
+
+case "${1:-}" in
+    start) shift; cmd_start "$@" ;;
+    test) cmd_test ;;
+    build) build; build_asan ;;
+    bench) build; install_packages $BENCH_PACKAGES; exec sh bench/run.sh ;;
+    *) echo "usage: sh abx.sh start [ABX ARGS...] | test | build | bench" >&2; exit 2 ;;
+esac
