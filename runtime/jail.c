@@ -103,8 +103,10 @@ static void reset_signals(void)
         signal(sig, SIG_DFL); /* SIG_IGN would survive exec */
 }
 
+/* The command's process: inherits init's seccomp filter, then gives up
+ * everything else before exec. */
 __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, int report_fd,
-                                                   scmp_filter_ctx filter, bool full_id_range)
+                                                   bool full_id_range)
 {
     reset_signals();
     if (setsid() < 0)
@@ -121,9 +123,6 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
     umask(022);
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "close_range: %s", strerror(errno));
-    int rc = seccomp_load(filter);
-    if (rc < 0)
-        report_fail(report_fd, ABX_EJAIL, 125, "seccomp: %s", strerror(-rc));
     environ = (char **)cfg->envp;
     execvp(cfg->argv[0], (char *const *)cfg->argv);
     int e = errno;
@@ -237,20 +236,24 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         report_fail(report_fd, ABX_EJAIL, 125, "sethostname: %s", strerror(errno));
     if (loopback_up() < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "loopback: %s", strerror(errno));
+    /* The filter goes on once, here, after the last mount: both init and
+     * the command (which inherits it) live under it from now on. */
+    int rc = seccomp_load(filter);
+    if (rc < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "seccomp: %s", strerror(-rc));
 
     pid_t command = fork();
     if (command < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "fork: %s", strerror(errno));
     if (command == 0)
-        command_main(cfg, report_fd, filter, full_id_range);
+        command_main(cfg, report_fd, full_id_range);
 
     scrub_command_line();
     /* init keeps nothing it does not need: it can still signal the command
      * because it takes the command's uid. */
     uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;
     const char *step = "";
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || abx__privs_drop_all(id, id, full_id_range, &step) < 0 ||
-        seccomp_load(filter) < 0) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || abx__privs_drop_all(id, id, full_id_range, &step) < 0) {
         kill(command, SIGKILL);
         report_fail(report_fd, ABX_EJAIL, 125, "init privileges: %s", strerror(errno));
     }

@@ -52,6 +52,7 @@ typedef enum op_kind {
     OP_TMPFS,    /* mount a tmpfs at dst with options data */
     OP_DIR,      /* mkdir dst with mode, chown to owner */
     OP_FILE,     /* create dst with content data and mode */
+    OP_COPY,     /* copy the small host file src to dst (cheaper than a bind) */
     OP_SYMLINK,  /* symlink dst -> data */
     OP_RO_BIND,  /* bind host src at dst, read-only, nosuid, nodev */
     OP_DEV_BIND, /* bind host device src at dst, nosuid, noexec */
@@ -110,7 +111,19 @@ static void add_dir(op_plan *p, const char *dst, mode_t mode, uid_t owner)
 }
 
 /* A host path that is a symlink becomes the same symlink when it points
- * into /usr (which exists inside), else a read-only bind of its target. */
+ * into /usr (which exists inside). Otherwise a small regular file is copied
+ * into the writable layer (root-owned, so only root inside could change its
+ * own copy) and a directory is bound read-only. */
+#define COPY_MAX_BYTES (256u << 10)
+
+static void host_path_target(op_plan *p, const char *src, const char *dst, bool optional)
+{
+    struct stat st;
+    bool small_file = stat(src, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (off_t)COPY_MAX_BYTES;
+    add(p, (mount_op){.kind = small_file ? OP_COPY : OP_RO_BIND, .src = src, .dst = dst, .mode = 0644,
+                      .optional = optional});
+}
+
 static void add_host_entry(op_plan *p, const char *host_path, bool optional)
 {
     struct stat st;
@@ -129,11 +142,10 @@ static void add_host_entry(op_plan *p, const char *host_path, bool optional)
             add(p, (mount_op){.kind = OP_SYMLINK, .dst = host_path, .data = pool_fmt(p, "%s", target)});
             return;
         }
-        add(p, (mount_op){.kind = OP_RO_BIND, .src = pool_fmt(p, "%s", resolved), .dst = host_path,
-                          .optional = optional});
+        host_path_target(p, pool_fmt(p, "%s", resolved), host_path, optional);
         return;
     }
-    add(p, (mount_op){.kind = OP_RO_BIND, .src = host_path, .dst = host_path, .optional = optional});
+    host_path_target(p, host_path, host_path, optional);
 }
 
 static void plan_base(op_plan *p, const abx_rootfs_spec *spec)
@@ -276,6 +288,34 @@ static int bind_at(const char *src, const char *target, unsigned long extra)
     return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_SILENT | extra | locked_flags(target), NULL);
 }
 
+/* Copies a small host file into the new tree (never following a symlink
+ * at the target, which we created moments ago in an empty tmpfs). */
+static int copy_file(const char *src, const char *target, mode_t mode)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (out < 0) {
+        int saved = errno;
+        close(in);
+        errno = saved;
+        return -1;
+    }
+    char buf[16384];
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = abx__read_full(in, buf, sizeof buf)) > 0)
+        rc = abx__write_all(out, buf, (size_t)n);
+    if (n < 0)
+        rc = -1;
+    int saved = errno;
+    close(in);
+    close(out);
+    errno = saved;
+    return rc;
+}
+
 static int run_op(const mount_op *op, const char *target)
 {
     switch (op->kind) {
@@ -289,6 +329,8 @@ static int run_op(const mount_op *op, const char *target)
         return op->owner == NO_OWNER ? 0 : chown(target, op->owner, op->owner);
     case OP_FILE:
         return abx__create_file(target, op->data, op->mode);
+    case OP_COPY:
+        return copy_file(op->src, target, op->mode);
     case OP_SYMLINK:
         return symlink(op->data, target);
     case OP_RO_BIND:
@@ -314,6 +356,7 @@ static const char *op_name(op_kind k)
     case OP_TMPFS: return "mounting tmpfs";
     case OP_DIR: return "creating directory";
     case OP_FILE: return "writing file";
+    case OP_COPY: return "copying file";
     case OP_SYMLINK: return "creating symlink";
     case OP_RO_BIND: return "binding read-only";
     case OP_DEV_BIND: return "binding device";

@@ -1,0 +1,22 @@
+#!/bin/sh
+# bench/run.sh: abx's benchmarks (run by hand: sh abx.sh bench). Each prints
+# a table whose ratios compare against a reference measured in the same run.
+#
+# Issue 2 targets: median `abx run -- /bin/true` <= 2x the bubblewrap floor;
+# peak RSS of abx (and the sandbox init it reaps) <= 8 MiB.
+set -eu
+cd "$(dirname "$0")/.."
+ABX=${ABX_BIN:-build/abx}
+RUNS=${RUNS:-200}
+B=build/bench-exec
+
+echo "## abx run -- /bin/true vs the bubblewrap floor ($RUNS runs each, interleaved)"
+echo
+echo "machine: $(nproc) cpu, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"
+echo
+$B "$RUNS" 20 \
+    bwrap -- bwrap --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib \
+        --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp --unshare-all \
+        --die-with-parent /bin/true \
+    ::: "abx run" -- "$ABX" run -- /bin/true \
+    ::: "host /bin/true" -- /bin/true
