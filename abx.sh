@@ -80,6 +80,7 @@ cmd_test() {
     install_node
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98"
+    sh scripts/check-source.sh >&2
     echo "== unit tests" >&2
     meson test -C build --print-errorlogs
     echo "== unit tests (ASan+UBSan)" >&2
