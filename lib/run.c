@@ -10,6 +10,7 @@
 #include "error_internal.h"
 #include "jail.h"
 #include "parse.h"
+#include "sandbox_env.h"
 #include "sandbox_id.h"
 
 #include <errno.h>
@@ -23,8 +24,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define MAX_ENVS 256
 
 void abx_limits_default(abx_limits *limits)
 {
@@ -32,71 +31,6 @@ void abx_limits_default(abx_limits *limits)
     limits->cpu_count = ABX_DEFAULT_CPU_COUNT;
     limits->pids = ABX_DEFAULT_PIDS;
     limits->disk_mb = ABX_DEFAULT_DISK_MB;
-}
-
-/* The environment a sandboxed command starts with. Owns its strings. */
-typedef struct sandbox_env {
-    char *vars[MAX_ENVS + 1];
-    int n;
-} sandbox_env;
-
-static void sandbox_env_free(sandbox_env *env)
-{
-    for (int i = 0; i < env->n; i++)
-        free(env->vars[i]);
-    env->n = 0;
-}
-
-/* Sets "K=V" (replacing an earlier K). */
-static int sandbox_env_put(sandbox_env *env, const char *pair, abx_error **err)
-{
-    size_t key_len;
-    if (abx__parse_env_pair(pair, &key_len) < 0)
-        return abx__error_set(err, ABX_EINVAL, "env: expected KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*");
-    char *copy = strdup(pair);
-    if (!copy)
-        return abx__error_set(err, ABX_ENOMEM, "env");
-    for (int i = 0; i < env->n; i++) {
-        if (strncmp(env->vars[i], pair, key_len + 1) == 0) {
-            free(env->vars[i]);
-            env->vars[i] = copy;
-            return 0;
-        }
-    }
-    if (env->n >= MAX_ENVS) {
-        free(copy);
-        return abx__error_set(err, ABX_EINVAL, "env: more than %d variables", MAX_ENVS);
-    }
-    env->vars[env->n++] = copy;
-    env->vars[env->n] = NULL;
-    return 0;
-}
-
-static int sandbox_env_build(sandbox_env *env, const char *id, bool as_root,
-                             const char *const *extra, abx_error **err)
-{
-    char line[512];
-    const char *shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-    const char *term = getenv("TERM");
-    const char *user = as_root ? "root" : "user";
-    const char *fixed[][2] = {
-        {"PATH", SANDBOX_PATH}, {"HOME", as_root ? "/root" : "/home/user"}, {"USER", user},
-        {"LOGNAME", user}, {"SHELL", shell}, {"LANG", "C.UTF-8"}, {"HOSTNAME", id},
-        {"TERM", term && strlen(term) < 64 ? term : NULL},
-    };
-    memset(env, 0, sizeof *env);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof fixed / sizeof fixed[0]; i++) {
-        if (!fixed[i][1])
-            continue;
-        snprintf(line, sizeof line, "%s=%s", fixed[i][0], fixed[i][1]);
-        rc = sandbox_env_put(env, line, err);
-    }
-    for (size_t i = 0; rc == 0 && extra && extra[i]; i++)
-        rc = sandbox_env_put(env, extra[i], err);
-    if (rc < 0)
-        sandbox_env_free(env);
-    return rc;
 }
 
 static int validate(const abx_run_options *o, abx_error **err)
@@ -177,8 +111,8 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     char id[ABX_SANDBOX_ID_LEN + 1];
     if ((rc = abx__sandbox_id_new(id)) < 0)
         return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
-    sandbox_env env;
-    if ((rc = sandbox_env_build(&env, id, opts->as_root, opts->envs, err)) < 0)
+    abx_sandbox_env env;
+    if ((rc = abx__sandbox_env_init(&env, id, opts->as_root, opts->envs, err)) < 0)
         return rc;
 
     sigset_t mask, old_mask;
@@ -211,6 +145,6 @@ out_sigfd:
     close(sigfd);
 out:
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    sandbox_env_free(&env);
+    abx__sandbox_env_free(&env);
     return rc;
 }

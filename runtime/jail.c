@@ -29,6 +29,7 @@
  */
 #include "jail.h"
 #include "error_internal.h"
+#include "init_server.h"
 #include "privs.h"
 #include "rootfs.h"
 #include "seccomp_policy.h"
@@ -52,8 +53,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define ABX_HOST_ID_BASE 1000000000u
-#define ABX_HOST_ID_COUNT 65536u
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -212,7 +211,7 @@ static void scrub_command_line(void)
 }
 
 __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
-                                                scmp_filter_ctx filter, bool full_id_range)
+                                                int control_fd, scmp_filter_ctx filter, bool full_id_range)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "PR_SET_PDEATHSIG: %s", strerror(errno));
@@ -242,6 +241,11 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (rc < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "seccomp: %s", strerror(-rc));
 
+    if (!cfg->argv) {
+        scrub_command_line();
+        close(report_fd); /* EOF tells the supervisor we are serving */
+        abx__init_serve(control_fd, full_id_range);
+    }
     pid_t command = fork();
     if (command < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "fork: %s", strerror(errno));
@@ -321,6 +325,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     memset(jail, 0, sizeof *jail);
     jail->init_pid = -1;
     jail->report_fd = -1;
+    jail->control_fd = -1;
     bool full_id_range = geteuid() == 0;
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
@@ -335,7 +340,12 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         abx__cgroup_destroy(&jail->cgroup);
         return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "building the seccomp filter");
     }
-    int go[2], report[2];
+    int go[2], report[2], control[2] = {-1, -1};
+    if (!cfg->argv && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
+        seccomp_release(filter);
+        abx__cgroup_destroy(&jail->cgroup);
+        return abx__error_errno(err, ABX_ESYS, errno, "socketpair");
+    }
     if (pipe2(go, O_CLOEXEC) < 0) {
         rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
         goto out_filter;
@@ -350,10 +360,16 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     if (pid == 0) {
         close(go[1]);
         close(report[0]);
-        init_main(cfg, go[0], report[1], filter, full_id_range);
+        if (control[0] >= 0)
+            close(control[0]);
+        init_main(cfg, go[0], report[1], control[1], filter, full_id_range);
     }
     close(go[0]);
     close(report[1]);
+    if (control[1] >= 0)
+        close(control[1]);
+    control[1] = -1;
+    jail->control_fd = control[0];
     if (pid < 0) {
         rc = abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "creating namespaces");
         close(go[1]);
@@ -384,6 +400,11 @@ out_go:
     close(go[0]);
     close(go[1]);
 out_filter:
+    if (control[0] >= 0)
+        close(control[0]);
+    if (control[1] >= 0)
+        close(control[1]);
+    jail->control_fd = -1;
     seccomp_release(filter);
     abx__cgroup_destroy(&jail->cgroup);
     return rc;
@@ -408,6 +429,10 @@ int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err)
 
 void abx__jail_destroy(abx_jail *jail)
 {
+    if (jail->control_fd >= 0) {
+        close(jail->control_fd);
+        jail->control_fd = -1;
+    }
     if (jail->report_fd >= 0) {
         close(jail->report_fd);
         jail->report_fd = -1;

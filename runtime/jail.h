@@ -7,10 +7,16 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* Root inside maps to this host uid/gid (and uid N to BASE+N) when abx runs
+ * as root; unprivileged, the caller's own ids are the only ones mapped. */
+#define ABX_HOST_ID_BASE 1000000000u
+#define ABX_HOST_ID_COUNT 65536u
+
 typedef struct abx_jail_config {
     const char *id;          /* sandbox id; also the hostname */
     abx_limits limits;
-    const char *const *argv; /* the command; resolved with the sandbox's PATH */
+    const char *const *argv; /* the command, resolved with the sandbox's PATH; NULL for a
+                                persistent sandbox whose init serves abx__jail's control socket */
     char *const *envp;       /* the command's whole environment */
     const char *cwd;         /* inside the sandbox */
     bool as_root;            /* root inside, else user (uid 1000) */
@@ -19,6 +25,7 @@ typedef struct abx_jail_config {
 typedef struct abx_jail {
     pid_t init_pid;   /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */
     int report_fd;    /* read end: setup and exec failures from inside */
+    int control_fd;   /* persistent sandboxes: our end of init's control socket (init_proto.h) */
     abx_cgroup cgroup;
     bool reaped;
     int init_status;  /* wait status of init once reaped */
@@ -31,7 +38,8 @@ typedef struct abx_jail {
  * failure nothing is left behind. */
 int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err);
 
-/* Blocks until the command has been exec'd (returns 0) or failed to start
+/* Blocks until the command has been exec'd, or a persistent sandbox's init
+ * serves its control socket (returns 0), or it failed to start
  * (returns -ABX_E*, with *exit_status set to 125, 126 or 127). */
 int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err);
 

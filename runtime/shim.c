@@ -1,0 +1,368 @@
+/* shim.c: a persistent sandbox's supervisor: start-up, event loop, teardown.
+ *
+ * Owns: reading the creator's request ($state_dir/config.json and
+ * $state_dir/token), starting the jail with a serving init, the data-plane
+ * socket, the metadata file (written atomically), the lifetime (a timerfd
+ * at end_at; set_timeout re-arms it), and teardown: on timeout, kill,
+ * SIGTERM, or init's death, everything of the sandbox goes (processes with
+ * the pid namespace, cgroups, state directory), then the shim exits.
+ *
+ * The shim holds an exclusive flock on $state_dir/shim.lock for its whole
+ * life: another abx that can take that lock knows the shim is gone and
+ * reaps what it left (lib/state.c, "reconcile").
+ *
+ * States: STARTING (jail, socket, server) -> RUNNING (event loop) ->
+ * ENDING (sh->ending set: HTTP waiters give up) -> gone (_exit).
+ */
+#include "shim.h"
+#include "error_internal.h"
+#include "init_proto.h"
+#include "parse.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READY_FD 3
+
+uint64_t abx__shim_now_ms(void)
+{
+    return abx__now_ns() / 1000000ull;
+}
+
+static void rfc3339(time_t t, char out[32])
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *abx__shim_info_locked(shim *sh)
+{
+    char started[32], end[32];
+    rfc3339(sh->started_at, started);
+    rfc3339(sh->end_at, end);
+    json_t *names = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i}", "sandbox_id", sh->id,
+                     "template", sh->template_name, "status", sh->ending ? "ending" : "running", "started_at",
+                     started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
+                     (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
+                     "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
+                     "shim_pid", (int)getpid());
+}
+
+/* meta.json: written to a temporary name, then renamed over the old one. */
+static int write_meta_locked(shim *sh)
+{
+    json_t *doc = abx__shim_info_locked(sh);
+    char tmp[600], final[600];
+    snprintf(tmp, sizeof tmp, "%s/meta.json.tmp", sh->state_dir);
+    snprintf(final, sizeof final, "%s/meta.json", sh->state_dir);
+    int rc = json_dump_file(doc, tmp, JSON_COMPACT);
+    json_decref(doc);
+    if (rc == 0)
+        rc = rename(tmp, final);
+    return rc;
+}
+
+static void arm_timer_locked(shim *sh)
+{
+    time_t now = time(NULL);
+    struct itimerspec its = {.it_value = {.tv_sec = sh->end_at > now ? sh->end_at - now : 0, .tv_nsec = 1}};
+    timerfd_settime(sh->timerfd, 0, &its, NULL);
+}
+
+int abx__shim_set_timeout(shim *sh, unsigned seconds)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->timeout_s = seconds;
+    sh->end_at = time(NULL) + (time_t)seconds;
+    arm_timer_locked(sh);
+    int rc = write_meta_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+void abx__shim_request_end(shim *sh)
+{
+    uint64_t one = 1;
+    pthread_mutex_lock(&sh->mu);
+    sh->ending = true;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    (void)write(sh->wakefd, &one, sizeof one);
+}
+
+/* Removes the state directory's files and the directory. */
+static void remove_state(const char *dir)
+{
+    static const char *const files[] = {"envd.sock", "meta.json", "meta.json.tmp", "config.json", "token",
+                                        "shim.lock", "shim.log"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+__attribute__((noreturn)) static void teardown(shim *sh, int status)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->ending = true;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    abx__jail_destroy(&sh->jail); /* SIGKILL init: the pid namespace dies with it */
+    remove_state(sh->state_dir);
+    _exit(status);
+}
+
+static void tell_creator(int code, const char *message)
+{
+    char line[700];
+    if (code == 0)
+        snprintf(line, sizeof line, "ok\n");
+    else
+        snprintf(line, sizeof line, "E%d %s\n", code, message);
+    (void)abx__write_all(READY_FD, line, strlen(line));
+    close(READY_FD);
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+static int read_config(shim *sh, abx_error **err)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.json", sh->state_dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    if (!cfg)
+        return abx__error_set(err, ABX_ECONFIG, "the sandbox request is unreadable");
+    const char *id = json_string_value(json_object_get(cfg, "sandbox_id"));
+    const char *tmpl = json_string_value(json_object_get(cfg, "template"));
+    snprintf(sh->id, sizeof sh->id, "%s", id ? id : "");
+    snprintf(sh->template_name, sizeof sh->template_name, "%s", tmpl ? tmpl : "base");
+    sh->timeout_s = (unsigned)json_integer_value(json_object_get(cfg, "timeout"));
+    sh->limits.cpu_count = (unsigned)json_integer_value(json_object_get(cfg, "cpu_count"));
+    sh->limits.memory_mb = (unsigned)json_integer_value(json_object_get(cfg, "memory_mb"));
+    sh->limits.disk_mb = (unsigned)json_integer_value(json_object_get(cfg, "disk_size_mb"));
+    sh->limits.pids = (unsigned)json_integer_value(json_object_get(cfg, "pids"));
+    sh->metadata = json_incref(json_object_get(cfg, "metadata"));
+    sh->envs = json_incref(json_object_get(cfg, "envs"));
+    json_decref(cfg);
+    if (!sh->metadata)
+        sh->metadata = json_object();
+    if (!sh->envs)
+        sh->envs = json_object();
+    snprintf(path, sizeof path, "%s/token", sh->state_dir);
+    if (abx__read_small_file(path, sh->token, sizeof sh->token) < 0 || strlen(sh->token) < 32)
+        return abx__error_set(err, ABX_ECONFIG, "the sandbox token is unreadable");
+    if (!*sh->id || sh->timeout_s < 1 || sh->timeout_s > 86400 || !sh->limits.cpu_count ||
+        !sh->limits.memory_mb || !sh->limits.disk_mb || !sh->limits.pids)
+        return abx__error_set(err, ABX_ECONFIG, "the sandbox request is incomplete");
+    return 0;
+}
+
+static int listen_socket(shim *sh, abx_error **err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/envd.sock", sh->state_dir);
+    if (n < 0 || (size_t)n >= sizeof sa.sun_path)
+        return abx__error_set(err, ABX_ECONFIG, "ABX_HOME is too long for a socket path");
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "socket");
+    mode_t old = umask(077);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc < 0 || listen(fd, 128) < 0) {
+        int e = errno;
+        close(fd);
+        return abx__error_errno(err, ABX_EIO, e, "binding the data-plane socket");
+    }
+    sh->listen_fd = fd;
+    return 0;
+}
+
+static int start(shim *sh, abx_error **err)
+{
+    int rc = read_config(sh, err);
+    if (rc < 0)
+        return rc;
+    char path[600];
+    snprintf(path, sizeof path, "%s/shim.lock", sh->state_dir);
+    sh->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX | LOCK_NB) < 0)
+        return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
+    abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
+                           .as_root = true};
+    if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)
+        return rc;
+    int ignored;
+    if ((rc = abx__jail_wait_started(&sh->jail, &ignored, err)) < 0)
+        return rc;
+    /* init must outlive any OOM kill inside: it is the sandbox */
+    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)sh->jail.init_pid);
+    abx__write_file_at(AT_FDCWD, path, "-1000");
+    snprintf(path, sizeof path, "/proc/%d/root", (int)sh->jail.init_pid);
+    sh->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sh->rootfd < 0)
+        return abx__error_errno(err, ABX_EJAIL, errno, "opening the sandbox root");
+    if ((rc = listen_socket(sh, err)) < 0)
+        return rc;
+    sh->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    sh->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (sh->timerfd < 0 || sh->wakefd < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "timerfd");
+    if ((rc = abx__shim_http_start(sh, err)) < 0)
+        return rc;
+    pthread_mutex_lock(&sh->mu);
+    sh->started_at = time(NULL);
+    sh->end_at = sh->started_at + (time_t)sh->timeout_s;
+    arm_timer_locked(sh);
+    rc = write_meta_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    if (rc < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "writing the sandbox metadata");
+    return 0;
+}
+
+/* ---- the event loop ----------------------------------------------------- */
+
+static void on_control(shim *sh)
+{
+    static char buf[ABX_INIT_MSG_MAX + 1];
+    ssize_t n;
+    do
+        n = recv(sh->jail.control_fd, buf, ABX_INIT_MSG_MAX, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        teardown(sh, 0); /* init is gone */
+    if (n < 0)
+        return;
+    buf[n] = '\0';
+    json_t *msg = json_loads(buf, 0, NULL);
+    if (msg)
+        abx__shim_on_init_message(sh, msg);
+    json_decref(msg);
+}
+
+static bool on_signal(shim *sh)
+{
+    struct signalfd_siginfo si;
+    if (read(sh->sigfd, &si, sizeof si) != (ssize_t)sizeof si)
+        return false;
+    if (si.ssi_signo == SIGCHLD) {
+        int st;
+        if (waitpid(sh->jail.init_pid, &st, WNOHANG) == sh->jail.init_pid) {
+            sh->jail.reaped = true;
+            sh->jail.init_status = st;
+            return true;
+        }
+        return false;
+    }
+    return true; /* SIGTERM, SIGINT, SIGHUP, SIGQUIT: end the sandbox */
+}
+
+#define MAX_POLL (4 + 2 * ABX_SHIM_MAX_PROCS)
+
+__attribute__((noreturn)) static void event_loop(shim *sh)
+{
+    static struct pollfd pfd[MAX_POLL];
+    for (;;) {
+        int n = 0;
+        pfd[n++] = (struct pollfd){.fd = sh->sigfd, .events = POLLIN};
+        pfd[n++] = (struct pollfd){.fd = sh->timerfd, .events = POLLIN};
+        pfd[n++] = (struct pollfd){.fd = sh->wakefd, .events = POLLIN};
+        pfd[n++] = (struct pollfd){.fd = sh->jail.control_fd, .events = POLLIN};
+        pthread_mutex_lock(&sh->mu);
+        bool ending = sh->ending;
+        for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
+            if (sh->procs[i]->out_fd >= 0)
+                pfd[n++] = (struct pollfd){.fd = sh->procs[i]->out_fd, .events = POLLIN};
+            if (sh->procs[i]->err_fd >= 0)
+                pfd[n++] = (struct pollfd){.fd = sh->procs[i]->err_fd, .events = POLLIN};
+        }
+        pthread_mutex_unlock(&sh->mu);
+        if (ending)
+            teardown(sh, 0);
+        if (poll(pfd, (nfds_t)n, 1000) < 0)
+            continue;
+        if ((pfd[0].revents & POLLIN) && on_signal(sh))
+            teardown(sh, 0);
+        if (pfd[1].revents & POLLIN) {
+            pthread_mutex_lock(&sh->mu);
+            bool due = time(NULL) >= sh->end_at;
+            if (!due)
+                arm_timer_locked(sh);
+            pthread_mutex_unlock(&sh->mu);
+            uint64_t ticks;
+            (void)read(sh->timerfd, &ticks, sizeof ticks);
+            if (due)
+                teardown(sh, 0);
+        }
+        if (pfd[2].revents & POLLIN) {
+            uint64_t v;
+            (void)read(sh->wakefd, &v, sizeof v);
+        }
+        if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR))
+            on_control(sh);
+        for (int i = 4; i < n; i++)
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                abx__shim_on_output(sh, pfd[i].fd);
+    }
+}
+
+int abx__shim_main(int argc, char **argv)
+{
+    if (argc != 2 || fcntl(READY_FD, F_GETFD) < 0) {
+        fprintf(stderr, "abx-shim: started by abx only (abx-shim STATE_DIR, ready pipe on fd 3)\n");
+        return 2;
+    }
+    static shim sh; /* the one shim of this process; its threads share it */
+    memset(&sh, 0, sizeof sh);
+    sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = -1;
+    snprintf(sh.state_dir, sizeof sh.state_dir, "%s", argv[1]);
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&sh.cv, &ca);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    sh.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    abx_error *err = NULL;
+    int rc = sh.sigfd < 0 ? abx__error_errno(&err, ABX_ESYS, errno, "signalfd") : start(&sh, &err);
+    if (rc < 0) {
+        tell_creator((int)abx_error_code(err), abx_error_message(err));
+        abx_error_free(err);
+        abx__jail_destroy(&sh.jail);
+        remove_state(sh.state_dir);
+        return 1;
+    }
+    tell_creator(0, NULL);
+    event_loop(&sh);
+}

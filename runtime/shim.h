@@ -1,0 +1,134 @@
+/* shim.h: the per-sandbox supervisor ("shim") and what its parts share.
+ *
+ * A shim is one host process per persistent sandbox, detached from whoever
+ * created it. It owns the sandbox's init (jail.c), cgroups, lifetime,
+ * processes and their bounded output, and serves the envd-compatible data
+ * plane on $state_dir/envd.sock. Its parts:
+ *   shim.c        start-up, the event loop (init messages, output pipes,
+ *                 lifetime timer, signals) and teardown
+ *   shim_proc.c   the process table: start, signal, stdin, output buffers
+ *   shim_http.c   the HTTP server: routing, auth, Connect RPC, streaming
+ *   shim_files.c  filesystem operations resolved inside the sandbox root
+ *
+ * Locking: one mutex (shim.mu) guards the process table, pending spawn
+ * replies, end_at and `ending`; one condition variable (shim.cv) is
+ * broadcast on every change. HTTP threads wait on it; the event loop
+ * (main thread) changes state and broadcasts.
+ */
+#ifndef ABX_SHIM_H
+#define ABX_SHIM_H
+
+#include "abx/abx.h"
+#include "jail.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define ABX_OUTBUF_CAP (1u << 20) /* bytes kept per stream */
+#define ABX_SHIM_MAX_PROCS 1024
+#define ABX_ENVD_VERSION "0.6.4"
+
+/* Bytes a process wrote to one stream: the last ABX_OUTBUF_CAP of them are
+ * kept; `total` counts all, so offsets are absolute. */
+typedef struct abx_outbuf {
+    char *data;      /* ring of `cap` bytes, grown on demand up to ABX_OUTBUF_CAP */
+    size_t cap;
+    uint64_t total;
+} abx_outbuf;
+
+typedef struct shim_proc {
+    int pid;             /* inside the sandbox */
+    char tag[128];
+    json_t *config;      /* {cmd, args, envs, cwd} as started; owned */
+    int stdin_fd;        /* our write end, -1 once closed */
+    int out_fd, err_fd;  /* our read ends, -1 at EOF */
+    abx_outbuf out, err;
+    bool exited;
+    int wait_status;
+    uint64_t exited_at_ms;
+} shim_proc;
+
+typedef struct shim_reply {
+    unsigned seq;        /* 0: slot free */
+    bool done;
+    shim_proc *pending;  /* the process waiting for "spawned"; the event loop takes it */
+    json_t *msg;         /* init's reply; owned until taken */
+} shim_reply;
+
+typedef struct shim {
+    char id[32];
+    char state_dir[512];
+    char token[80];
+    char template_name[64];
+    abx_limits limits;
+    json_t *metadata;    /* {str: str} */
+    json_t *envs;        /* {str: str} set at create */
+    unsigned timeout_s;  /* the last lifetime asked for */
+    time_t started_at;
+    time_t end_at;
+    abx_jail jail;
+    int rootfd;          /* O_PATH of the sandbox's "/" (via /proc/<init>/root) */
+    int timerfd, wakefd, sigfd, lockfd;
+    int listen_fd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    shim_proc *procs[ABX_SHIM_MAX_PROCS];
+    int nprocs;
+    shim_reply replies[64];
+    unsigned next_seq;
+    bool ending;
+    void *httpd;         /* struct MHD_Daemon * */
+} shim;
+
+/* shim.c */
+int abx__shim_main(int argc, char **argv);
+/* Sets a new lifetime of seconds from now; rewrites the metadata. */
+int abx__shim_set_timeout(shim *sh, unsigned seconds);
+/* Asks the event loop to end the sandbox. */
+void abx__shim_request_end(shim *sh);
+/* The metadata document (what `abx info` shows); caller owns it. Lock held. */
+json_t *abx__shim_info_locked(shim *sh);
+uint64_t abx__shim_now_ms(void);
+
+/* shim_proc.c (all but the *_locked functions take the lock themselves) */
+typedef struct shim_start_request {
+    const char *cmd;
+    json_t *args;        /* array of strings, may be NULL */
+    json_t *envs;        /* {str: str}, may be NULL */
+    const char *cwd;     /* may be NULL: the user's home */
+    const char *tag;     /* may be NULL */
+    unsigned uid;        /* 0 or 1000 */
+    bool stdin_open;
+} shim_start_request;
+/* Starts a process; returns its pid (>0) or -ABX_E* with *err set. */
+int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err);
+/* The process by pid (or by tag when pid <= 0 and tag is non-NULL); lock held. */
+shim_proc *abx__shim_proc_find_locked(shim *sh, int pid, const char *tag);
+int abx__shim_proc_signal(shim *sh, int pid, int sig);
+/* Writes bytes to the process's stdin; -ABX_E* if closed or unknown. */
+int abx__shim_proc_write_stdin(shim *sh, int pid, const void *buf, size_t len);
+int abx__shim_proc_close_stdin(shim *sh, int pid);
+/* Copies up to max bytes from offset *off of buf into out; returns bytes
+ * copied and advances *off; sets *truncated when bytes before *off were
+ * dropped (then *off first jumps to the oldest byte kept). Lock held. */
+size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated);
+void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len);
+/* True when the process has exited and its output is complete (pipes at
+ * EOF, or a short grace after exit for descendants holding them). Lock held. */
+bool abx__shim_proc_finished_locked(const shim_proc *p);
+/* E2B-style end fields for a finished process. */
+void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len);
+void abx__shim_proc_free(shim_proc *p);
+/* Event loop helpers: handle a message from init; read one output fd. */
+void abx__shim_on_init_message(shim *sh, json_t *msg);
+void abx__shim_on_output(shim *sh, int fd);
+
+/* shim_http.c */
+int abx__shim_http_start(shim *sh, abx_error **err);
+void abx__shim_http_stop(shim *sh);
+
+#endif

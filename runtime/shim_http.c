@@ -1,0 +1,985 @@
+/* shim_http.c: the shim's HTTP server: the envd-compatible data plane.
+ *
+ * Owns: routing, the access token check, the Basic-auth user, request body
+ * limits, Connect RPC framing (unary JSON, and server-streaming with 5-byte
+ * envelopes), and the /files byte streams. Serves, on a Unix socket only
+ * its owner can open (mode 0600 in a 0700 directory):
+ *
+ *   GET  /health                                       204, no token needed
+ *   POST /process.Process/{Start,Connect}              server-streaming
+ *   POST /process.Process/{List,SendInput,SendSignal,CloseStdin,Update}
+ *   POST /filesystem.Filesystem/{Stat,ListDir,MakeDir,Move,Remove}
+ *   GET  /files?path=&username=                        raw bytes, streamed from the file
+ *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
+ *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
+ *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
+ *
+ * Shapes follow ../shared/e2b-protocol.md §2. Every request but /health
+ * needs X-Access-Token equal to the sandbox's token (compared in constant
+ * time). libmicrohttpd parses HTTP; one thread per connection, so a
+ * streaming response may block waiting for output.
+ */
+#include "shim.h"
+#include "error_internal.h"
+#include "shim_files.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RPC_BODY (8u << 20)
+#define STREAM_CHUNK 32768
+#define DEFAULT_KEEPALIVE_S 90
+
+typedef enum req_kind { REQ_RPC, REQ_UPLOAD_RAW, REQ_UPLOAD_MULTIPART, REQ_DONE } req_kind;
+
+typedef struct req_ctx {
+    req_kind kind;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    unsigned uid;
+    /* uploads */
+    int fd;
+    char path[4096];
+    json_t *written;      /* [{path, name, type}] */
+    struct MHD_PostProcessor *pp;
+    struct pp_ctx *pc;
+    abx_error *err;
+    int code;             /* first failure, positive */
+} req_ctx;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static enum MHD_Result send_bytes(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+                                  size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    if (type)
+        MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text)
+        return MHD_NO;
+    enum MHD_Result ok = send_bytes(c, status, "application/json", text, strlen(text));
+    free(text);
+    return ok;
+}
+
+/* Connect error code and HTTP status for an abx code. */
+static const char *connect_code(int code, unsigned *status)
+{
+    switch (code) {
+    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: *status = 404; return "not_found";
+    case ABX_EINVAL: case ABX_EISDIR: case ABX_EUSAGE: *status = 400; return "invalid_argument";
+    case ABX_EPERM: case ABX_EPATHOUTSIDE: *status = 403; return "permission_denied";
+    case ABX_ELIMIT: case ABX_ETOOBIG: *status = 429; return "resource_exhausted";
+    case ABX_ENOTRUNNING: *status = 503; return "unavailable";
+    case ABX_EAUTH: *status = 401; return "unauthenticated";
+    case ABX_ETIMEOUT: *status = 504; return "deadline_exceeded";
+    case ABX_ENOTSUP: *status = 501; return "unimplemented";
+    default: *status = 500; return "internal";
+    }
+}
+
+/* An error body: the message carries the abx code first ("E8023: ...")
+ * so that abx's own client can give the user the right code back. */
+static json_t *error_doc(int code, const char *message, unsigned *status)
+{
+    char text[600];
+    snprintf(text, sizeof text, "%s: %s", abx_err_name(code), message && *message ? message : abx_strerror(code));
+    return json_pack("{s:s, s:s}", "code", connect_code(code, status), "message", text);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, int code, const char *message)
+{
+    if (code < 0)
+        code = -code;
+    unsigned status;
+    json_t *doc = error_doc(code, message, &status);
+    return send_json(c, status, doc);
+}
+
+static enum MHD_Result send_abx_error(struct MHD_Connection *c, abx_error *err, int rc)
+{
+    enum MHD_Result r = send_error(c, err ? (int)abx_error_code(err) : -rc, abx_error_message(err));
+    abx_error_free(err);
+    return r;
+}
+
+static bool token_ok(shim *sh, struct MHD_Connection *c)
+{
+    const char *got = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    size_t want = strlen(sh->token);
+    return got && strlen(got) == want && CRYPTO_memcmp(got, sh->token, want) == 0;
+}
+
+/* The user from "Authorization: Basic base64(user:)"; default user. */
+static int user_from_basic(struct MHD_Connection *c, unsigned *uid)
+{
+    *uid = 1000;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h)
+        return 0;
+    if (strncmp(h, "Basic ", 6) != 0)
+        return -1;
+    const char *b64 = h + 6;
+    size_t n = strlen(b64);
+    if (n == 0 || n > 256 || n % 4)
+        return -1;
+    unsigned char raw[200];
+    int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+    if (len < 0)
+        return -1;
+    raw[len] = '\0';
+    char *colon = strchr((char *)raw, ':');
+    if (colon)
+        *colon = '\0';
+    if (strcmp((char *)raw, "root") == 0)
+        *uid = 0;
+    else if (strcmp((char *)raw, "user") != 0)
+        return -1;
+    return 0;
+}
+
+static int user_from_query(struct MHD_Connection *c, unsigned *uid)
+{
+    const char *u = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
+    *uid = 1000;
+    if (!u || !*u || strcmp(u, "user") == 0)
+        return 0;
+    if (strcmp(u, "root") == 0) {
+        *uid = 0;
+        return 0;
+    }
+    return -1;
+}
+
+static char *b64(const char *data, size_t len)
+{
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
+    return out;
+}
+
+/* Decodes standard base64 (with padding) into a new buffer; -1 if invalid. */
+static long unb64(const char *in, char **out)
+{
+    size_t n = strlen(in);
+    if (n % 4)
+        return -1;
+    *out = malloc(n / 4 * 3 + 1);
+    if (!*out)
+        return -1;
+    int len = EVP_DecodeBlock((unsigned char *)*out, (const unsigned char *)in, (int)n);
+    if (len < 0) {
+        free(*out);
+        return -1;
+    }
+    if (n >= 1 && in[n - 1] == '=')
+        len--;
+    if (n >= 2 && in[n - 2] == '=')
+        len--;
+    return len;
+}
+
+/* ---- streaming (process Start and Connect) ------------------------------ */
+
+typedef enum stream_phase { PH_START, PH_DATA, PH_TRAILER, PH_DONE } stream_phase;
+
+typedef struct stream_ctx {
+    shim *sh;
+    int pid;
+    uint64_t out_off, err_off;
+    stream_phase phase;
+    char *pending;
+    size_t pending_len, pending_pos;
+    uint64_t deadline_ms;   /* 0: none */
+    unsigned keepalive_s;
+    uint64_t last_emit_ms;
+    const char *trailer_error; /* connect code, or NULL for success */
+} stream_ctx;
+
+static void stream_set(stream_ctx *s, uint8_t flags, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    size_t n = text ? strlen(text) : 0;
+    free(s->pending);
+    s->pending = malloc(n + 5);
+    if (!s->pending) {
+        free(text);
+        s->pending_len = 0;
+        return;
+    }
+    s->pending[0] = (char)flags;
+    s->pending[1] = (char)((n >> 24) & 0xff);
+    s->pending[2] = (char)((n >> 16) & 0xff);
+    s->pending[3] = (char)((n >> 8) & 0xff);
+    s->pending[4] = (char)(n & 0xff);
+    memcpy(s->pending + 5, text, n);
+    free(text);
+    s->pending_len = n + 5;
+    s->pending_pos = 0;
+    s->last_emit_ms = abx__shim_now_ms();
+}
+
+static json_t *data_event(const char *stream, const char *bytes, size_t n)
+{
+    char *enc = b64(bytes, n);
+    json_t *e = json_pack("{s:{s:{s:s}}}", "event", "data", stream, enc ? enc : "");
+    free(enc);
+    return e;
+}
+
+/* Produces the next envelope, waiting for output if there is none yet.
+ * Called without the lock. */
+static void stream_next(stream_ctx *s)
+{
+    shim *sh = s->sh;
+    static const size_t chunk = STREAM_CHUNK;
+    char *buf = malloc(chunk);
+    if (!buf) {
+        s->phase = PH_DONE;
+        return;
+    }
+    pthread_mutex_lock(&sh->mu);
+    for (;;) {
+        if (s->phase == PH_START) {
+            stream_set(s, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", s->pid));
+            s->phase = PH_DATA;
+            break;
+        }
+        if (s->phase == PH_TRAILER) {
+            stream_set(s, 2, s->trailer_error
+                                 ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error, "message",
+                                             strcmp(s->trailer_error, "deadline_exceeded") == 0
+                                                 ? "the stream's deadline passed; the process goes on"
+                                                 : "the sandbox ended")
+                                 : json_object());
+            s->phase = PH_DONE;
+            break;
+        }
+        shim_proc *p = abx__shim_proc_find_locked(sh, s->pid, NULL);
+        if (!p || sh->ending) {
+            s->trailer_error = "unavailable";
+            s->phase = PH_TRAILER;
+            continue;
+        }
+        bool trunc = false;
+        size_t n = abx__outbuf_read_locked(&p->out, &s->out_off, buf, chunk, &trunc);
+        if (n > 0) {
+            stream_set(s, 0, data_event("stdout", buf, n));
+            break;
+        }
+        n = abx__outbuf_read_locked(&p->err, &s->err_off, buf, chunk, &trunc);
+        if (n > 0) {
+            stream_set(s, 0, data_event("stderr", buf, n));
+            break;
+        }
+        if (abx__shim_proc_finished_locked(p)) {
+            int code;
+            bool exited;
+            char status[96];
+            abx__shim_proc_end_fields(p, &code, &exited, status, sizeof status);
+            stream_set(s, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", code, "exited",
+                                       exited, "status", status));
+            s->phase = PH_TRAILER;
+            break;
+        }
+        uint64_t now = abx__shim_now_ms();
+        if (s->deadline_ms && now >= s->deadline_ms) {
+            s->trailer_error = "deadline_exceeded";
+            s->phase = PH_TRAILER;
+            continue;
+        }
+        uint64_t keepalive_at = s->last_emit_ms + (uint64_t)s->keepalive_s * 1000;
+        if (now >= keepalive_at) {
+            stream_set(s, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+            break;
+        }
+        uint64_t wake = keepalive_at;
+        if (s->deadline_ms && s->deadline_ms < wake)
+            wake = s->deadline_ms;
+        if (p->exited && now + 20 < wake)
+            wake = now + 20; /* the finish grace has no event of its own */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t delta = wake - now;
+        ts.tv_sec += (time_t)(delta / 1000);
+        ts.tv_nsec += (long)(delta % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sh->cv, &sh->mu, &ts);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    free(buf);
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    stream_ctx *s = cls;
+    while (s->pending_pos >= s->pending_len) {
+        if (s->phase == PH_DONE)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        stream_next(s);
+    }
+    size_t n = s->pending_len - s->pending_pos;
+    if (n > max)
+        n = max;
+    memcpy(out, s->pending + s->pending_pos, n);
+    s->pending_pos += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream_ctx *s = cls;
+    free(s->pending);
+    free(s);
+}
+
+static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid, bool from_now)
+{
+    stream_ctx *s = calloc(1, sizeof *s);
+    if (!s)
+        return MHD_NO;
+    s->sh = sh;
+    s->pid = pid;
+    s->keepalive_s = DEFAULT_KEEPALIVE_S;
+    s->last_emit_ms = abx__shim_now_ms();
+    const char *ka = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
+    unsigned v;
+    if (ka && abx__parse_uint(ka, 1, 3600, &v) == 0)
+        s->keepalive_s = v;
+    const char *deadline = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connect-Timeout-Ms");
+    if (deadline && abx__parse_uint(deadline, 1, 4000000000u, &v) == 0)
+        s->deadline_ms = abx__shim_now_ms() + v;
+    if (from_now) {
+        pthread_mutex_lock(&sh->mu);
+        shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+        if (p) {
+            s->out_off = p->out.total;
+            s->err_off = p->err.total;
+        }
+        pthread_mutex_unlock(&sh->mu);
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s,
+                                                                stream_free);
+    if (!r) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/connect+json");
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* A streaming request's body is one envelope around a JSON message. */
+static json_t *unwrap_envelope(const char *body, size_t len)
+{
+    if (len < 5 || body[0] != 0)
+        return NULL;
+    size_t n = ((size_t)(unsigned char)body[1] << 24) | ((size_t)(unsigned char)body[2] << 16) |
+               ((size_t)(unsigned char)body[3] << 8) | (size_t)(unsigned char)body[4];
+    if (n != len - 5)
+        return NULL;
+    return json_loadb(body + 5, n, 0, NULL);
+}
+
+/* ---- process.Process ---------------------------------------------------- */
+
+static bool string_map(json_t *m)
+{
+    if (!m)
+        return true;
+    if (!json_is_object(m))
+        return false;
+    const char *k;
+    json_t *v;
+    json_object_foreach(m, k, v) if (!json_is_string(v) || !abx__env_name_valid(k, strlen(k))) return false;
+    return true;
+}
+
+static bool string_array(json_t *a)
+{
+    if (!a)
+        return true;
+    if (!json_is_array(a))
+        return false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (!json_is_string(v)) return false;
+    return true;
+}
+
+static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req, unsigned uid)
+{
+    json_t *proc = json_object_get(req, "process");
+    if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty")))
+        return send_error(c, ABX_ENOTSUP, "pty: not supported by the local provider yet");
+    shim_start_request sr = {
+        .cmd = json_string_value(json_object_get(proc, "cmd")),
+        .args = json_object_get(proc, "args"),
+        .envs = json_object_get(proc, "envs"),
+        .cwd = json_string_value(json_object_get(proc, "cwd")),
+        .tag = json_string_value(json_object_get(req, "tag")),
+        .uid = uid,
+        .stdin_open = json_is_true(json_object_get(req, "stdin")),
+    };
+    if (!sr.cmd || !*sr.cmd || !string_array(sr.args) || !string_map(sr.envs))
+        return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");
+    abx_error *err = NULL;
+    int pid = abx__shim_proc_start(sh, &sr, &err);
+    if (pid < 0)
+        return send_abx_error(c, err, pid);
+    return start_stream(sh, c, pid, false);
+}
+
+/* {process: {selector: {pid} | {tag}}} or {process: {pid} | {tag}} */
+static int selected_pid(shim *sh, json_t *req)
+{
+    json_t *p = json_object_get(req, "process");
+    json_t *sel = json_object_get(p, "selector");
+    if (!sel)
+        sel = p;
+    json_t *pid = json_object_get(sel, "pid");
+    const char *tag = json_string_value(json_object_get(sel, "tag"));
+    int found = -1;
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *proc = abx__shim_proc_find_locked(sh, json_is_integer(pid) ? (int)json_integer_value(pid) : 0, tag);
+    if (proc)
+        found = proc->pid;
+    pthread_mutex_unlock(&sh->mu);
+    return found;
+}
+
+static enum MHD_Result rpc_list(shim *sh, struct MHD_Connection *c)
+{
+    json_t *list = json_array();
+    pthread_mutex_lock(&sh->mu);
+    for (int i = 0; i < sh->nprocs; i++) {
+        shim_proc *p = sh->procs[i];
+        if (p->exited)
+            continue;
+        json_t *e = json_pack("{s:O, s:i}", "config", p->config, "pid", p->pid);
+        if (p->tag[0])
+            json_object_set_new(e, "tag", json_string(p->tag));
+        json_array_append_new(list, e);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return send_json(c, 200, json_pack("{s:o}", "processes", list));
+}
+
+static int signal_number(const char *name)
+{
+    static const struct { const char *name; int sig; } table[] = {
+        {"SIGNAL_SIGKILL", SIGKILL}, {"SIGNAL_SIGTERM", SIGTERM}, {"SIGNAL_SIGINT", SIGINT},
+        {"SIGNAL_SIGHUP", SIGHUP},   {"SIGNAL_SIGQUIT", SIGQUIT}, {"SIGNAL_SIGUSR1", SIGUSR1},
+        {"SIGNAL_SIGUSR2", SIGUSR2}, {"SIGNAL_SIGSTOP", SIGSTOP}, {"SIGNAL_SIGCONT", SIGCONT},
+    };
+    for (size_t i = 0; name && i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(name, table[i].name) == 0)
+            return table[i].sig;
+    return -1;
+}
+
+static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const char *method, json_t *req)
+{
+    if (strcmp(method, "List") == 0)
+        return rpc_list(sh, c);
+    int pid = selected_pid(sh, req);
+    if (pid <= 0)
+        return send_error(c, ABX_ENOTFOUND, "process not found");
+    if (strcmp(method, "SendSignal") == 0) {
+        json_t *sig = json_object_get(req, "signal");
+        int n = json_is_integer(sig) ? (int)json_integer_value(sig) : signal_number(json_string_value(sig));
+        if (n <= 0 || n >= 65)
+            return send_error(c, ABX_EINVAL, "signal: unknown");
+        int rc = abx__shim_proc_signal(sh, pid, n);
+        return rc < 0 ? send_error(c, -rc, NULL) : send_json(c, 200, json_object());
+    }
+    if (strcmp(method, "SendInput") == 0) {
+        const char *in = json_string_value(json_object_get(json_object_get(req, "input"), "stdin"));
+        char *bytes = NULL;
+        long n = in ? unb64(in, &bytes) : -1;
+        if (n < 0)
+            return send_error(c, ABX_EINVAL, "input.stdin: base64 bytes expected");
+        int rc = abx__shim_proc_write_stdin(sh, pid, bytes, (size_t)n);
+        free(bytes);
+        return rc < 0 ? send_error(c, -rc, "stdin is closed") : send_json(c, 200, json_object());
+    }
+    if (strcmp(method, "CloseStdin") == 0) {
+        int rc = abx__shim_proc_close_stdin(sh, pid);
+        return rc < 0 ? send_error(c, -rc, NULL) : send_json(c, 200, json_object());
+    }
+    if (strcmp(method, "Update") == 0)
+        return send_error(c, ABX_ENOTSUP, "pty: not supported by the local provider yet");
+    return send_error(c, ABX_ENOTSUP, "unknown process method");
+}
+
+/* ---- filesystem.Filesystem ---------------------------------------------- */
+
+static enum MHD_Result rpc_filesystem(shim *sh, struct MHD_Connection *c, const char *method, json_t *req,
+                                      unsigned uid)
+{
+    const char *path = json_string_value(json_object_get(req, "path"));
+    abx_error *err = NULL;
+    json_t *entry = NULL;
+    int rc;
+    if (strcmp(method, "Stat") == 0) {
+        rc = abx__fs_stat(sh, uid, path, &entry, &err);
+    } else if (strcmp(method, "ListDir") == 0) {
+        json_t *depth = json_object_get(req, "depth");
+        json_t *entries = NULL;
+        rc = abx__fs_list(sh, uid, path, json_is_integer(depth) ? (unsigned)json_integer_value(depth) : 1,
+                          &entries, &err);
+        if (rc == 0)
+            return send_json(c, 200, json_pack("{s:o}", "entries", entries));
+    } else if (strcmp(method, "MakeDir") == 0) {
+        bool exists = false;
+        rc = abx__fs_mkdir(sh, uid, path, &exists, &entry, &err);
+        if (exists) {
+            abx_error_free(err);
+            json_decref(entry);
+            return send_json(c, 409, json_pack("{s:s, s:s}", "code", "already_exists", "message",
+                                               "E8001: directory already exists"));
+        }
+    } else if (strcmp(method, "Move") == 0) {
+        rc = abx__fs_move(sh, uid, json_string_value(json_object_get(req, "source")),
+                          json_string_value(json_object_get(req, "destination")), &entry, &err);
+    } else if (strcmp(method, "Remove") == 0) {
+        rc = abx__fs_remove(sh, uid, path, &err);
+        if (rc == 0)
+            return send_json(c, 200, json_object());
+    } else {
+        return send_error(c, ABX_ENOTSUP, "unknown filesystem method");
+    }
+    if (rc < 0)
+        return send_abx_error(c, err, rc);
+    return send_json(c, 200, json_pack("{s:o}", "entry", entry ? entry : json_object()));
+}
+
+/* ---- abx's own control endpoints ----------------------------------------- */
+
+static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
+{
+    unsigned pid = 0, wait_ms = 0, so = 0, se = 0;
+    const char *v;
+    if (!(v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid")) || abx__parse_uint(v, 1, 4194304, &pid) < 0)
+        return send_error(c, ABX_EINVAL, "pid: expected a process id");
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stdout_offset")) && abx__parse_uint(v, 0, 4294967295u, &so) < 0)
+        return send_error(c, ABX_EINVAL, "stdout_offset: expected a whole number");
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stderr_offset")) && abx__parse_uint(v, 0, 4294967295u, &se) < 0)
+        return send_error(c, ABX_EINVAL, "stderr_offset: expected a whole number");
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait")) && abx__parse_uint(v, 0, 600000, &wait_ms) < 0)
+        return send_error(c, ABX_EINVAL, "wait: expected milliseconds, at most 600000");
+    uint64_t out_off = so, err_off = se;
+    uint64_t deadline = abx__shim_now_ms() + wait_ms;
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = abx__shim_proc_find_locked(sh, (int)pid, NULL);
+    while (p && wait_ms && !abx__shim_proc_finished_locked(p) && p->out.total <= out_off && p->err.total <= err_off &&
+           !sh->ending) {
+        uint64_t now = abx__shim_now_ms();
+        if (now >= deadline)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t d = deadline - now < 20 ? deadline - now : 20;
+        ts.tv_nsec += (long)d * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sh->cv, &sh->mu, &ts);
+        p = abx__shim_proc_find_locked(sh, (int)pid, NULL);
+    }
+    if (!p) {
+        pthread_mutex_unlock(&sh->mu);
+        return send_error(c, ABX_ENOTFOUND, "process not found");
+    }
+    char *out = malloc(ABX_OUTBUF_CAP), *errb = malloc(ABX_OUTBUF_CAP);
+    bool tout = false, terr = false;
+    size_t no = out ? abx__outbuf_read_locked(&p->out, &out_off, out, ABX_OUTBUF_CAP, &tout) : 0;
+    size_t ne = errb ? abx__outbuf_read_locked(&p->err, &err_off, errb, ABX_OUTBUF_CAP, &terr) : 0;
+    bool finished = abx__shim_proc_finished_locked(p);
+    json_t *doc = json_pack("{s:i, s:s, s:I, s:I, s:b, s:b}", "pid", p->pid, "status",
+                            finished ? "exited" : "running", "stdout_offset", (json_int_t)out_off, "stderr_offset",
+                            (json_int_t)err_off, "stdout_truncated", tout, "stderr_truncated", terr);
+    if (finished) {
+        int code;
+        bool exited;
+        char status[96];
+        abx__shim_proc_end_fields(p, &code, &exited, status, sizeof status);
+        json_object_set_new(doc, "exit_code", json_integer(exited ? code : 128 + WTERMSIG(p->wait_status)));
+    } else {
+        json_object_set_new(doc, "exit_code", json_null());
+    }
+    pthread_mutex_unlock(&sh->mu);
+    char *eo = b64(out ? out : "", no), *ee = b64(errb ? errb : "", ne);
+    json_object_set_new(doc, "stdout", json_string(eo ? eo : ""));
+    json_object_set_new(doc, "stderr", json_string(ee ? ee : ""));
+    free(eo);
+    free(ee);
+    free(out);
+    free(errb);
+    return send_json(c, 200, doc);
+}
+
+static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
+                                   json_t *req)
+{
+    if (strcmp(url, "/abx/info") == 0 && strcmp(method, "GET") == 0) {
+        pthread_mutex_lock(&sh->mu);
+        json_t *doc = abx__shim_info_locked(sh);
+        pthread_mutex_unlock(&sh->mu);
+        return send_json(c, 200, doc);
+    }
+    if (strcmp(url, "/abx/output") == 0 && strcmp(method, "GET") == 0)
+        return abx_output(sh, c);
+    if (strcmp(method, "POST") != 0)
+        return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
+    if (strcmp(url, "/abx/timeout") == 0) {
+        json_t *t = json_object_get(req, "timeout");
+        if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
+            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
+        abx__shim_set_timeout(sh, (unsigned)json_integer_value(t));
+        pthread_mutex_lock(&sh->mu);
+        json_t *doc = abx__shim_info_locked(sh);
+        pthread_mutex_unlock(&sh->mu);
+        return send_json(c, 200, doc);
+    }
+    if (strcmp(url, "/abx/kill") == 0) {
+        abx__shim_request_end(sh);
+        return send_json(c, 200, json_pack("{s:b}", "success", 1));
+    }
+    return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
+}
+
+/* ---- /files ------------------------------------------------------------- */
+
+static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
+{
+    unsigned uid;
+    if (user_from_query(c, &uid) < 0)
+        return send_error(c, ABX_EAUTH, "username: root or user");
+    const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+    int fd = -1;
+    abx_error *err = NULL;
+    int rc = abx__fs_open_file(sh, uid, path, O_RDONLY, &fd, &err);
+    if (rc < 0)
+        return send_abx_error(c, err, rc);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return send_error(c, ABX_EIO, "stat failed");
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* takes fd */
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static void upload_fail(req_ctx *rc, abx_error *err, int code)
+{
+    if (rc->code == 0) {
+        rc->code = err ? (int)abx_error_code(err) : code;
+        rc->err = err;
+    } else {
+        abx_error_free(err);
+    }
+}
+
+static void upload_close(req_ctx *rc)
+{
+    if (rc->fd >= 0) {
+        if (close(rc->fd) < 0 && rc->code == 0)
+            rc->code = ABX_EIO;
+        rc->fd = -1;
+    }
+}
+
+static int upload_open(shim *sh, req_ctx *rc, const char *path)
+{
+    upload_close(rc);
+    abx_error *err = NULL;
+    char abs_path[4096];
+    if (abx__fs_absolute(rc->uid, path, abs_path, sizeof abs_path) < 0) {
+        upload_fail(rc, NULL, ABX_EINVAL);
+        return -1;
+    }
+    int r = abx__fs_open_file(sh, rc->uid, abs_path, O_WRONLY | O_CREAT | O_TRUNC, &rc->fd, &err);
+    if (r < 0) {
+        upload_fail(rc, err, -r);
+        return -1;
+    }
+    snprintf(rc->path, sizeof rc->path, "%s", abs_path);
+    const char *slash = strrchr(abs_path, '/');
+    json_array_append_new(rc->written, json_pack("{s:s, s:s, s:s}", "path", abs_path, "name",
+                                                 slash ? slash + 1 : abs_path, "type", "file"));
+    return 0;
+}
+
+static void upload_write(req_ctx *rc, const char *data, size_t len)
+{
+    if (rc->fd < 0 || rc->code)
+        return;
+    while (len > 0) {
+        ssize_t n = write(rc->fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            upload_fail(rc, NULL, errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? ABX_ETOOBIG : ABX_EIO);
+            return;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+typedef struct pp_ctx {
+    shim *sh;
+    req_ctx *rc;
+    const char *query_path;
+} pp_ctx;
+
+static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+                                      const char *content_type, const char *transfer_encoding, const char *data,
+                                      uint64_t off, size_t size)
+{
+    (void)kind, (void)content_type, (void)transfer_encoding;
+    pp_ctx *pc = cls;
+    req_ctx *rc = pc->rc;
+    if (!key || strcmp(key, "file") != 0)
+        return MHD_YES;
+    if (off == 0) {
+        const char *target = pc->query_path && *pc->query_path ? pc->query_path : filename;
+        if (!target || !*target) {
+            upload_fail(rc, NULL, ABX_EINVAL);
+            return MHD_YES;
+        }
+        /* a second part with the same query path would overwrite: keep the first name */
+        if (upload_open(pc->sh, rc, target) < 0)
+            return MHD_YES;
+    }
+    upload_write(rc, data, size);
+    return MHD_YES;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
+                                   req_ctx *rc)
+{
+    if (strncmp(url, "/abx/", 5) == 0) {
+        json_t *req = rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object();
+        if (!req)
+            return send_error(c, ABX_EINVAL, "body: JSON expected");
+        enum MHD_Result r = abx_control(sh, c, url, method, req);
+        json_decref(req);
+        return r;
+    }
+    if (strcmp(method, "POST") != 0)
+        return send_error(c, ABX_ENOTSUP, "method not allowed");
+    unsigned uid;
+    if (user_from_basic(c, &uid) < 0)
+        return send_error(c, ABX_EAUTH, "user: root or user");
+    const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    bool streaming = type && strncmp(type, "application/connect+json", 24) == 0;
+    json_t *req = streaming ? unwrap_envelope(rc->body, rc->len)
+                            : (rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object());
+    if (!json_is_object(req)) {
+        json_decref(req);
+        return send_error(c, ABX_EINVAL, "body: a JSON object expected");
+    }
+    enum MHD_Result r;
+    if (strcmp(url, "/process.Process/Start") == 0) {
+        r = rpc_start(sh, c, req, uid);
+    } else if (strcmp(url, "/process.Process/Connect") == 0) {
+        int pid = selected_pid(sh, req);
+        r = pid > 0 ? start_stream(sh, c, pid, true) : send_error(c, ABX_ENOTFOUND, "process not found");
+    } else if (strncmp(url, "/process.Process/", 17) == 0) {
+        r = rpc_process(sh, c, url + 17, req);
+    } else if (strncmp(url, "/filesystem.Filesystem/", 23) == 0) {
+        r = rpc_filesystem(sh, c, url + 23, req, uid);
+    } else {
+        r = send_error(c, ABX_ENOTSUP, "unknown method");
+    }
+    json_decref(req);
+    return r;
+}
+
+static enum MHD_Result begin(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
+                             req_ctx *rc)
+{
+    if (strcmp(url, "/files") == 0 && strcmp(method, "POST") == 0) {
+        if (user_from_query(c, &rc->uid) < 0)
+            return send_error(c, ABX_EAUTH, "username: root or user");
+        const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        rc->written = json_array();
+        if (type && strncmp(type, "multipart/form-data", 19) == 0) {
+            rc->kind = REQ_UPLOAD_MULTIPART;
+            pp_ctx *pc = calloc(1, sizeof *pc);
+            if (!pc)
+                return MHD_NO;
+            pc->sh = sh;
+            pc->rc = rc;
+            pc->query_path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+            rc->pp = MHD_create_post_processor(c, 65536, multipart_part, pc);
+            if (!rc->pp) {
+                free(pc);
+                return send_error(c, ABX_EINVAL, "multipart body expected");
+            }
+            rc->pc = pc; /* freed with the request */
+            return MHD_YES;
+        }
+        rc->kind = REQ_UPLOAD_RAW;
+        const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+        if (!path || !*path)
+            return send_error(c, ABX_EINVAL, "path: required for an octet-stream upload");
+        upload_open(sh, rc, path);
+        return MHD_YES;
+    }
+    rc->kind = REQ_RPC;
+    return MHD_YES;
+}
+
+static enum MHD_Result finish(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
+{
+    if (rc->kind == REQ_UPLOAD_RAW || rc->kind == REQ_UPLOAD_MULTIPART) {
+        upload_close(rc);
+        if (rc->code) {
+            int code = rc->code;
+            const char *msg = rc->err ? abx_error_message(rc->err) : NULL;
+            if (code == ABX_ETOOBIG) {
+                unsigned st;
+                return send_json(c, 507, error_doc(code, "not enough space in the sandbox", &st));
+            }
+            return send_error(c, code, msg);
+        }
+        if (json_array_size(rc->written) == 0)
+            return send_error(c, ABX_EINVAL, "no file part named 'file'");
+        return send_json(c, 200, json_incref(rc->written));
+    }
+    if (rc->too_big)
+        return send_error(c, ABX_ETOOBIG, "request body over 8 MiB");
+    if (strcmp(url, "/files") == 0 && strcmp(method, "GET") == 0)
+        return files_get(sh, c);
+    return dispatch_rpc(sh, c, url, method, rc);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    shim *sh = cls;
+    req_ctx *rc = *con_cls;
+    if (!rc) {
+        if (strcmp(url, "/health") == 0)
+            return send_bytes(c, 204, NULL, "", 0);
+        if (!token_ok(sh, c))
+            return send_json(c, 401, json_pack("{s:s, s:s}", "code", "unauthenticated", "message",
+                                               "E8020: missing or wrong X-Access-Token"));
+        rc = calloc(1, sizeof *rc);
+        if (!rc)
+            return MHD_NO;
+        rc->fd = -1;
+        *con_cls = rc;
+        return begin(sh, c, url, method, rc);
+    }
+    if (rc->kind == REQ_DONE)
+        return MHD_YES;
+    if (*upload_size > 0) {
+        if (rc->kind == REQ_UPLOAD_RAW) {
+            upload_write(rc, upload, *upload_size);
+        } else if (rc->kind == REQ_UPLOAD_MULTIPART) {
+            MHD_post_process(rc->pp, upload, *upload_size);
+        } else if (rc->len + *upload_size > MAX_RPC_BODY) {
+            rc->too_big = true;
+        } else {
+            if (rc->len + *upload_size > rc->cap) {
+                size_t cap = rc->cap ? rc->cap : 4096;
+                while (cap < rc->len + *upload_size)
+                    cap *= 2;
+                char *grown = realloc(rc->body, cap);
+                if (!grown)
+                    return MHD_NO;
+                rc->body = grown;
+                rc->cap = cap;
+            }
+            memcpy(rc->body + rc->len, upload, *upload_size);
+            rc->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    enum MHD_Result r = finish(sh, c, url, method, rc);
+    rc->kind = REQ_DONE;
+    return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)c, (void)toe;
+    req_ctx *rc = *con_cls;
+    if (!rc)
+        return;
+    if (rc->pp)
+        MHD_destroy_post_processor(rc->pp);
+    free(rc->pc);
+    upload_close(rc);
+    json_decref(rc->written);
+    abx_error_free(rc->err);
+    free(rc->body);
+    free(rc);
+    *con_cls = NULL;
+}
+
+int abx__shim_http_start(shim *sh, abx_error **err)
+{
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, sh,
+        MHD_OPTION_LISTEN_SOCKET, sh->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sh,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+        MHD_OPTION_END);
+    if (!d)
+        return abx__error_set(err, ABX_ESYS, "starting the data-plane server");
+    sh->httpd = d;
+    return 0;
+}
+
+void abx__shim_http_stop(shim *sh)
+{
+    if (sh->httpd)
+        MHD_stop_daemon(sh->httpd);
+    sh->httpd = NULL;
+}

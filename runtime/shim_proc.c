@@ -1,0 +1,447 @@
+/* shim_proc.c: the shim's process table.
+ *
+ * Owns: starting processes through init (one spawn request per process,
+ * with its three pipes), the table of processes and their bounded output
+ * (the last 1 MiB per stream, readable by absolute offset, with a
+ * truncation flag), stdin, signals, and what a finished process reports.
+ * Does not own HTTP or the event loop (shim_http.c, shim.c).
+ *
+ * A process's life: PENDING (spawn sent; held in a reply slot) -> RUNNING
+ * (the event loop got "spawned" and put it in the table) -> EXITED (init
+ * reported its wait status) -> FINISHED (its pipes reached EOF, or 100 ms
+ * passed since the exit while a descendant still holds them).
+ */
+#include "shim.h"
+#include "error_internal.h"
+#include "init_proto.h"
+#include "sandbox_env.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define FINISH_GRACE_MS 100
+#define SPAWN_WAIT_S 15
+
+void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len)
+{
+    if (len == 0)
+        return;
+    if (b->total + len > b->cap && b->cap < ABX_OUTBUF_CAP) {
+        /* still linear (nothing wrapped yet): grow in place */
+        size_t want = b->cap ? b->cap * 2 : 4096;
+        while (want < b->total + len && want < ABX_OUTBUF_CAP)
+            want *= 2;
+        if (want > ABX_OUTBUF_CAP)
+            want = ABX_OUTBUF_CAP;
+        char *grown = realloc(b->data, want);
+        if (grown) {
+            b->data = grown;
+            b->cap = want;
+        }
+    }
+    if (b->cap == 0) {
+        b->total += len; /* no memory: count it as dropped */
+        return;
+    }
+    if (len > b->cap) { /* only the tail can be kept */
+        b->total += len - b->cap;
+        data += len - b->cap;
+        len = b->cap;
+    }
+    size_t pos = (size_t)(b->total % b->cap);
+    size_t first = len < b->cap - pos ? len : b->cap - pos;
+    memcpy(b->data + pos, data, first);
+    memcpy(b->data, data + first, len - first);
+    b->total += len;
+}
+
+size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated)
+{
+    uint64_t oldest = b->total > b->cap ? b->total - b->cap : 0;
+    if (*off < oldest) {
+        *truncated = true;
+        *off = oldest;
+    }
+    if (*off > b->total)
+        *off = b->total;
+    size_t n = (size_t)(b->total - *off);
+    if (n > max)
+        n = max;
+    if (n == 0)
+        return 0;
+    size_t pos = (size_t)(*off % b->cap);
+    size_t first = n < b->cap - pos ? n : b->cap - pos;
+    memcpy(out, b->data + pos, first);
+    memcpy(out + first, b->data, n - first);
+    *off += n;
+    return n;
+}
+
+bool abx__shim_proc_finished_locked(const shim_proc *p)
+{
+    if (!p->exited)
+        return false;
+    if (p->out_fd < 0 && p->err_fd < 0)
+        return true;
+    return abx__shim_now_ms() - p->exited_at_ms >= FINISH_GRACE_MS;
+}
+
+void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len)
+{
+    int w = p->wait_status;
+    if (WIFSIGNALED(w)) {
+        *exit_code = -1;
+        *exited = false;
+        char name[64];
+        snprintf(name, sizeof name, "%s", strsignal(WTERMSIG(w)));
+        for (char *c = name; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        snprintf(status, len, "signal: %s", name);
+    } else {
+        *exit_code = WEXITSTATUS(w);
+        *exited = true;
+        snprintf(status, len, "exit status %d", *exit_code);
+    }
+}
+
+void abx__shim_proc_free(shim_proc *p)
+{
+    if (!p)
+        return;
+    if (p->stdin_fd >= 0)
+        close(p->stdin_fd);
+    if (p->out_fd >= 0)
+        close(p->out_fd);
+    if (p->err_fd >= 0)
+        close(p->err_fd);
+    free(p->out.data);
+    free(p->err.data);
+    json_decref(p->config);
+    free(p);
+}
+
+shim_proc *abx__shim_proc_find_locked(shim *sh, int pid, const char *tag)
+{
+    for (int i = sh->nprocs - 1; i >= 0; i--) {
+        shim_proc *p = sh->procs[i];
+        if (pid > 0 ? p->pid == pid : (tag && strcmp(p->tag, tag) == 0))
+            return p;
+    }
+    return NULL;
+}
+
+/* Makes room in the table by forgetting the oldest finished process. */
+static bool make_room_locked(shim *sh)
+{
+    if (sh->nprocs < ABX_SHIM_MAX_PROCS)
+        return true;
+    for (int i = 0; i < sh->nprocs; i++) {
+        if (abx__shim_proc_finished_locked(sh->procs[i])) {
+            abx__shim_proc_free(sh->procs[i]);
+            memmove(&sh->procs[i], &sh->procs[i + 1], (size_t)(sh->nprocs - i - 1) * sizeof sh->procs[0]);
+            sh->nprocs--;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int send_spawn(shim *sh, json_t *msg, const int fds[3])
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    if (!text)
+        return -ABX_ENOMEM;
+    if (strlen(text) > ABX_INIT_MSG_MAX) {
+        free(text);
+        return -ABX_ETOOBIG;
+    }
+    struct iovec iov = {text, strlen(text)};
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(3 * sizeof(int))];
+    } ctrl;
+    memset(&ctrl, 0, sizeof ctrl);
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctrl, .msg_controllen = sizeof ctrl};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, 3 * sizeof(int));
+    ssize_t n;
+    do
+        n = sendmsg(sh->jail.control_fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    free(text);
+    return n < 0 ? -ABX_ENOTRUNNING : 0;
+}
+
+static json_t *build_env(shim *sh, const shim_start_request *req)
+{
+    json_t *env = json_array();
+    abx_sandbox_env base;
+    if (abx__sandbox_env_init(&base, sh->id, req->uid == 0, NULL, NULL) < 0)
+        return env;
+    const char *k;
+    json_t *v;
+    json_object_foreach(sh->envs, k, v) {
+        char pair[4096];
+        snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
+        abx__sandbox_env_put(&base, pair, NULL);
+    }
+    if (req->envs) {
+        json_object_foreach(req->envs, k, v) {
+            char pair[4096];
+            snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
+            abx__sandbox_env_put(&base, pair, NULL);
+        }
+    }
+    for (int i = 0; i < base.n; i++)
+        json_array_append_new(env, json_string(base.vars[i]));
+    abx__sandbox_env_free(&base);
+    return env;
+}
+
+static int alloc_reply_locked(shim *sh, unsigned *seq)
+{
+    for (size_t i = 0; i < sizeof sh->replies / sizeof sh->replies[0]; i++) {
+        if (sh->replies[i].seq == 0) {
+            *seq = ++sh->next_seq ? sh->next_seq : ++sh->next_seq;
+            sh->replies[i] = (shim_reply){.seq = *seq};
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+static json_t *wait_reply(shim *sh, int slot)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += SPAWN_WAIT_S;
+    pthread_mutex_lock(&sh->mu);
+    while (!sh->replies[slot].done && !sh->ending)
+        if (pthread_cond_timedwait(&sh->cv, &sh->mu, &deadline) == ETIMEDOUT)
+            break;
+    json_t *msg = sh->replies[slot].msg;
+    sh->replies[slot] = (shim_reply){0};
+    pthread_mutex_unlock(&sh->mu);
+    return msg;
+}
+
+int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err)
+{
+    if (!req->cmd || !*req->cmd)
+        return abx__error_set(err, ABX_EINVAL, "process.cmd: required");
+    json_t *argv = json_array();
+    json_array_append_new(argv, json_string(req->cmd));
+    size_t i;
+    json_t *a;
+    json_array_foreach(req->args, i, a) json_array_append(argv, a);
+    const char *home = req->uid == 0 ? "/root" : "/home/user";
+    json_t *msg = json_pack("{s:s, s:o, s:o, s:s, s:i}", "op", "spawn", "argv", argv, "env", build_env(sh, req),
+                            "cwd", req->cwd && *req->cwd ? req->cwd : home, "uid", (int)req->uid);
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        int e = errno;
+        for (int k = 0; k < 2; k++) {
+            if (in[k] >= 0) close(in[k]);
+            if (out[k] >= 0) close(out[k]);
+            if (errp[k] >= 0) close(errp[k]);
+        }
+        json_decref(msg);
+        return abx__error_errno(err, ABX_ELIMIT, e, "pipes for the process");
+    }
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(errp[0], F_SETFL, O_NONBLOCK);
+    shim_proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        json_decref(msg);
+        return abx__error_set(err, ABX_ENOMEM, "process");
+    }
+    p->stdin_fd = in[1];
+    p->out_fd = out[0];
+    p->err_fd = errp[0];
+    snprintf(p->tag, sizeof p->tag, "%s", req->tag ? req->tag : "");
+    p->config = json_pack("{s:s, s:O, s:O, s:s}", "cmd", req->cmd, "args", req->args ? req->args : json_array(),
+                          "envs", req->envs ? req->envs : json_object(), "cwd",
+                          json_string_value(json_object_get(msg, "cwd")));
+    if (!req->stdin_open) {
+        close(p->stdin_fd);
+        p->stdin_fd = -1;
+    }
+
+    pthread_mutex_lock(&sh->mu);
+    unsigned seq = 0;
+    int slot = make_room_locked(sh) ? alloc_reply_locked(sh, &seq) : -1;
+    pthread_mutex_unlock(&sh->mu);
+    int rc = 0;
+    if (slot < 0) {
+        rc = abx__error_set(err, ABX_ELIMIT, "too many processes in this sandbox (at most %d tracked)",
+                            ABX_SHIM_MAX_PROCS);
+    } else {
+        json_object_set_new(msg, "seq", json_integer(seq));
+        int child_fds[3] = {in[0], out[1], errp[1]};
+        pthread_mutex_lock(&sh->mu);
+        sh->replies[slot].pending = p; /* the event loop registers it on "spawned" */
+        pthread_mutex_unlock(&sh->mu);
+        rc = send_spawn(sh, msg, child_fds);
+        if (rc < 0)
+            rc = abx__error_set(err, -rc, "the sandbox is not running");
+    }
+    close(in[0]);
+    close(out[1]);
+    close(errp[1]);
+    json_decref(msg);
+    if (slot < 0 || rc < 0) {
+        if (slot >= 0) {
+            pthread_mutex_lock(&sh->mu);
+            sh->replies[slot] = (shim_reply){0};
+            pthread_mutex_unlock(&sh->mu);
+        }
+        abx__shim_proc_free(p);
+        return rc;
+    }
+    json_t *reply = wait_reply(sh, slot);
+    if (!reply)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not start the process");
+    int pid = (int)json_integer_value(json_object_get(reply, "pid"));
+    int code = (int)json_integer_value(json_object_get(reply, "code"));
+    if (code != 0) {
+        rc = abx__error_set(err, code, "%s", json_string_value(json_object_get(reply, "message")));
+        json_decref(reply);
+        return rc;
+    }
+    json_decref(reply);
+    return pid;
+}
+
+/* The event loop: a message from init. */
+void abx__shim_on_init_message(shim *sh, json_t *msg)
+{
+    const char *op = json_string_value(json_object_get(msg, "op"));
+    if (!op)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    if (strcmp(op, "spawned") == 0) {
+        unsigned seq = (unsigned)json_integer_value(json_object_get(msg, "seq"));
+        for (size_t i = 0; i < sizeof sh->replies / sizeof sh->replies[0]; i++) {
+            shim_reply *r = &sh->replies[i];
+            if (r->seq != seq || r->done)
+                continue;
+            shim_proc *p = r->pending;
+            r->pending = NULL;
+            int pid = (int)json_integer_value(json_object_get(msg, "pid"));
+            bool ok = json_object_get(msg, "code") == NULL && pid > 0;
+            if (ok && p && make_room_locked(sh)) {
+                p->pid = pid;
+                sh->procs[sh->nprocs++] = p;
+            } else {
+                abx__shim_proc_free(p);
+            }
+            r->msg = json_incref(msg);
+            r->done = true;
+        }
+    } else if (strcmp(op, "exit") == 0) {
+        int pid = (int)json_integer_value(json_object_get(msg, "pid"));
+        for (int i = sh->nprocs - 1; i >= 0; i--) {
+            shim_proc *p = sh->procs[i];
+            if (p->pid == pid && !p->exited) {
+                p->exited = true;
+                p->wait_status = (int)json_integer_value(json_object_get(msg, "status"));
+                p->exited_at_ms = abx__shim_now_ms();
+                if (p->stdin_fd >= 0) {
+                    close(p->stdin_fd);
+                    p->stdin_fd = -1;
+                }
+                break;
+            }
+        }
+    }
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* The event loop: fd is readable (or at EOF). */
+void abx__shim_on_output(shim *sh, int fd)
+{
+    char buf[65536];
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    for (int i = 0; i < sh->nprocs; i++) {
+        shim_proc *p = sh->procs[i];
+        int *slot = p->out_fd == fd ? &p->out_fd : p->err_fd == fd ? &p->err_fd : NULL;
+        if (!slot)
+            continue;
+        if (n > 0) {
+            abx__outbuf_append(slot == &p->out_fd ? &p->out : &p->err, buf, (size_t)n);
+        } else {
+            close(fd);
+            *slot = -1;
+        }
+        break;
+    }
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+static int send_signal_msg(shim *sh, int pid, int sig)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "{\"op\":\"signal\",\"pid\":%d,\"sig\":%d}", pid, sig);
+    ssize_t n;
+    do
+        n = send(sh->jail.control_fd, msg, strlen(msg), MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n < 0 ? -ABX_ENOTRUNNING : 0;
+}
+
+int abx__shim_proc_signal(shim *sh, int pid, int sig)
+{
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    bool running = p && !p->exited;
+    pthread_mutex_unlock(&sh->mu);
+    if (!p)
+        return -ABX_ENOTFOUND;
+    return running ? send_signal_msg(sh, pid, sig) : 0;
+}
+
+int abx__shim_proc_write_stdin(shim *sh, int pid, const void *buf, size_t len)
+{
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    int fd = p && p->stdin_fd >= 0 ? dup(p->stdin_fd) : -1;
+    pthread_mutex_unlock(&sh->mu);
+    if (!p)
+        return -ABX_ENOTFOUND;
+    if (fd < 0)
+        return -ABX_ENOTRUNNING;
+    int rc = abx__write_all(fd, buf, len) < 0 ? -ABX_ENOTRUNNING : 0;
+    close(fd);
+    return rc;
+}
+
+int abx__shim_proc_close_stdin(shim *sh, int pid)
+{
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    if (p && p->stdin_fd >= 0) {
+        close(p->stdin_fd);
+        p->stdin_fd = -1;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return p ? 0 : -ABX_ENOTFOUND;
+}
