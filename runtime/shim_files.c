@@ -104,7 +104,7 @@ static bool on_pseudo_fs(int fd)
 /* openat2 inside the sandbox root; returns fd or -1 with errno. */
 static int resolve(shim *sh, const char *abs_path, int flags, mode_t mode)
 {
-    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode,
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = (flags & O_CREAT) ? mode : 0,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     int fd;
     do
