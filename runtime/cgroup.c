@@ -272,3 +272,21 @@ void abx__cgroup_sweep_stale(unsigned grace_s)
         sweep_dir(parent && *parent ? parent : CGROUP_FS "/abx", grace_s);
     }
 }
+
+void abx__cgroup_reap_id(const char *id)
+{
+    abx_cgroup cg;
+    memset(&cg, 0, sizeof cg);
+    int version = abx__cgroup_detect(NULL);
+    if (version < 0)
+        return;
+    cg.version = version;
+    if (version == 1) {
+        for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++)
+            snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], CGROUP_FS "/%s/abx/%s", v1_controllers[i], id);
+    } else {
+        const char *parent = getenv("ABX_CGROUP_PARENT");
+        snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], "%s/%s", parent && *parent ? parent : CGROUP_FS "/abx", id);
+    }
+    abx__cgroup_destroy(&cg);
+}

@@ -24,6 +24,8 @@ void abx__cgroup_destroy(abx_cgroup *cg);
 /* Removes the cgroups of sandboxes whose supervisor died without cleaning
  * up: empty leaves created at least grace_s seconds ago. */
 void abx__cgroup_sweep_stale(unsigned grace_s);
+/* Kills what is left in sandbox id's cgroups and removes them. */
+void abx__cgroup_reap_id(const char *id);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */
 int abx__cgroup_detect(abx_error **err);
 

@@ -209,7 +209,8 @@ static int start(shim *sh, abx_error **err)
     char path[600];
     snprintf(path, sizeof path, "%s/shim.lock", sh->state_dir);
     sh->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX | LOCK_NB) < 0)
+    /* blocking: a reconciling abx holds it only for a moment */
+    if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX) < 0)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
     abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
                            .as_root = true};

@@ -1,8 +1,9 @@
 /* abx.h: the public C API of libabx, the SDK under the abx CLI and MCP server.
  *
- * Owns: the error model (one enum, generated from abx_errors.def), and the
- * one-shot sandbox run. Later: provider resolution, sandbox handles, exec,
- * files, background processes.
+ * Owns: the error model (one enum, generated from abx_errors.def), the
+ * one-shot sandbox run, provider resolution, sandbox handles (create,
+ * connect, info, list, timeout, kill), exec (to completion and streaming),
+ * background processes, and files.
  *
  * Conventions:
  *   - Functions that can fail return int: 0 on success, -ABX_E* on failure,
@@ -93,6 +94,159 @@ typedef struct abx_run_options {
  * command could not be started (then *exit_status is 125, or 126/127 for a
  * command that is not executable or not found). Leaves nothing behind. */
 ABX_API int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err);
+
+/* ---- clients, providers and sandboxes ------------------------------------ */
+
+/* A client resolves a provider once and holds its configuration. */
+typedef struct abx_client abx_client;
+/* A handle to one sandbox; freeing it leaves the sandbox alive. */
+typedef struct abx_sandbox abx_sandbox;
+
+typedef struct abx_client_options {
+    const char *provider;     /* the caller's explicit choice (a tool argument); NULL: resolve */
+    const char *cli_provider; /* --provider; NULL: resolve further */
+} abx_client_options;
+
+/* Resolves the provider (argument > --provider > ABX_PROVIDER > ./.env >
+ * ~/.abx/.env > ~/.abx/config.toml [core] provider > local) and makes a
+ * client. opts may be NULL. Free with abx_client_free(). */
+ABX_API int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err);
+ABX_API void abx_client_free(abx_client *c);
+/* The resolved provider id ("local", ...), and where it came from. Owned by c. */
+ABX_API const char *abx_client_provider(const abx_client *c);
+ABX_API const char *abx_client_provider_source(const abx_client *c);
+
+#define ABX_DEFAULT_TIMEOUT_S 300u
+
+typedef struct abx_create_options {
+    const char *template_id;     /* NULL: "base" */
+    unsigned timeout_s;          /* lifetime, 1-86400; 0: 300 */
+    const char *const *envs;     /* "K=V", NULL-terminated; may be NULL */
+    const char *const *metadata; /* "K=V", NULL-terminated; may be NULL */
+    unsigned cpu_count;          /* 0: 1 */
+    unsigned memory_mb;          /* 0: 512 */
+} abx_create_options;
+
+/* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
+ABX_API int abx_sandbox_create(abx_client *c, const abx_create_options *opts, abx_sandbox **out,
+                               abx_error **err);
+/* Connects to a live sandbox by id ("local:i..." or "i..."). */
+ABX_API int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out, abx_error **err);
+ABX_API void abx_sandbox_free(abx_sandbox *s);
+/* The qualified id, "provider:id". Owned by s. */
+ABX_API const char *abx_sandbox_id(const abx_sandbox *s);
+
+typedef struct abx_sandbox_info {
+    char sandbox_id[96];        /* qualified */
+    char template_id[64];
+    char status[16];            /* "running" */
+    long long started_at;       /* unix seconds */
+    long long end_at;
+    unsigned cpu_count, memory_mb, disk_size_mb;
+    char *metadata_json;        /* {"k":"v",...}; freed by abx_sandbox_info_clear */
+    char *env_names_json;       /* ["K",...] */
+} abx_sandbox_info;
+
+ABX_API void abx_sandbox_info_clear(abx_sandbox_info *info);
+ABX_API int abx_sandbox_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err);
+ABX_API int abx_get_info_by_id(abx_client *c, const char *id, abx_sandbox_info *out, abx_error **err);
+/* Lists sandboxes (status_filter NULL or "running"; limit 1-100; offset >= 0),
+ * oldest first. *items is an array of *count infos: abx_sandbox_info_list_free. */
+ABX_API int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset,
+                     abx_sandbox_info **items, size_t *count, abx_error **err);
+ABX_API void abx_sandbox_info_list_free(abx_sandbox_info *items, size_t count);
+/* New lifetime: seconds (1-86400) from now. */
+ABX_API int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err);
+ABX_API int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err);
+/* Destroys the sandbox and everything in it. */
+ABX_API int abx_sandbox_kill(abx_sandbox *s, abx_error **err);
+ABX_API int abx_kill_by_id(abx_client *c, const char *id, abx_error **err);
+
+/* ---- processes ----------------------------------------------------------- */
+
+typedef void (*abx_output_fn)(const char *data, size_t len, void *userdata);
+
+typedef struct abx_exec_options {
+    const char *cwd;            /* NULL: the user's home (/home/user or /root) */
+    const char *user;           /* "user" (default) or "root" */
+    const char *const *envs;    /* "K=V", NULL-terminated; may be NULL */
+    unsigned timeout_s;         /* 0: none; else the process is killed after it */
+    abx_output_fn on_stdout;    /* called per chunk as output arrives; may be NULL */
+    abx_output_fn on_stderr;
+    void *userdata;
+    bool keep_output;           /* also collect the output into the result */
+    const char *tag;            /* background processes: a name to find them by */
+} abx_exec_options;
+
+typedef struct abx_exec_result {
+    int exit_code;              /* the command's; 128+N for signal N; 124 on timeout */
+    bool timed_out;
+    char *stdout_data;          /* NUL-terminated, when keep_output; free with abx_exec_result_clear */
+    size_t stdout_len;
+    char *stderr_data;
+    size_t stderr_len;
+} abx_exec_result;
+
+/* Runs command through `bash -l -c` (`sh -c` where there is no bash) and
+ * waits for it. Returns 0 when it ran (whatever its exit code). */
+ABX_API int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts,
+                             abx_exec_result *out, abx_error **err);
+ABX_API void abx_exec_result_clear(abx_exec_result *r);
+
+/* Starts command in the background; *pid names it for the calls below. */
+ABX_API int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts,
+                                         int *pid, abx_error **err);
+
+typedef struct abx_process_output {
+    int pid;
+    bool running;
+    int exit_code;                   /* when !running: as abx_exec_result */
+    char *stdout_data;               /* bytes from stdout_offset on; NUL-terminated */
+    size_t stdout_len;
+    char *stderr_data;
+    size_t stderr_len;
+    unsigned long long stdout_offset; /* where the next read starts */
+    unsigned long long stderr_offset;
+    bool truncated;                   /* older output than asked for was dropped */
+} abx_process_output;
+
+/* Reads a process's buffered output from the given offsets, waiting up to
+ * wait_ms for new output or the exit. */
+ABX_API int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                                    unsigned long long stderr_offset, unsigned wait_ms,
+                                    abx_process_output *out, abx_error **err);
+ABX_API void abx_process_output_clear(abx_process_output *o);
+ABX_API int abx_sandbox_signal(abx_sandbox *s, int pid, int signal_number, abx_error **err);
+ABX_API int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err);
+ABX_API int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err);
+/* Running processes as a JSON array of {pid, tag?, config{cmd,args,envs,cwd}}. Free with abx_free. */
+ABX_API int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err);
+
+/* ---- files --------------------------------------------------------------- */
+
+/* Paths are inside the sandbox; relative ones are relative to the user's
+ * home. user: "user" (NULL) or "root". Transfers stream: nothing is held
+ * whole in memory. */
+ABX_API int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len,
+                                   const char *user, abx_error **err);
+ABX_API int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                           unsigned long long *written, abx_error **err);
+/* Reads a whole file (up to max_len bytes, else E8018) into *data (abx_free). */
+ABX_API int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len,
+                                  char **data, size_t *len, abx_error **err);
+ABX_API int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                        unsigned long long *read_bytes, abx_error **err);
+/* Entries as a JSON array of {name, type, path, size, mode, permissions,
+ * owner, group, modifiedTime, symlinkTarget?} (abx_free). */
+ABX_API int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user,
+                                   char **json, abx_error **err);
+ABX_API int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json, abx_error **err);
+/* Creates a directory and its parents; *created is false when it existed. */
+ABX_API int abx_sandbox_mkdir(abx_sandbox *s, const char *path, const char *user, bool *created,
+                              abx_error **err);
+ABX_API int abx_sandbox_remove(abx_sandbox *s, const char *path, const char *user, abx_error **err);
+ABX_API int abx_sandbox_move(abx_sandbox *s, const char *from, const char *to, const char *user,
+                             abx_error **err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,574 @@
+/* config.c: .env files, the TOML subset of config.toml, provider resolution.
+ *
+ * Debian has no C TOML library, so this is a small parser for the subset abx
+ * writes and documents (tests/unit/test-config.c checks it; tests/fuzz/
+ * fuzzes it): tables [a] and [a.b], `key = value` where value is a basic
+ * "string" (escapes \" \\ \n \t \uXXXX of ASCII), a literal 'string', an
+ * integer, or true/false; comments and blank lines. Anything else is an
+ * error naming the line, never a guess.
+ */
+#include "config.h"
+#include "error_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_FILE (1u << 20)
+
+static bool key_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-';
+}
+
+bool abx__config_key_valid(const char *key)
+{
+    if (!key || !*key || strlen(key) >= sizeof((abx_kv *)0)->key)
+        return false;
+    bool part_start = true;
+    for (const char *p = key; *p; p++) {
+        if (*p == '.') {
+            if (part_start)
+                return false;
+            part_start = true;
+        } else if (key_char(*p)) {
+            part_start = false;
+        } else {
+            return false;
+        }
+    }
+    return !part_start;
+}
+
+const char *abx__kvs_get(const abx_kvs *kvs, const char *key)
+{
+    for (size_t i = 0; i < kvs->n; i++)
+        if (strcmp(kvs->items[i].key, key) == 0)
+            return kvs->items[i].value;
+    return NULL;
+}
+
+int abx__kvs_set(abx_kvs *kvs, const char *key, const char *value)
+{
+    if (!abx__config_key_valid(key) || strlen(value) >= sizeof kvs->items[0].value)
+        return -ABX_EINVAL;
+    for (size_t i = 0; i < kvs->n; i++) {
+        if (strcmp(kvs->items[i].key, key) == 0) {
+            snprintf(kvs->items[i].value, sizeof kvs->items[i].value, "%s", value);
+            return 0;
+        }
+    }
+    if (kvs->n >= ABX_CONFIG_MAX_ENTRIES)
+        return -ABX_ELIMIT;
+    snprintf(kvs->items[kvs->n].key, sizeof kvs->items[0].key, "%s", key);
+    snprintf(kvs->items[kvs->n].value, sizeof kvs->items[0].value, "%s", value);
+    kvs->n++;
+    return 0;
+}
+
+int abx__kvs_unset(abx_kvs *kvs, const char *key)
+{
+    for (size_t i = 0; i < kvs->n; i++) {
+        if (strcmp(kvs->items[i].key, key) == 0) {
+            memmove(&kvs->items[i], &kvs->items[i + 1], (kvs->n - i - 1) * sizeof kvs->items[0]);
+            kvs->n--;
+            return 0;
+        }
+    }
+    return -ABX_ENOTFOUND;
+}
+
+/* ---- line scanning ------------------------------------------------------ */
+
+typedef struct cursor {
+    const char *p;
+    const char *end;
+} cursor;
+
+static void skip_ws(cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
+        c->p++;
+}
+
+static bool at_line_end(cursor *c)
+{
+    skip_ws(c);
+    return c->p >= c->end || *c->p == '#';
+}
+
+/* Reads a bare key into out; returns its length or -1. */
+static int read_bare_key(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    while (c->p < c->end && key_char(*c->p)) {
+        if (n + 1 >= cap)
+            return -1;
+        out[n++] = *c->p++;
+    }
+    out[n] = '\0';
+    return n ? (int)n : -1;
+}
+
+/* Reads a dotted key (a.b.c, spaces allowed around dots). */
+static int read_dotted_key(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        skip_ws(c);
+        char part[128];
+        if (read_bare_key(c, part, sizeof part) < 0)
+            return -1;
+        size_t len = strlen(part);
+        if (n + len + 2 > cap)
+            return -1;
+        if (n)
+            out[n++] = '.';
+        memcpy(out + n, part, len);
+        n += len;
+        out[n] = '\0';
+        skip_ws(c);
+        if (c->p < c->end && *c->p == '.') {
+            c->p++;
+            continue;
+        }
+        return (int)n;
+    }
+}
+
+static int put_char(char *out, size_t cap, size_t *n, char ch)
+{
+    if (*n + 1 >= cap)
+        return -1;
+    out[(*n)++] = ch;
+    out[*n] = '\0';
+    return 0;
+}
+
+static int hex_value(char h)
+{
+    if (h >= '0' && h <= '9') return h - '0';
+    if (h >= 'a' && h <= 'f') return h - 'a' + 10;
+    if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+    return -1;
+}
+
+static int read_basic_string(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    c->p++; /* opening quote */
+    while (c->p < c->end && *c->p != '"') {
+        char ch = *c->p++;
+        if ((unsigned char)ch < 0x20 && ch != '\t')
+            return -1;
+        if (ch != '\\') {
+            if (put_char(out, cap, &n, ch) < 0)
+                return -1;
+            continue;
+        }
+        if (c->p >= c->end)
+            return -1;
+        char e = *c->p++;
+        char lit = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '"' ? '"' : e == '\\' ? '\\' : 0;
+        if (lit) {
+            if (put_char(out, cap, &n, lit) < 0)
+                return -1;
+            continue;
+        }
+        if (e != 'u' || c->end - c->p < 4)
+            return -1;
+        int v = 0;
+        for (int i = 0; i < 4; i++) {
+            int h = hex_value(*c->p++);
+            if (h < 0)
+                return -1;
+            v = v * 16 + h;
+        }
+        if (v == 0 || v > 0x7f || put_char(out, cap, &n, (char)v) < 0)
+            return -1; /* only ASCII escapes: values are ids, keys and URLs */
+    }
+    if (c->p >= c->end)
+        return -1;
+    c->p++; /* closing quote */
+    return 0;
+}
+
+static int read_literal_string(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    c->p++;
+    while (c->p < c->end && *c->p != '\'') {
+        if ((unsigned char)*c->p < 0x20 && *c->p != '\t')
+            return -1;
+        if (put_char(out, cap, &n, *c->p++) < 0)
+            return -1;
+    }
+    if (c->p >= c->end)
+        return -1;
+    c->p++;
+    return 0;
+}
+
+static int read_scalar(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    bool digits = true;
+    const char *start = c->p;
+    while (c->p < c->end && (isalnum((unsigned char)*c->p) || *c->p == '-' || *c->p == '+' || *c->p == '_')) {
+        if (!isdigit((unsigned char)*c->p) && !(c->p == start && (*c->p == '-' || *c->p == '+')))
+            digits = false;
+        if (put_char(out, cap, &n, *c->p++) < 0)
+            return -1;
+    }
+    if (n == 0)
+        return -1;
+    if (strcmp(out, "true") == 0 || strcmp(out, "false") == 0)
+        return 0;
+    if (digits && (isdigit((unsigned char)out[0]) || n > 1))
+        return 0;
+    return -1;
+}
+
+static int read_value(cursor *c, char *out, size_t cap)
+{
+    skip_ws(c);
+    if (c->p >= c->end)
+        return -1;
+    if (*c->p == '"')
+        return read_basic_string(c, out, cap);
+    if (*c->p == '\'')
+        return read_literal_string(c, out, cap);
+    return read_scalar(c, out, cap);
+}
+
+int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line)
+{
+    out->n = 0;
+    char table[128] = "";
+    int line_no = 0;
+    const char *p = text;
+    while (*p) {
+        line_no++;
+        const char *nl = strchr(p, '\n');
+        cursor c = {p, nl ? nl : p + strlen(p)};
+        if (c.end > c.p && c.end[-1] == '\r')
+            c.end--;
+        p = nl ? nl + 1 : c.end;
+        if (at_line_end(&c))
+            continue;
+        if (*c.p == '[') {
+            c.p++;
+            if (read_dotted_key(&c, table, sizeof table) < 0 || c.p >= c.end || *c.p != ']')
+                goto bad;
+            c.p++;
+            if (!at_line_end(&c))
+                goto bad;
+            continue;
+        }
+        char key[128], full[256], value[1024];
+        if (read_dotted_key(&c, key, sizeof key) < 0)
+            goto bad;
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '=')
+            goto bad;
+        c.p++;
+        if (read_value(&c, value, sizeof value) < 0 || !at_line_end(&c))
+            goto bad;
+        snprintf(full, sizeof full, "%s%s%s", table, *table ? "." : "", key);
+        if (abx__kvs_get(out, full) || abx__kvs_set(out, full, value) < 0)
+            goto bad; /* duplicate keys are an error in TOML */
+        continue;
+    bad:
+        *bad_line = line_no;
+        return -ABX_ECONFIG;
+    }
+    return 0;
+}
+
+int abx__env_parse(const char *text, abx_kvs *out, int *bad_line)
+{
+    out->n = 0;
+    int line_no = 0;
+    const char *p = text;
+    while (*p) {
+        line_no++;
+        const char *nl = strchr(p, '\n');
+        cursor c = {p, nl ? nl : p + strlen(p)};
+        if (c.end > c.p && c.end[-1] == '\r')
+            c.end--;
+        p = nl ? nl + 1 : c.end;
+        if (at_line_end(&c))
+            continue;
+        if ((size_t)(c.end - c.p) > 7 && strncmp(c.p, "export ", 7) == 0)
+            c.p += 7;
+        skip_ws(&c);
+        char key[128], value[1024];
+        size_t n = 0;
+        while (c.p < c.end && (isalnum((unsigned char)*c.p) || *c.p == '_') && n + 1 < sizeof key)
+            key[n++] = *c.p++;
+        key[n] = '\0';
+        skip_ws(&c);
+        if (n == 0 || isdigit((unsigned char)key[0]) || c.p >= c.end || *c.p != '=')
+            goto bad;
+        c.p++;
+        skip_ws(&c);
+        value[0] = '\0';
+        if (c.p < c.end && *c.p == '"') {
+            if (read_basic_string(&c, value, sizeof value) < 0 || !at_line_end(&c))
+                goto bad;
+        } else if (c.p < c.end && *c.p == '\'') {
+            if (read_literal_string(&c, value, sizeof value) < 0 || !at_line_end(&c))
+                goto bad;
+        } else {
+            size_t m = 0;
+            while (c.p < c.end && *c.p != '#' && m + 1 < sizeof value)
+                value[m++] = *c.p++;
+            while (m > 0 && (value[m - 1] == ' ' || value[m - 1] == '\t'))
+                m--;
+            value[m] = '\0';
+        }
+        if (abx__kvs_set(out, key, value) < 0)
+            goto bad;
+        continue;
+    bad:
+        *bad_line = line_no;
+        return -ABX_ECONFIG;
+    }
+    return 0;
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (!*buf)
+        return;
+    if (*len + n + 1 > *cap) {
+        size_t want = (*cap ? *cap : 256);
+        while (want < *len + n + 1)
+            want *= 2;
+        char *grown = realloc(*buf, want);
+        if (!grown) {
+            free(*buf);
+            *buf = NULL;
+            return;
+        }
+        *buf = grown;
+        *cap = want;
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+}
+
+static void append_quoted(char **buf, size_t *len, size_t *cap, const char *v)
+{
+    append(buf, len, cap, "\"");
+    for (const char *p = v; *p; p++) {
+        char one[8];
+        if (*p == '"' || *p == '\\')
+            snprintf(one, sizeof one, "\\%c", *p);
+        else if (*p == '\n')
+            snprintf(one, sizeof one, "\\n");
+        else if (*p == '\t')
+            snprintf(one, sizeof one, "\\t");
+        else if ((unsigned char)*p < 0x20)
+            snprintf(one, sizeof one, "\\u%04x", (unsigned char)*p);
+        else
+            snprintf(one, sizeof one, "%c", *p);
+        append(buf, len, cap, one);
+    }
+    append(buf, len, cap, "\"");
+}
+
+char *abx__toml_format(const abx_kvs *kvs)
+{
+    size_t len = 0, cap = 256;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    buf[0] = '\0';
+    append(&buf, &len, &cap, "# abx configuration (written by `abx config set`)\n");
+    bool done[ABX_CONFIG_MAX_ENTRIES] = {false};
+    for (size_t i = 0; i < kvs->n; i++) {
+        if (done[i])
+            continue;
+        const char *dot = strrchr(kvs->items[i].key, '.');
+        size_t tlen = dot ? (size_t)(dot - kvs->items[i].key) : 0;
+        char table[128];
+        snprintf(table, sizeof table, "%.*s", (int)tlen, kvs->items[i].key);
+        if (tlen) {
+            append(&buf, &len, &cap, "\n[");
+            append(&buf, &len, &cap, table);
+            append(&buf, &len, &cap, "]\n");
+        }
+        for (size_t j = i; j < kvs->n; j++) {
+            const char *k = kvs->items[j].key;
+            const char *d = strrchr(k, '.');
+            size_t l = d ? (size_t)(d - k) : 0;
+            if (done[j] || l != tlen || strncmp(k, table, tlen) != 0)
+                continue;
+            done[j] = true;
+            append(&buf, &len, &cap, d ? d + 1 : k);
+            append(&buf, &len, &cap, " = ");
+            append_quoted(&buf, &len, &cap, kvs->items[j].value);
+            append(&buf, &len, &cap, "\n");
+        }
+    }
+    return buf;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+int abx__home(char *out, size_t len)
+{
+    const char *h = getenv("ABX_HOME");
+    int n;
+    if (h && *h) {
+        n = snprintf(out, len, "%s", h);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || !*home) {
+            struct passwd *pw = getpwuid(geteuid());
+            home = pw ? pw->pw_dir : NULL;
+        }
+        if (!home)
+            return -ABX_ECONFIG;
+        n = snprintf(out, len, "%s/.abx", home);
+    }
+    return n < 0 || (size_t)n >= len ? -ABX_ECONFIG : 0;
+}
+
+/* Reads path into a new NUL-terminated buffer; NULL with errno if absent. */
+static char *slurp(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    char *buf = malloc(MAX_FILE + 1);
+    ssize_t n = buf ? read(fd, buf, MAX_FILE) : -1;
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        errno = e;
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static int load_env_file(const char *path, abx_kvs *kvs, abx_error **err)
+{
+    char *text = slurp(path);
+    if (!text) {
+        kvs->n = 0;
+        return 0;
+    }
+    int line = 0;
+    int rc = abx__env_parse(text, kvs, &line);
+    free(text);
+    if (rc < 0)
+        return abx__error_set(err, ABX_ECONFIG, "%s: line %d is not KEY=VALUE", path[0] == '.' ? ".env" : "~/.abx/.env",
+                              line);
+    return 0;
+}
+
+int abx__config_load(abx_kvs *kvs, abx_error **err)
+{
+    char home[512], path[600];
+    kvs->n = 0;
+    if (abx__home(home, sizeof home) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
+    snprintf(path, sizeof path, "%s/config.toml", home);
+    char *text = slurp(path);
+    if (!text)
+        return 0;
+    int line = 0;
+    int rc = abx__toml_parse(text, kvs, &line);
+    free(text);
+    if (rc < 0)
+        return abx__error_set(err, ABX_ECONFIG, "config.toml: line %d is not valid (abx reads a TOML subset)", line);
+    return 0;
+}
+
+int abx__config_save(const abx_kvs *kvs, abx_error **err)
+{
+    char home[512], path[600], tmp[620];
+    if (abx__home(home, sizeof home) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
+    if (mkdir(home, 0700) < 0 && errno != EEXIST)
+        return abx__error_errno(err, ABX_EIO, errno, "creating ABX_HOME");
+    snprintf(path, sizeof path, "%s/config.toml", home);
+    snprintf(tmp, sizeof tmp, "%s/config.toml.tmp", home);
+    char *text = abx__toml_format(kvs);
+    if (!text)
+        return abx__error_set(err, ABX_ENOMEM, "config");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int rc = fd < 0 ? -1 : 0;
+    size_t n = strlen(text);
+    if (rc == 0 && (write(fd, text, n) != (ssize_t)n || fsync(fd) < 0))
+        rc = -1;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    if (rc == 0 && rename(tmp, path) < 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc < 0) {
+        unlink(tmp);
+        return abx__error_errno(err, ABX_EIO, e, "writing config.toml");
+    }
+    return 0;
+}
+
+static int pick(const char *value, const char *src, char *out, size_t len, const char **source)
+{
+    if (!value || !*value)
+        return 0;
+    snprintf(out, len, "%s", value);
+    *source = src;
+    return 1;
+}
+
+int abx__resolve_provider(const char *arg, const char *cli_flag, char *out, size_t len, const char **source,
+                          abx_error **err)
+{
+    abx_kvs *kvs = malloc(sizeof *kvs);
+    if (!kvs)
+        return abx__error_set(err, ABX_ENOMEM, "config");
+    int rc = 0;
+    char home[512], path[600];
+    if (pick(arg, "argument", out, len, source) || pick(cli_flag, "--provider", out, len, source) ||
+        pick(getenv("ABX_PROVIDER"), "ABX_PROVIDER", out, len, source))
+        goto done;
+    if ((rc = load_env_file(".env", kvs, err)) < 0)
+        goto done;
+    if (pick(abx__kvs_get(kvs, "ABX_PROVIDER"), "./.env", out, len, source))
+        goto done;
+    if (abx__home(home, sizeof home) == 0) {
+        snprintf(path, sizeof path, "%s/.env", home);
+        if ((rc = load_env_file(path, kvs, err)) < 0)
+            goto done;
+        if (pick(abx__kvs_get(kvs, "ABX_PROVIDER"), "~/.abx/.env", out, len, source))
+            goto done;
+    }
+    if ((rc = abx__config_load(kvs, err)) < 0)
+        goto done;
+    if (pick(abx__kvs_get(kvs, "core.provider"), "config.toml", out, len, source))
+        goto done;
+    snprintf(out, len, "local");
+    *source = "default";
+done:
+    free(kvs);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* config.h: abx's configuration files and provider resolution.
+ *
+ * Files: ./.env and $ABX_HOME/.env (KEY=VALUE lines), and
+ * $ABX_HOME/config.toml (a small TOML subset: [section] and [a.b] tables,
+ * key = "string" | integer | true/false, # comments). Keys are addressed as
+ * "section.key", e.g. "core.provider" or "providers.e2b.api_key".
+ */
+#ifndef ABX_CONFIG_H
+#define ABX_CONFIG_H
+
+#include "abx/abx.h"
+#include <stddef.h>
+
+#define ABX_CONFIG_MAX_ENTRIES 256
+
+typedef struct abx_kv {
+    char key[128];   /* dotted: "core.provider" (toml) or "ABX_PROVIDER" (.env) */
+    char value[1024];
+} abx_kv;
+
+typedef struct abx_kvs {
+    abx_kv items[ABX_CONFIG_MAX_ENTRIES];
+    size_t n;
+} abx_kvs;
+
+/* Parses .env text. Returns 0, or -ABX_ECONFIG with the line in *bad_line. */
+int abx__env_parse(const char *text, abx_kvs *out, int *bad_line);
+/* Parses TOML-subset text. Returns 0, or -ABX_ECONFIG with the line in *bad_line. */
+int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line);
+/* Serialises entries as TOML (grouped by table, keys in order). Caller frees. */
+char *abx__toml_format(const abx_kvs *kvs);
+const char *abx__kvs_get(const abx_kvs *kvs, const char *key);
+/* Sets (or adds) key; -ABX_ELIMIT when full, -ABX_EINVAL for a bad key. */
+int abx__kvs_set(abx_kvs *kvs, const char *key, const char *value);
+int abx__kvs_unset(abx_kvs *kvs, const char *key);
+/* A dotted key of [A-Za-z0-9_-] parts. */
+bool abx__config_key_valid(const char *key);
+
+/* $ABX_HOME, else $HOME/.abx. Returns 0 or -ABX_ECONFIG. */
+int abx__home(char *out, size_t len);
+
+/* The provider id, first match wins: arg > cli_flag > $ABX_PROVIDER >
+ * ./.env ABX_PROVIDER > $ABX_HOME/.env ABX_PROVIDER > config.toml
+ * [core] provider > "local". *source names where it came from. */
+int abx__resolve_provider(const char *arg, const char *cli_flag, char *out, size_t len, const char **source,
+                          abx_error **err);
+
+/* Reads config.toml (missing = empty). */
+int abx__config_load(abx_kvs *kvs, abx_error **err);
+/* Writes config.toml atomically (0600). */
+int abx__config_save(const abx_kvs *kvs, abx_error **err);
+
+#endif

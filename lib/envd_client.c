@@ -1,0 +1,464 @@
+/* envd_client.c: the data-plane client (libcurl), written against E2B's envd
+ * protocol (../shared/e2b-protocol.md §2), not against the shim's insides:
+ * the same code will serve E2B-protocol clouds.
+ *
+ * Owns: requests and their headers (X-Access-Token, Basic user, Connect
+ * protocol version, deadlines), the 5-byte envelope framing of streams, and
+ * turning error bodies into abx errors. An error body from abx's own shim
+ * carries the abx code ("E8023: ..."); anything else is mapped from the
+ * Connect code and never passed on verbatim.
+ */
+#include "envd_client.h"
+#include "error_internal.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RESPONSE (64u << 20)
+#define MAX_STREAM_MESSAGE (16u << 20)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token)
+{
+    pthread_once(&curl_once, curl_init_once);
+    memset(e, 0, sizeof *e);
+    snprintf(e->base_url, sizeof e->base_url, "%s", base_url);
+    snprintf(e->unix_socket, sizeof e->unix_socket, "%s", unix_socket ? unix_socket : "");
+    snprintf(e->token, sizeof e->token, "%s", token ? token : "");
+    pthread_mutex_init(&e->mu, NULL);
+}
+
+void abx__envd_cleanup(abx_envd *e)
+{
+    if (e->cached)
+        curl_easy_cleanup(e->cached);
+    e->cached = NULL;
+    pthread_mutex_destroy(&e->mu);
+}
+
+static CURL *acquire(abx_envd *e)
+{
+    pthread_mutex_lock(&e->mu);
+    CURL *c = e->cached;
+    e->cached = NULL;
+    pthread_mutex_unlock(&e->mu);
+    if (!c)
+        c = curl_easy_init();
+    else
+        curl_easy_reset(c); /* keeps the connection cache */
+    if (!c)
+        return NULL;
+    if (e->unix_socket[0])
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->unix_socket);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    return c;
+}
+
+static void release(abx_envd *e, CURL *c)
+{
+    pthread_mutex_lock(&e->mu);
+    if (!e->cached) {
+        e->cached = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
+static struct curl_slist *base_headers(abx_envd *e, const char *user, const char *content_type)
+{
+    struct curl_slist *h = NULL;
+    char line[300];
+    if (e->token[0]) {
+        snprintf(line, sizeof line, "X-Access-Token: %s", e->token);
+        h = curl_slist_append(h, line);
+    }
+    if (user && *user) {
+        char raw[80], enc[120];
+        snprintf(raw, sizeof raw, "%s:", user);
+        EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)raw, (int)strlen(raw));
+        snprintf(line, sizeof line, "Authorization: Basic %s", enc);
+        h = curl_slist_append(h, line);
+    }
+    if (content_type) {
+        snprintf(line, sizeof line, "Content-Type: %s", content_type);
+        h = curl_slist_append(h, line);
+    }
+    h = curl_slist_append(h, "Connect-Protocol-Version: 1");
+    h = curl_slist_append(h, "Expect:");
+    return h;
+}
+
+/* ---- buffers and errors ------------------------------------------------- */
+
+typedef struct membuf {
+    char *data;
+    size_t len, cap;
+    bool overflow;
+} membuf;
+
+static size_t membuf_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    membuf *b = ud;
+    size_t len = size * n;
+    if (b->len + len > MAX_RESPONSE) {
+        b->overflow = true;
+        return 0;
+    }
+    if (b->len + len + 1 > b->cap) {
+        size_t want = b->cap ? b->cap * 2 : 4096;
+        while (want < b->len + len + 1)
+            want *= 2;
+        char *grown = realloc(b->data, want);
+        if (!grown)
+            return 0;
+        b->data = grown;
+        b->cap = want;
+    }
+    memcpy(b->data + b->len, ptr, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return len;
+}
+
+static int code_from_connect(const char *connect)
+{
+    static const struct { const char *name; int code; } map[] = {
+        {"not_found", ABX_ENOENT}, {"invalid_argument", ABX_EINVAL}, {"permission_denied", ABX_EPERM},
+        {"unauthenticated", ABX_EAUTH}, {"resource_exhausted", ABX_ELIMIT}, {"unavailable", ABX_ENOTRUNNING},
+        {"deadline_exceeded", ABX_ETIMEOUT}, {"unimplemented", ABX_ENOTSUP}, {"already_exists", ABX_EINVAL},
+        {"canceled", ABX_ECANCELLED},
+    };
+    for (size_t i = 0; connect && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(connect, map[i].name) == 0)
+            return map[i].code;
+    return ABX_EPROVIDER;
+}
+
+/* Turns an error body (or its absence) into an abx error. */
+static int error_from_body(const char *body, size_t len, long status, abx_error **err)
+{
+    json_t *doc = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+    json_t *obj = json_object_get(doc, "error");
+    if (!obj)
+        obj = doc;
+    const char *connect = json_string_value(json_object_get(obj, "code"));
+    const char *message = json_string_value(json_object_get(obj, "message"));
+    int code = 0;
+    char rest[512] = "";
+    int rc;
+    if (message && message[0] == 'E' && sscanf(message, "E%d: %511[^\n]", &code, rest) >= 1 && code > 8000 &&
+        code < 9000) {
+        rc = abx__error_set(err, code, "%s", rest[0] ? rest : abx_strerror(code));
+    } else {
+        code = connect ? code_from_connect(connect)
+               : status == 401 ? ABX_EAUTH
+               : status == 404 ? ABX_ENOENT
+               : status == 507 ? ABX_ETOOBIG
+                               : ABX_EPROVIDER;
+        rc = abx__error_set(err, code, "the sandbox answered HTTP %ld", status);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static int curl_failure(CURLcode cc, abx_error **err)
+{
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
+        cc == CURLE_SEND_ERROR || cc == CURLE_COULDNT_RESOLVE_HOST)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox's data plane does not answer");
+    if (cc == CURLE_OPERATION_TIMEDOUT)
+        return abx__error_set(err, ABX_ETIMEOUT, "the sandbox did not answer in time");
+    return abx__error_set(err, ABX_EIO, "data plane: %s", curl_easy_strerror(cc));
+}
+
+/* ---- JSON requests ------------------------------------------------------ */
+
+static int json_request(abx_envd *e, const char *method, const char *path, const char *user, json_t *body,
+                        json_t **resp, abx_error **err)
+{
+    CURL *c = acquire(e);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "curl");
+    char url[1200];
+    snprintf(url, sizeof url, "%s%s", e->base_url, path);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    struct curl_slist *h = base_headers(e, user, body ? "application/json" : NULL);
+    membuf out = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, text ? text : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(text ? strlen(text) : 0));
+    }
+    CURLcode cc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    free(text);
+    int rc = 0;
+    if (cc != CURLE_OK)
+        rc = out.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
+    else if (status < 200 || status > 299)
+        rc = error_from_body(out.data, out.len, status, err);
+    else if (resp) {
+        *resp = out.len ? json_loadb(out.data, out.len, 0, NULL) : json_object();
+        if (!*resp)
+            rc = abx__error_set(err, ABX_EPROVIDER, "the sandbox answered with malformed JSON");
+    }
+    free(out.data);
+    release(e, c);
+    return rc;
+}
+
+int abx__envd_unary(abx_envd *e, const char *method_path, const char *user, json_t *req, json_t **resp,
+                    abx_error **err)
+{
+    return json_request(e, "POST", method_path, user, req ? req : json_object(), resp, err);
+}
+
+int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json_t *body, json_t **resp,
+                   abx_error **err)
+{
+    return json_request(e, method, path_query, NULL, body, resp, err);
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+typedef struct stream_state {
+    membuf buf;
+    abx_envd_event_fn fn;
+    void *userdata;
+    bool stopped;
+    bool ended;
+    json_t *end_error; /* the end-of-stream envelope's error, if any */
+    long status;
+    CURL *curl;
+} stream_state;
+
+static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    stream_state *s = ud;
+    size_t len = size * n;
+    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+    if (membuf_write(ptr, 1, len, &s->buf) != len)
+        return 0;
+    if (s->status != 200)
+        return len; /* an error body: collected whole, read after */
+    size_t pos = 0;
+    while (s->buf.len - pos >= 5) {
+        unsigned char *h = (unsigned char *)s->buf.data + pos;
+        size_t mlen = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
+        if (mlen > MAX_STREAM_MESSAGE)
+            return 0;
+        if (s->buf.len - pos - 5 < mlen)
+            break;
+        json_t *msg = json_loadb(s->buf.data + pos + 5, mlen, 0, NULL);
+        pos += 5 + mlen;
+        if (h[0] & 0x02) {
+            s->ended = true;
+            s->end_error = json_incref(json_object_get(msg, "error"));
+            json_decref(msg);
+            continue;
+        }
+        if (msg && !s->stopped && s->fn(msg, s->userdata))
+            s->stopped = true;
+        json_decref(msg);
+        if (s->stopped)
+            return 0; /* ends the transfer */
+    }
+    memmove(s->buf.data, s->buf.data + pos, s->buf.len - pos);
+    s->buf.len -= pos;
+    return len;
+}
+
+int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
+                     abx_envd_event_fn fn, void *userdata, abx_error **err)
+{
+    CURL *c = acquire(e);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "curl");
+    char url[1200];
+    snprintf(url, sizeof url, "%s%s", e->base_url, method_path);
+    char *text = json_dumps(req, JSON_COMPACT);
+    size_t n = text ? strlen(text) : 0;
+    char *body = malloc(n + 5);
+    if (!text || !body) {
+        free(text);
+        free(body);
+        release(e, c);
+        return abx__error_set(err, ABX_ENOMEM, "request");
+    }
+    body[0] = 0;
+    body[1] = (char)(n >> 24);
+    body[2] = (char)(n >> 16);
+    body[3] = (char)(n >> 8);
+    body[4] = (char)n;
+    memcpy(body + 5, text, n);
+    free(text);
+    struct curl_slist *h = base_headers(e, user, "application/connect+json");
+    h = curl_slist_append(h, "Keepalive-Ping-Interval: 50");
+    if (deadline_ms) {
+        char line[64];
+        snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
+        h = curl_slist_append(h, line);
+    }
+    stream_state s = {.fn = fn, .userdata = userdata, .curl = c};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(n + 5));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    CURLcode cc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    free(body);
+    int rc = 0;
+    if (s.stopped) {
+        rc = 0;
+    } else if (cc != CURLE_OK && !(s.ended && cc == CURLE_WRITE_ERROR)) {
+        rc = s.status && s.status != 200 ? error_from_body(s.buf.data, s.buf.len, s.status, err)
+                                         : curl_failure(cc, err);
+    } else if (s.status != 200) {
+        rc = error_from_body(s.buf.data, s.buf.len, s.status, err);
+    } else if (s.end_error) {
+        const char *code = json_string_value(json_object_get(s.end_error, "code"));
+        if (code && strcmp(code, "deadline_exceeded") == 0)
+            rc = abx__error_set(err, ABX_ETIMEOUT, "the command's deadline passed");
+        else
+            rc = abx__error_set(err, code_from_connect(code), "the stream ended with an error");
+    } else if (!s.ended) {
+        rc = abx__error_set(err, ABX_ENOTRUNNING, "the stream ended early: the sandbox is gone");
+    }
+    json_decref(s.end_error);
+    free(s.buf.data);
+    /* a transfer we cut short leaves the connection unusable: do not cache it */
+    if (s.stopped || cc != CURLE_OK)
+        curl_easy_cleanup(c);
+    else
+        release(e, c);
+    return rc;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static void files_url(abx_envd *e, CURL *c, const char *path, const char *user, char *url, size_t len)
+{
+    char *p = curl_easy_escape(c, path, 0);
+    snprintf(url, len, "%s/files?path=%s&username=%s", e->base_url, p ? p : "", user && *user ? user : "user");
+    curl_free(p);
+}
+
+typedef struct download_state {
+    abx_envd_write_fn fn;
+    void *userdata;
+    membuf err_body;
+    long status;
+    CURL *curl;
+} download_state;
+
+static size_t download_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    download_state *d = ud;
+    size_t len = size * n;
+    curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &d->status);
+    if (d->status != 200)
+        return membuf_write(ptr, 1, len, &d->err_body);
+    return d->fn(ptr, len, d->userdata);
+}
+
+int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
+                       abx_error **err)
+{
+    CURL *c = acquire(e);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "curl");
+    char url[4800];
+    files_url(e, c, path, user, url, sizeof url);
+    struct curl_slist *h = base_headers(e, NULL, NULL);
+    download_state d = {.fn = fn, .userdata = userdata, .curl = c};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, download_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+    CURLcode cc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &d.status);
+    curl_slist_free_all(h);
+    int rc = 0;
+    if (d.status && d.status != 200)
+        rc = error_from_body(d.err_body.data, d.err_body.len, d.status, err);
+    else if (cc == CURLE_WRITE_ERROR)
+        rc = abx__error_set(err, ABX_EIO, "writing the downloaded bytes failed");
+    else if (cc != CURLE_OK)
+        rc = curl_failure(cc, err);
+    free(d.err_body.data);
+    if (cc != CURLE_OK)
+        curl_easy_cleanup(c);
+    else
+        release(e, c);
+    return rc;
+}
+
+typedef struct upload_state {
+    abx_envd_read_fn fn;
+    void *userdata;
+} upload_state;
+
+static size_t upload_read(char *buf, size_t size, size_t n, void *ud)
+{
+    upload_state *u = ud;
+    return u->fn(buf, size * n, u->userdata);
+}
+
+int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
+                     long long size, abx_error **err)
+{
+    CURL *c = acquire(e);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "curl");
+    char url[4800];
+    files_url(e, c, path, user, url, sizeof url);
+    struct curl_slist *h = base_headers(e, NULL, "application/octet-stream");
+    upload_state u = {fn, userdata};
+    membuf out = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, upload_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, &u);
+    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
+    if (size >= 0)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
+    CURLcode cc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    int rc = 0;
+    if (status && (status < 200 || status > 299))
+        rc = error_from_body(out.data, out.len, status, err);
+    else if (cc != CURLE_OK)
+        rc = curl_failure(cc, err);
+    free(out.data);
+    if (cc != CURLE_OK)
+        curl_easy_cleanup(c);
+    else
+        release(e, c);
+    return rc;
+}

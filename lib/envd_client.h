@@ -1,0 +1,47 @@
+/* envd_client.h: a client of the envd data plane (E2B's protocol), over a
+ * Unix socket (the local shim) or TCP (an E2B-protocol cloud). */
+#ifndef ABX_ENVD_CLIENT_H
+#define ABX_ENVD_CLIENT_H
+
+#include "abx/abx.h"
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct abx_envd {
+    char base_url[256];     /* "http://localhost" with a Unix socket */
+    char unix_socket[600];  /* "" for TCP */
+    char token[128];        /* X-Access-Token; "" for none */
+    pthread_mutex_t mu;     /* guards cached */
+    void *cached;           /* one idle CURL handle kept for reuse */
+} abx_envd;
+
+void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token);
+void abx__envd_cleanup(abx_envd *e);
+
+/* Unary Connect call: POST base/method_path with JSON; *resp is the caller's. */
+int abx__envd_unary(abx_envd *e, const char *method_path, const char *user, json_t *req, json_t **resp,
+                    abx_error **err);
+/* Plain JSON request (abx endpoints under /abx/). body may be NULL (GET). */
+int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json_t *body, json_t **resp,
+                   abx_error **err);
+
+/* Called for each streamed message ({"event": {...}}); return nonzero to stop. */
+typedef int (*abx_envd_event_fn)(json_t *msg, void *userdata);
+/* Server-streaming Connect call. deadline_ms: Connect-Timeout-Ms (0: none).
+ * Returns 0 when the stream ended normally or fn stopped it; a stream that
+ * ended with deadline_exceeded returns -ABX_ETIMEOUT. */
+int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
+                     abx_envd_event_fn fn, void *userdata, abx_error **err);
+
+typedef size_t (*abx_envd_write_fn)(const char *data, size_t len, void *userdata); /* return len, else abort */
+typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata);         /* 0 at end */
+/* GET /files: the file's bytes go to fn as they arrive. */
+int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
+                       abx_error **err);
+/* POST /files (octet-stream): the body comes from fn, size bytes (-1: unknown). */
+int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
+                     long long size, abx_error **err);
+
+#endif

@@ -1,0 +1,1126 @@
+/* local.c: the SDK's sandbox API (abx.h), served by the local provider.
+ *
+ * Owns: clients (provider resolution), sandbox handles, the local
+ * provider's create (starting a detached abx-shim and waiting until it
+ * serves), connect, list, info, timeout, kill, and the mapping of exec,
+ * background processes and files onto the envd client (envd_client.c).
+ * Other providers plug in here later; until then they answer E8015.
+ *
+ * Ids: users see "local:<id>"; every function accepts both forms. An id of
+ * another provider, an empty id, a malformed id and a dead sandbox are
+ * errors (E8015, E8001, E8002), never a fallback.
+ */
+#include "abx/abx.h"
+#include "config.h"
+#include "envd_client.h"
+#include "error_internal.h"
+#include "parse.h"
+#include "sandbox_id.h"
+#include "state.h"
+#include "sysutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef ABX_LIBEXECDIR
+#define ABX_LIBEXECDIR "/usr/local/libexec"
+#endif
+#define READY_TIMEOUT_MS 15000
+#define KILL_WAIT_MS 5000
+#define MAX_EXEC_OUTPUT (256u << 20)
+
+struct abx_client {
+    char provider[64];
+    const char *source;
+};
+
+struct abx_sandbox {
+    char id[ABX_SANDBOX_ID_LEN + 1];
+    char qualified[96];
+    char dir[700];
+    abx_envd envd;
+};
+
+/* ---- clients ------------------------------------------------------------ */
+
+int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err)
+{
+    *out = NULL;
+    abx_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "client");
+    int rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
+                                   sizeof c->provider, &c->source, err);
+    if (rc == 0 && strcmp(c->provider, "local") != 0)
+        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%.32s' (from %s) is not available in this build",
+                            c->provider, c->source);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void abx_client_free(abx_client *c) { free(c); }
+const char *abx_client_provider(const abx_client *c) { return c->provider; }
+const char *abx_client_provider_source(const abx_client *c) { return c->source; }
+const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }
+
+/* "local:i..." or "i..." -> "i...". */
+static int parse_id(const char *id, char out[ABX_SANDBOX_ID_LEN + 1], abx_error **err)
+{
+    if (!id || !*id)
+        return abx__error_set(err, ABX_EINVAL, "sandbox_id: must not be empty");
+    const char *colon = strchr(id, ':');
+    if (colon) {
+        if ((size_t)(colon - id) != 5 || strncmp(id, "local", 5) != 0)
+            return abx__error_set(err, ABX_EPROVIDER, "sandbox_id: belongs to another provider than 'local'");
+        id = colon + 1;
+    }
+    if (!abx__sandbox_id_valid(id))
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
+    snprintf(out, ABX_SANDBOX_ID_LEN + 1, "%s", id);
+    return 0;
+}
+
+static abx_sandbox *handle_new(const char *id, const char *dir, const char *token)
+{
+    abx_sandbox *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    snprintf(s->qualified, sizeof s->qualified, "local:%s", id);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    char sock[760];
+    snprintf(sock, sizeof sock, "%s/envd.sock", dir);
+    abx__envd_init(&s->envd, "http://localhost", sock, token);
+    return s;
+}
+
+void abx_sandbox_free(abx_sandbox *s)
+{
+    if (!s)
+        return;
+    abx__envd_cleanup(&s->envd);
+    explicit_bzero(s->envd.token, sizeof s->envd.token);
+    free(s);
+}
+
+int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out, abx_error **err)
+{
+    (void)c;
+    *out = NULL;
+    char plain[ABX_SANDBOX_ID_LEN + 1], dir[700], path[760], token[128];
+    int rc = parse_id(id, plain, err);
+    if (rc < 0)
+        return rc;
+    if ((rc = abx__state_dir(plain, dir, sizeof dir, err)) < 0)
+        return rc;
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    if (access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
+        abx__state_reconcile();
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it may have timed out or been killed)");
+    }
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (abx__read_small_file(path, token, sizeof token) < 0)
+        return abx__error_set(err, ABX_EPERM, "cannot read the sandbox's access token");
+    *out = handle_new(plain, dir, token);
+    explicit_bzero(token, sizeof token);
+    return *out ? 0 : abx__error_set(err, ABX_ENOMEM, "sandbox handle");
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+static int find_shim(char *out, size_t len)
+{
+    const char *env = getenv("ABX_SHIM");
+    if (env && *env && access(env, X_OK) == 0) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(out, len, "%s/abx-shim", dirname(self));
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    snprintf(out, len, "%s/abx/abx-shim", ABX_LIBEXECDIR);
+    return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+static int pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names,
+                           abx_error **err)
+{
+    for (size_t i = 0; pairs && pairs[i]; i++) {
+        const char *eq = strchr(pairs[i], '=');
+        size_t klen = eq ? (size_t)(eq - pairs[i]) : 0;
+        bool ok = eq && klen > 0 && klen < 256 && (!env_names || abx__env_name_valid(pairs[i], klen));
+        if (!ok)
+            return abx__error_set(err, ABX_EINVAL, "%s: expected KEY=VALUE%s", field,
+                                  env_names ? " with KEY of [A-Za-z_][A-Za-z0-9_]*" : "");
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)klen, pairs[i]);
+        json_object_set_new(obj, key, json_string(eq + 1));
+    }
+    return 0;
+}
+
+static int write_private(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = abx__write_all(fd, text, strlen(text));
+    if (close(fd) < 0)
+        rc = -1;
+    return rc;
+}
+
+static int random_token(char out[65])
+{
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    return 0;
+}
+
+/* Starts abx-shim detached (double fork, new session) with the ready pipe on
+ * fd 3 and a minimal environment; waits for its first line. */
+static int start_shim(const char *shim_path, const char *dir, abx_error **err)
+{
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "pipe");
+    char log_path[760];
+    snprintf(log_path, sizeof log_path, "%s/shim.log", dir);
+    const char *cgroup_parent = getenv("ABX_CGROUP_PARENT");
+    char cg_env[600] = "";
+    if (cgroup_parent)
+        snprintf(cg_env, sizeof cg_env, "ABX_CGROUP_PARENT=%s", cgroup_parent);
+    char *const argv[] = {(char *)"abx-shim", (char *)dir, NULL};
+    char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
+                          cgroup_parent ? cg_env : NULL, NULL};
+    /* Only async-signal-safe calls between fork and exec: the caller may be threaded. */
+    pid_t child = fork();
+    if (child < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return abx__error_errno(err, ABX_ELIMIT, errno, "fork");
+    }
+    if (child == 0) {
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int null = open("/dev/null", O_RDWR);
+        int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log >= 0 ? log : null, 2) < 0 ||
+            dup2(ready[1], 3) < 0)
+            _exit(127);
+        syscall(SYS_close_range, 4u, ~0u, 0u);
+        if (chdir("/") < 0)
+            _exit(127);
+        execve(shim_path, argv, envp);
+        _exit(127);
+    }
+    close(ready[1]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    char line[700];
+    size_t got = 0;
+    uint64_t deadline = abx__now_ns() / 1000000 + READY_TIMEOUT_MS;
+    while (got < sizeof line - 1) {
+        int64_t left = (int64_t)(deadline - abx__now_ns() / 1000000);
+        struct pollfd p = {.fd = ready[0], .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        ssize_t n = read(ready[0], line + got, sizeof line - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(line, '\n', got))
+            break;
+    }
+    close(ready[0]);
+    line[got] = '\0';
+    if (strncmp(line, "ok\n", 3) == 0)
+        return 0;
+    int code = 0;
+    char message[600] = "";
+    if (sscanf(line, "E%d %599[^\n]", &code, message) >= 1 && code > 8000 && code < 9000)
+        return abx__error_set(err, code, "%s", message);
+    return abx__error_set(err, ABX_EJAIL, "the sandbox supervisor did not start");
+}
+
+static int validate_create(const abx_create_options *o, abx_error **err)
+{
+    if (!o)
+        return 0;
+    if (o->template_id && strcmp(o->template_id, "base") != 0)
+        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base)");
+    if (o->timeout_s > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    if (o->cpu_count > 1024)
+        return abx__error_set(err, ABX_EINVAL, "cpu: must be from 1 to 1024");
+    if (o->memory_mb && (o->memory_mb < 16 || o->memory_mb > 1048576))
+        return abx__error_set(err, ABX_EINVAL, "memory: must be from 16 to 1048576 MB");
+    return 0;
+}
+
+int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+{
+    (void)c;
+    *out = NULL;
+    int rc = validate_create(o, err);
+    if (rc < 0)
+        return rc;
+    json_t *envs = json_object(), *meta = json_object();
+    if ((rc = pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err)) < 0 ||
+        (rc = pairs_to_object(o ? o->metadata : NULL, meta, "metadata", false, err)) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return rc;
+    }
+    char shim_path[PATH_MAX];
+    if (find_shim(shim_path, sizeof shim_path) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
+    }
+    abx__state_reconcile();
+    char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65];
+    unsigned memory = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
+    json_t *cfg = NULL;
+    if (abx__sandbox_id_new(id) < 0 || random_token(token) < 0) {
+        rc = abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
+        goto out;
+    }
+    if ((rc = abx__state_root(root, sizeof root, true, err)) < 0)
+        goto out;
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    if (mkdir(dir, 0700) < 0) {
+        rc = abx__error_errno(err, ABX_EIO, errno, "creating the sandbox state directory");
+        goto out;
+    }
+    cfg = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:i, s:i, s:i}", "sandbox_id", id, "template",
+                    o && o->template_id ? o->template_id : "base", "timeout",
+                    (int)(o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S), "envs", envs, "metadata", meta,
+                    "cpu_count", (int)(o && o->cpu_count ? o->cpu_count : ABX_DEFAULT_CPU_COUNT), "memory_mb",
+                    (int)memory, "disk_size_mb", (int)(memory / 2 > 16 ? memory / 2 : 16), "pids",
+                    (int)ABX_DEFAULT_PIDS);
+    char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int wrc = text ? write_private(path, text) : -1;
+    free(text);
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (wrc < 0 || write_private(path, token) < 0) {
+        rc = abx__error_errno(err, ABX_EIO, errno, "writing the sandbox request");
+        abx__state_reap(id);
+        goto out;
+    }
+    if ((rc = start_shim(shim_path, dir, err)) < 0) {
+        abx__state_reap(id);
+        goto out;
+    }
+    *out = handle_new(id, dir, token);
+    if (!*out)
+        rc = abx__error_set(err, ABX_ENOMEM, "sandbox handle");
+out:
+    explicit_bzero(token, sizeof token);
+    json_decref(cfg);
+    json_decref(envs);
+    json_decref(meta);
+    return rc;
+}
+
+/* ---- info, list, timeout, kill ------------------------------------------ */
+
+void abx_sandbox_info_clear(abx_sandbox_info *info)
+{
+    if (!info)
+        return;
+    free(info->metadata_json);
+    free(info->env_names_json);
+    memset(info, 0, sizeof *info);
+}
+
+static long long parse_time(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return 0;
+    return (long long)timegm(&tm);
+}
+
+static void info_from_json(json_t *doc, abx_sandbox_info *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->sandbox_id, sizeof out->sandbox_id, "local:%s",
+             json_string_value(json_object_get(doc, "sandbox_id")) ?: "");
+    snprintf(out->template_id, sizeof out->template_id, "%s",
+             json_string_value(json_object_get(doc, "template")) ?: "");
+    snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(doc, "status")) ?: "");
+    out->started_at = parse_time(json_string_value(json_object_get(doc, "started_at")));
+    out->end_at = parse_time(json_string_value(json_object_get(doc, "end_at")));
+    out->cpu_count = (unsigned)json_integer_value(json_object_get(doc, "cpu_count"));
+    out->memory_mb = (unsigned)json_integer_value(json_object_get(doc, "memory_mb"));
+    out->disk_size_mb = (unsigned)json_integer_value(json_object_get(doc, "disk_size_mb"));
+    json_t *m = json_object_get(doc, "metadata");
+    json_t *e = json_object_get(doc, "env_names");
+    out->metadata_json = json_dumps(m ? m : json_object(), JSON_COMPACT);
+    out->env_names_json = json_dumps(e ? e : json_array(), JSON_COMPACT);
+}
+
+int abx_sandbox_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
+{
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
+    if (rc < 0)
+        return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)") : rc;
+    info_from_json(doc, out);
+    json_decref(doc);
+    return 0;
+}
+
+int abx_get_info_by_id(abx_client *c, const char *id, abx_sandbox_info *out, abx_error **err)
+{
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_get_info(s, out, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+static int cmp_started(const void *a, const void *b)
+{
+    const abx_sandbox_info *x = a, *y = b;
+    if (x->started_at != y->started_at)
+        return x->started_at < y->started_at ? -1 : 1;
+    return strcmp(x->sandbox_id, y->sandbox_id);
+}
+
+void abx_sandbox_info_list_free(abx_sandbox_info *items, size_t count)
+{
+    for (size_t i = 0; items && i < count; i++)
+        abx_sandbox_info_clear(&items[i]);
+    free(items);
+}
+
+int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset, abx_sandbox_info **items,
+             size_t *count, abx_error **err)
+{
+    (void)c;
+    *items = NULL;
+    *count = 0;
+    if (limit < 1 || limit > 100)
+        return abx__error_set(err, ABX_EINVAL, "limit: must be from 1 to 100");
+    if (status_filter && strcmp(status_filter, "running") != 0 && strcmp(status_filter, "paused") != 0)
+        return abx__error_set(err, ABX_EINVAL, "status: must be running or paused");
+    abx__state_reconcile();
+    char root[560];
+    if (abx__state_root(root, sizeof root, false, err) < 0)
+        return 0;
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    size_t cap = 16, n = 0;
+    abx_sandbox_info *all = calloc(cap, sizeof *all);
+    struct dirent *e;
+    while (all && (e = readdir(d))) {
+        if (!abx__sandbox_id_valid(e->d_name))
+            continue;
+        char dir[900], meta[960];
+        snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+        snprintf(meta, sizeof meta, "%s/meta.json", dir);
+        json_t *doc = json_load_file(meta, 0, NULL);
+        if (!doc || !abx__state_shim_alive(dir)) {
+            json_decref(doc);
+            continue;
+        }
+        if (n == cap) {
+            abx_sandbox_info *grown = realloc(all, 2 * cap * sizeof *all);
+            if (!grown) {
+                json_decref(doc);
+                break;
+            }
+            all = grown;
+            cap *= 2;
+        }
+        info_from_json(doc, &all[n]);
+        json_decref(doc);
+        if (status_filter && strcmp(all[n].status, status_filter) != 0)
+            abx_sandbox_info_clear(&all[n]);
+        else
+            n++;
+    }
+    closedir(d);
+    if (!all)
+        return abx__error_set(err, ABX_ENOMEM, "list");
+    qsort(all, n, sizeof *all, cmp_started);
+    size_t first = offset < n ? offset : n;
+    size_t take = n - first < limit ? n - first : limit;
+    for (size_t i = 0; i < first; i++)
+        abx_sandbox_info_clear(&all[i]);
+    for (size_t i = first + take; i < n; i++)
+        abx_sandbox_info_clear(&all[i]);
+    memmove(all, all + first, take * sizeof *all);
+    *items = all;
+    *count = take;
+    return 0;
+}
+
+int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
+{
+    if (seconds < 1 || seconds > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    json_t *body = json_pack("{s:i}", "timeout", (int)seconds), *resp = NULL;
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/timeout", body, &resp, err);
+    json_decref(body);
+    json_decref(resp);
+    if (rc == -ABX_ENOTRUNNING)
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)");
+    return rc;
+}
+
+int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err)
+{
+    if (seconds < 1 || seconds > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_set_timeout(s, seconds, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+int abx_sandbox_kill(abx_sandbox *s, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/kill", json_object(), &resp, NULL);
+    json_decref(resp);
+    (void)rc;
+    /* done when the shim has removed the state directory (or died) */
+    uint64_t deadline = abx__now_ns() / 1000000 + KILL_WAIT_MS;
+    while (access(s->dir, F_OK) == 0 && abx__state_shim_alive(s->dir) && abx__now_ns() / 1000000 < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (access(s->dir, F_OK) == 0) {
+        if (abx__state_shim_alive(s->dir))
+            return abx__error_set(err, ABX_ETIMEOUT, "the sandbox did not end in time");
+        abx__state_reap(s->id);
+    }
+    return 0;
+}
+
+int abx_kill_by_id(abx_client *c, const char *id, abx_error **err)
+{
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_kill(s, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+static const char *user_of(const char *user)
+{
+    return user && strcmp(user, "root") == 0 ? "root" : "user";
+}
+
+static int check_user(const char *user, abx_error **err)
+{
+    if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
+        return abx__error_set(err, ABX_EINVAL, "user: must be root or user");
+    return 0;
+}
+
+static json_t *start_request(const char *const *argv, const abx_exec_options *o, bool want_stdin, abx_error **err,
+                             int *rc)
+{
+    json_t *args = json_array();
+    for (size_t i = 1; argv[i]; i++)
+        json_array_append_new(args, json_string(argv[i]));
+    json_t *envs = json_object();
+    *rc = pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err);
+    json_t *proc = json_pack("{s:s, s:o, s:o}", "cmd", argv[0], "args", args, "envs", envs);
+    if (o && o->cwd)
+        json_object_set_new(proc, "cwd", json_string(o->cwd));
+    json_t *req = json_pack("{s:o, s:b}", "process", proc, "stdin", want_stdin);
+    if (o && o->tag)
+        json_object_set_new(req, "tag", json_string(o->tag));
+    return req;
+}
+
+static void shell_argv(const char *command, const char *argv[4])
+{
+    bool bash = access("/bin/bash", X_OK) == 0;
+    argv[0] = bash ? "/bin/bash" : "/bin/sh";
+    argv[1] = bash ? "-l" : "-c";
+    argv[2] = bash ? "-c" : command;
+    argv[3] = bash ? command : NULL;
+}
+
+typedef struct exec_state {
+    const abx_exec_options *opts;
+    abx_exec_result *result;
+    int pid;
+    bool ended;
+    bool stop_at_start;
+    size_t out_cap, err_cap;
+} exec_state;
+
+static void keep(char **data, size_t *len, size_t *cap, const char *bytes, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t want = *cap ? *cap * 2 : 4096;
+        while (want < *len + n + 1)
+            want *= 2;
+        if (want > MAX_EXEC_OUTPUT + 1)
+            return;
+        char *grown = realloc(*data, want);
+        if (!grown)
+            return;
+        *data = grown;
+        *cap = want;
+    }
+    memcpy(*data + *len, bytes, n);
+    *len += n;
+    (*data)[*len] = '\0';
+}
+
+static int signal_from_status(const char *status)
+{
+    if (!status || strncmp(status, "signal: ", 8) != 0)
+        return 0;
+    for (int sig = 1; sig < 65; sig++) {
+        const char *name = strsignal(sig);
+        if (name && strcasecmp(name, status + 8) == 0)
+            return sig;
+    }
+    return SIGKILL;
+}
+
+static int exec_event(json_t *msg, void *ud)
+{
+    exec_state *st = ud;
+    json_t *ev = json_object_get(msg, "event");
+    json_t *start = json_object_get(ev, "start");
+    if (start) {
+        st->pid = (int)json_integer_value(json_object_get(start, "pid"));
+        return st->stop_at_start;
+    }
+    json_t *data = json_object_get(ev, "data");
+    if (data) {
+        const char *which = json_object_get(data, "stdout") ? "stdout" : "stderr";
+        const char *b64 = json_string_value(json_object_get(data, which));
+        size_t n = b64 ? strlen(b64) : 0;
+        unsigned char *raw = malloc(n / 4 * 3 + 3);
+        int len = raw && n % 4 == 0 ? EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n) : -1;
+        if (len >= 0) {
+            if (n >= 1 && b64[n - 1] == '=') len--;
+            if (n >= 2 && b64[n - 2] == '=') len--;
+            bool out = which[3] == 'o';
+            abx_output_fn fn = out ? st->opts->on_stdout : st->opts->on_stderr;
+            if (fn)
+                fn((const char *)raw, (size_t)len, st->opts->userdata);
+            if (st->opts->keep_output) {
+                abx_exec_result *r = st->result;
+                if (out)
+                    keep(&r->stdout_data, &r->stdout_len, &st->out_cap, (const char *)raw, (size_t)len);
+                else
+                    keep(&r->stderr_data, &r->stderr_len, &st->err_cap, (const char *)raw, (size_t)len);
+            }
+        }
+        free(raw);
+        return 0;
+    }
+    json_t *end = json_object_get(ev, "end");
+    if (end) {
+        st->ended = true;
+        int code = (int)json_integer_value(json_object_get(end, "exitCode"));
+        if (!json_is_true(json_object_get(end, "exited")))
+            code = 128 + signal_from_status(json_string_value(json_object_get(end, "status")));
+        st->result->exit_code = code;
+    }
+    return 0;
+}
+
+void abx_exec_result_clear(abx_exec_result *r)
+{
+    if (!r)
+        return;
+    free(r->stdout_data);
+    free(r->stderr_data);
+    memset(r, 0, sizeof *r);
+}
+
+static int kill_pid(abx_sandbox *s, int pid)
+{
+    json_t *req = json_pack("{s:{s:{s:i}}, s:s}", "process", "selector", "pid", pid, "signal", "SIGNAL_SIGKILL");
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, "/process.Process/SendSignal", NULL, req, &resp, NULL);
+    json_decref(req);
+    json_decref(resp);
+    return rc;
+}
+
+/* Runs argv (no shell) and waits: the primitive under abx_sandbox_exec. */
+ABX_API int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                  abx_exec_result *out, abx_error **err);
+int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                          abx_exec_result *out, abx_error **err)
+{
+    abx_exec_options none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    memset(out, 0, sizeof *out);
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    if (!argv || !argv[0] || !argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    json_t *req = start_request(argv, opts, false, err, &rc);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    exec_state st = {.opts = opts, .result = out};
+    unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
+                          err);
+    json_decref(req);
+    if (rc == -ABX_ETIMEOUT && st.pid > 0) {
+        kill_pid(s, st.pid);
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        out->timed_out = true;
+        out->exit_code = 124;
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (!st.ended)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the command's stream ended without its exit");
+    return 0;
+}
+
+int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts, abx_exec_result *out,
+                     abx_error **err)
+{
+    if (!command || !*command) {
+        memset(out, 0, sizeof *out);
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    }
+    const char *argv[5] = {NULL};
+    shell_argv(command, argv);
+    return abx_sandbox_exec_argv(s, argv, opts, out, err);
+}
+
+int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts, int *pid,
+                                 abx_error **err)
+{
+    abx_exec_options none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    *pid = 0;
+    if (!command || !*command)
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    const char *argv[5] = {NULL};
+    shell_argv(command, argv);
+    json_t *req = start_request(argv, opts, true, err, &rc);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    abx_exec_result unused;
+    memset(&unused, 0, sizeof unused);
+    exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st, err);
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    if (st.pid <= 0)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not report the process");
+    *pid = st.pid;
+    return 0;
+}
+
+static char *decode_b64(const char *in, size_t *len)
+{
+    size_t n = in ? strlen(in) : 0;
+    char *out = malloc(n / 4 * 3 + 4);
+    if (!out)
+        return NULL;
+    int got = n && n % 4 == 0 ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n) : 0;
+    if (got < 0)
+        got = 0;
+    if (n >= 1 && in[n - 1] == '=') got--;
+    if (n >= 2 && in[n - 2] == '=') got--;
+    if (got < 0)
+        got = 0;
+    out[got] = '\0';
+    *len = (size_t)got;
+    return out;
+}
+
+void abx_process_output_clear(abx_process_output *o)
+{
+    if (!o)
+        return;
+    free(o->stdout_data);
+    free(o->stderr_data);
+    memset(o, 0, sizeof *o);
+}
+
+int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                            unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                            abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (pid <= 0)
+        return abx__error_set(err, ABX_EINVAL, "task: expected a process id");
+    char path[200];
+    snprintf(path, sizeof path, "/abx/output?pid=%d&stdout_offset=%llu&stderr_offset=%llu&wait=%u", pid,
+             stdout_offset, stderr_offset, wait_ms > 600000 ? 600000 : wait_ms);
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", path, NULL, &doc, err);
+    if (rc < 0)
+        return rc;
+    out->pid = pid;
+    out->running = strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "running") == 0;
+    out->exit_code = out->running ? 0 : (int)json_integer_value(json_object_get(doc, "exit_code"));
+    out->stdout_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stdout_offset"));
+    out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
+    out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
+                     json_is_true(json_object_get(doc, "stderr_truncated"));
+    out->stdout_data = decode_b64(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
+    out->stderr_data = decode_b64(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
+    json_decref(doc);
+    if (!out->stdout_data || !out->stderr_data) {
+        abx_process_output_clear(out);
+        return abx__error_set(err, ABX_ENOMEM, "output");
+    }
+    return 0;
+}
+
+static int process_call(abx_sandbox *s, const char *method, json_t *req, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, method, NULL, req, &resp, err);
+    json_decref(req);
+    json_decref(resp);
+    return rc;
+}
+
+int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
+{
+    if (pid <= 0 || sig <= 0 || sig >= 65)
+        return abx__error_set(err, ABX_EINVAL, "signal: expected a process id and a signal number from 1 to 64");
+    return process_call(s, "/process.Process/SendSignal",
+                        json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig), err);
+}
+
+int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+{
+    char *enc = malloc(4 * ((len + 2) / 3) + 1);
+    if (!enc)
+        return abx__error_set(err, ABX_ENOMEM, "stdin");
+    EVP_EncodeBlock((unsigned char *)enc, data, (int)len);
+    int rc = process_call(s, "/process.Process/SendInput",
+                          json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", "stdin",
+                                    enc),
+                          err);
+    free(enc);
+    return rc;
+}
+
+int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
+{
+    return process_call(s, "/process.Process/CloseStdin", json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid),
+                        err);
+}
+
+int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, json_object(), &resp, err);
+    if (rc < 0)
+        return rc;
+    json_t *list = json_object_get(resp, "processes");
+    *json = json_dumps(list ? list : json_array(), JSON_COMPACT);
+    json_decref(resp);
+    return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+typedef struct mem_reader {
+    const char *data;
+    size_t len, pos;
+} mem_reader;
+
+static size_t mem_read(char *buf, size_t len, void *ud)
+{
+    mem_reader *m = ud;
+    size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return n;
+}
+
+int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len, const char *user,
+                           abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    mem_reader m = {data, len, 0};
+    return abx__envd_upload(&s->envd, path, user_of(user), mem_read, &m, (long long)len, err);
+}
+
+typedef struct fd_io {
+    int fd;
+    unsigned long long bytes;
+    bool failed;
+} fd_io;
+
+static size_t fd_read(char *buf, size_t len, void *ud)
+{
+    fd_io *f = ud;
+    ssize_t n;
+    do
+        n = read(f->fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        f->failed = true;
+        return 0x10000000; /* CURL_READFUNC_ABORT */
+    }
+    f->bytes += (unsigned long long)n;
+    return (size_t)n;
+}
+
+int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                   unsigned long long *written, abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    struct stat st;
+    long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+    fd_io f = {fd, 0, false};
+    rc = abx__envd_upload(&s->envd, path, user_of(user), fd_read, &f, size, err);
+    if (rc == 0 && f.failed)
+        rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
+    if (written)
+        *written = f.bytes;
+    return rc;
+}
+
+typedef struct mem_writer {
+    char *data;
+    size_t len, cap, max;
+    bool too_big;
+} mem_writer;
+
+static size_t mem_write(const char *bytes, size_t len, void *ud)
+{
+    mem_writer *m = ud;
+    if (m->len + len > m->max) {
+        m->too_big = true;
+        return 0;
+    }
+    if (m->len + len + 1 > m->cap) {
+        size_t want = m->cap ? m->cap * 2 : 65536;
+        while (want < m->len + len + 1)
+            want *= 2;
+        char *grown = realloc(m->data, want);
+        if (!grown)
+            return 0;
+        m->data = grown;
+        m->cap = want;
+    }
+    memcpy(m->data + m->len, bytes, len);
+    m->len += len;
+    m->data[m->len] = '\0';
+    return len;
+}
+
+int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len, char **data,
+                          size_t *len, abx_error **err)
+{
+    *data = NULL;
+    *len = 0;
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    mem_writer m = {.max = max_len};
+    rc = abx__envd_download(&s->envd, path, user_of(user), mem_write, &m, err);
+    if (m.too_big) {
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        free(m.data);
+        return abx__error_set(err, ABX_ETOOBIG, "the file is larger than %zu bytes", max_len);
+    }
+    if (rc < 0) {
+        free(m.data);
+        return rc;
+    }
+    if (!m.data)
+        m.data = calloc(1, 1);
+    *data = m.data;
+    *len = m.len;
+    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+}
+
+static size_t fd_write(const char *bytes, size_t len, void *ud)
+{
+    fd_io *f = ud;
+    if (abx__write_all(f->fd, bytes, len) < 0) {
+        f->failed = true;
+        return 0;
+    }
+    f->bytes += len;
+    return len;
+}
+
+int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                unsigned long long *read_bytes, abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    fd_io f = {fd, 0, false};
+    rc = abx__envd_download(&s->envd, path, user_of(user), fd_write, &f, err);
+    if (read_bytes)
+        *read_bytes = f.bytes;
+    return rc;
+}
+
+static int fs_call(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
+                   abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    rc = abx__envd_unary(&s->envd, method, user_of(user), req, resp, err);
+    json_decref(req);
+    return rc;
+}
+
+int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user, char **json,
+                           abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/ListDir", user,
+                     json_pack("{s:s, s:i}", "path", path && *path ? path : "/", "depth", (int)(depth ? depth : 1)),
+                     &resp, err);
+    if (rc < 0)
+        return rc;
+    json_t *entries = json_object_get(resp, "entries");
+    *json = json_dumps(entries ? entries : json_array(), JSON_COMPACT);
+    json_decref(resp);
+    return 0;
+}
+
+int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Stat", user, json_pack("{s:s}", "path", path), &resp, err);
+    if (rc < 0)
+        return rc;
+    *json = json_dumps(json_object_get(resp, "entry"), JSON_COMPACT);
+    json_decref(resp);
+    return 0;
+}
+
+int abx_sandbox_mkdir(abx_sandbox *s, const char *path, const char *user, bool *created, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    abx_error *local_err = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/MakeDir", user, json_pack("{s:s}", "path", path), &resp, &local_err);
+    json_decref(resp);
+    if (created)
+        *created = rc == 0;
+    if (rc < 0 && abx_error_code(local_err) == ABX_EINVAL && strstr(abx_error_message(local_err), "already exists")) {
+        abx_error_free(local_err);
+        return 0;
+    }
+    if (rc < 0) {
+        if (err)
+            *err = local_err;
+        else
+            abx_error_free(local_err);
+    }
+    return rc;
+}
+
+int abx_sandbox_remove(abx_sandbox *s, const char *path, const char *user, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Remove", user, json_pack("{s:s}", "path", path), &resp, err);
+    json_decref(resp);
+    return rc;
+}
+
+int abx_sandbox_move(abx_sandbox *s, const char *from, const char *to, const char *user, abx_error **err)
+{
+    if (!from || !*from || !to || !*to)
+        return abx__error_set(err, ABX_EINVAL, "source and destination: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Move", user,
+                     json_pack("{s:s, s:s}", "source", from, "destination", to), &resp, err);
+    json_decref(resp);
+    return rc;
+}

@@ -1,0 +1,152 @@
+/* state.c: $ABX_HOME/sandboxes/<id>/, the local provider's state.
+ *
+ * Owns: where state lives, how abx tells a live sandbox from a dead one
+ * (its shim holds an exclusive flock on shim.lock for its whole life), and
+ * reconciliation: any abx that finds a sandbox whose shim is gone removes
+ * its cgroups and directory before answering (its processes died with the
+ * shim: the sandbox's init has PDEATHSIG=SIGKILL and takes the pid
+ * namespace with it). A directory is only reaped when its lock can be
+ * taken and either meta.json exists (the shim had started) or it is older
+ * than STARTING_GRACE_S (a create that never finished), so a sandbox being
+ * created right now is never touched.
+ *
+ * Files in a state directory (0700): config.json (the create request),
+ * token (0600), shim.lock, envd.sock (0600), meta.json (atomic).
+ */
+#include "state.h"
+#include "cgroup.h"
+#include "config.h"
+#include "error_internal.h"
+#include "sandbox_id.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STARTING_GRACE_S 30
+
+int abx__state_root(char *out, size_t len, bool create, abx_error **err)
+{
+    char home[512];
+    if (abx__home(home, sizeof home) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
+    int n = snprintf(out, len, "%s/sandboxes", home);
+    if (n < 0 || (size_t)n >= len)
+        return abx__error_set(err, ABX_ECONFIG, "ABX_HOME is too long");
+    if (create) {
+        if (mkdir(home, 0700) < 0 && errno != EEXIST)
+            return abx__error_errno(err, ABX_EIO, errno, "creating ABX_HOME");
+        if (mkdir(out, 0700) < 0 && errno != EEXIST)
+            return abx__error_errno(err, ABX_EIO, errno, "creating the sandboxes directory");
+    }
+    return 0;
+}
+
+int abx__state_dir(const char *id, char *out, size_t len, abx_error **err)
+{
+    char root[560];
+    int rc = abx__state_root(root, sizeof root, false, err);
+    if (rc < 0)
+        return rc;
+    int n = snprintf(out, len, "%s/%s", root, id);
+    if (n < 0 || (size_t)n >= len)
+        return abx__error_set(err, ABX_ECONFIG, "ABX_HOME is too long");
+    return 0;
+}
+
+/* Takes the lock if nobody holds it: returns the fd (caller closes), -1 if held or absent. */
+static int try_lock(const char *dir)
+{
+    char path[960];
+    snprintf(path, sizeof path, "%s/shim.lock", dir);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool abx__state_shim_alive(const char *dir)
+{
+    char path[960];
+    snprintf(path, sizeof path, "%s/shim.lock", dir);
+    if (access(path, F_OK) < 0)
+        return false;
+    int fd = try_lock(dir);
+    if (fd < 0)
+        return true;
+    close(fd);
+    return false;
+}
+
+static void remove_dir_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
+            continue;
+        unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+void abx__state_reap(const char *id)
+{
+    abx__cgroup_reap_id(id);
+    char dir[700];
+    if (abx__state_dir(id, dir, sizeof dir, NULL) == 0)
+        remove_dir_files(dir);
+}
+
+static bool dead_and_reapable(const char *dir)
+{
+    char meta[960];
+    snprintf(meta, sizeof meta, "%s/meta.json", dir);
+    struct stat st;
+    bool started = access(meta, F_OK) == 0;
+    bool old = stat(dir, &st) == 0 && time(NULL) - st.st_mtime > STARTING_GRACE_S;
+    if (!started && !old)
+        return false; /* being created right now */
+    int fd = try_lock(dir);
+    char lockp[960];
+    snprintf(lockp, sizeof lockp, "%s/shim.lock", dir);
+    if (fd < 0 && access(lockp, F_OK) == 0)
+        return false; /* held: alive */
+    if (fd >= 0)
+        close(fd);
+    return true;
+}
+
+void abx__state_reconcile(void)
+{
+    char root[560];
+    if (abx__state_root(root, sizeof root, false, NULL) < 0)
+        return;
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!abx__sandbox_id_valid(e->d_name))
+            continue;
+        char dir[900];
+        snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+        if (dead_and_reapable(dir))
+            abx__state_reap(e->d_name);
+    }
+    closedir(d);
+    abx__cgroup_sweep_stale(STARTING_GRACE_S);
+}

@@ -1,0 +1,21 @@
+/* state.h: local sandboxes' state directories and reconciliation. */
+#ifndef ABX_STATE_H
+#define ABX_STATE_H
+
+#include "abx/abx.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+/* $ABX_HOME/sandboxes, created 0700 when create is true. */
+int abx__state_root(char *out, size_t len, bool create, abx_error **err);
+/* $ABX_HOME/sandboxes/<id> (id unqualified and valid). */
+int abx__state_dir(const char *id, char *out, size_t len, abx_error **err);
+/* True when a live shim holds dir/shim.lock. */
+bool abx__state_shim_alive(const char *dir);
+/* Reaps every sandbox whose shim is gone: its processes, cgroups and
+ * state directory. Safe to run concurrently with shims and other abx. */
+void abx__state_reconcile(void);
+/* Reaps one dead sandbox's leftovers (cgroups, then the directory). */
+void abx__state_reap(const char *id);
+
+#endif
