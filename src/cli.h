@@ -21,9 +21,50 @@ typedef struct cli_command {
     const char *help;                                /* full --help text */
 } cli_command;
 
-/* Exit status for an abx error that happened before any command ran. */
-#define CLI_EXIT_ERROR 125
+/* Exit statuses: a failed verb; a usage error; and for run and exec,
+ * whose own status is the command's, abx's failure (as docker's 125). */
+#define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
+#define CLI_EXIT_FAILED 125
+
+/* A verb's flags, declared as data and parsed by cli_parse(). */
+typedef enum cli_flag_kind {
+    CLI_BOOL,    /* bool *: present or not */
+    CLI_STRING,  /* const char **: the value */
+    CLI_UINT,    /* unsigned *: a whole number in [min, max] */
+    CLI_MULTI,   /* const char **out (array of cap), size_t *count: repeatable */
+} cli_flag_kind;
+
+typedef struct cli_flag {
+    const char *name;   /* "--timeout" */
+    cli_flag_kind kind;
+    void *out;
+    unsigned min, max;  /* CLI_UINT */
+    size_t *count;      /* CLI_MULTI */
+    size_t cap;         /* CLI_MULTI */
+    bool *seen;         /* optional: set when the flag was given */
+} cli_flag;
+
+#define CLI_MAX_POSITIONAL 64
+
+/* Parses argv[1..] (argv[0] is the verb): the verb's flags, global flags
+ * anywhere, `--help`, `--flag=value`, and positionals (everything after `--`
+ * is positional). Returns 0, 1 when help was printed (exit 0), or -1 after
+ * printing an error. *npos positionals land in pos. */
+int cli_parse(cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv, const cli_flag *flags,
+              size_t nflags, const char **pos, size_t *npos);
+/* Exit status for cli_parse's -1/1. */
+int cli_parse_exit(int rc);
+/* Prints one JSON document on stdout and frees it. */
+struct json_t;
+void cli_print_json(struct json_t *doc);
+/* True for keys whose values are secrets (tokens, keys, passwords). */
+bool cli_is_secret_key(const char *key);
+/* Opens a client for the resolved provider, printing the error on failure. */
+abx_client *cli_client(cli_ctx *ctx, int *exit_status);
+/* A sandbox's details as the JSON the CLI prints. */
+struct json_t *cli_info_json(const abx_sandbox_info *info);
+abx_sandbox *cli_connect(cli_ctx *ctx, abx_client *client, const char *id, int *exit_status);
 
 /* If argv[*i] is a global flag (--json, --provider, --opt), consumes it (and
  * its value) and returns 1; returns 0 if not; on a malformed global flag
@@ -46,9 +87,25 @@ int cli_fail_error(const cli_ctx *ctx, abx_error *err, int rc);
 
 void cli_print_help(const cli_command *cmd);
 
-int cmd_run(cli_ctx *ctx, int argc, char **argv);
-int cmd_version(cli_ctx *ctx, int argc, char **argv);
-extern const char cmd_run_help[];
-extern const char cmd_version_help[];
+#define CLI_VERBS(X)                                                                                  \
+    X(run, "run a command in a one-shot sandbox")                                                     \
+    X(create, "create a sandbox and print its id")                                                    \
+    X(exec, "run a shell command in a sandbox")                                                       \
+    X(list, "list live sandboxes")                                                                    \
+    X(info, "show a sandbox's details")                                                               \
+    X(timeout, "give a sandbox a new lifetime")                                                       \
+    X(kill, "destroy a sandbox")                                                                      \
+    X(ps, "list a sandbox's running processes")                                                      \
+    X(logs, "print a background task's output")                                                      \
+    X(signal, "send a signal to a background task")                                                   \
+    X(files, "ls, cat, put, get, mkdir, rm, mv files in a sandbox")                                  \
+    X(config, "set or get configuration (~/.abx/config.toml)")                                       \
+    X(version, "print the version")
+
+#define CLI_DECLARE(name, summary)                                                                    \
+    int cmd_##name(cli_ctx *ctx, int argc, char **argv);                                              \
+    extern const char cmd_##name##_help[];
+CLI_VERBS(CLI_DECLARE)
+#undef CLI_DECLARE
 
 #endif

@@ -2,11 +2,13 @@
  * Owns how errors look to a shell user (one line: code, message, hint) and
  * to a program (--json: one JSON object on stderr). */
 #include "cli.h"
+#include "parse.h"
 
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 bool cli_is_help(const char *arg)
 {
@@ -102,4 +104,144 @@ int cli_fail_error(const cli_ctx *ctx, abx_error *err, int rc)
 void cli_print_help(const cli_command *cmd)
 {
     fputs(cmd->help, stdout);
+}
+
+/* ---- declarative flags ---------------------------------------------------- */
+
+static int take_flag(cli_ctx *ctx, const char *verb, int argc, char **argv, int *i, const cli_flag *f)
+{
+    const char *v = NULL;
+    if (f->kind == CLI_BOOL) {
+        if (strcmp(argv[*i], f->name) != 0)
+            return 0;
+        *(bool *)f->out = true;
+    } else {
+        int rc = cli_take_value(ctx, argc, argv, i, f->name, &v);
+        if (rc <= 0)
+            return rc;
+        if (f->kind == CLI_STRING) {
+            *(const char **)f->out = v;
+        } else if (f->kind == CLI_UINT) {
+            if (abx__parse_uint(v, f->min, f->max, (unsigned *)f->out) < 0) {
+                cli_fail(ctx, ABX_EINVAL, "%s: expected a whole number from %u to %u", f->name, f->min, f->max);
+                return -1;
+            }
+        } else {
+            if (*f->count >= f->cap) {
+                cli_fail(ctx, ABX_EINVAL, "%s: at most %zu times for 'abx %s'", f->name, f->cap, verb);
+                return -1;
+            }
+            ((const char **)f->out)[(*f->count)++] = v;
+            ((const char **)f->out)[*f->count] = NULL;
+        }
+    }
+    if (f->seen)
+        *f->seen = true;
+    return 1;
+}
+
+int cli_parse(cli_ctx *ctx, const char *verb, const char *help, int argc, char **argv, const cli_flag *flags,
+              size_t nflags, const char **pos, size_t *npos)
+{
+    *npos = 0;
+    bool only_positional = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!only_positional && strcmp(arg, "--") == 0) {
+            only_positional = true;
+            continue;
+        }
+        if (!only_positional && cli_is_help(arg)) {
+            fputs(help, stdout);
+            return 1;
+        }
+        if (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0) {
+            if (*npos >= CLI_MAX_POSITIONAL) {
+                cli_fail(ctx, ABX_EUSAGE, "too many arguments for 'abx %s'", verb);
+                return -1;
+            }
+            pos[(*npos)++] = arg;
+            continue;
+        }
+        int rc = cli_take_global(ctx, argc, argv, &i);
+        for (size_t k = 0; rc == 0 && k < nflags; k++)
+            rc = take_flag(ctx, verb, argc, argv, &i, &flags[k]);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            cli_fail(ctx, ABX_EUSAGE, "unknown flag '%.64s' for 'abx %s'", arg, verb);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_parse_exit(int rc)
+{
+    return rc > 0 ? 0 : CLI_EXIT_USAGE;
+}
+
+void cli_print_json(json_t *doc)
+{
+    if (!doc) {
+        fputs("null\n", stdout);
+        return;
+    }
+    json_dumpf(doc, stdout, JSON_COMPACT);
+    fputc('\n', stdout);
+    json_decref(doc);
+}
+
+bool cli_is_secret_key(const char *key)
+{
+    static const char *const words[] = {"key", "token", "secret", "password", "credential"};
+    char lower[256];
+    size_t n = 0;
+    for (; key[n] && n + 1 < sizeof lower; n++)
+        lower[n] = (char)(key[n] >= 'A' && key[n] <= 'Z' ? key[n] - 'A' + 'a' : key[n]);
+    lower[n] = '\0';
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(lower, words[i]))
+            return true;
+    return false;
+}
+
+abx_client *cli_client(cli_ctx *ctx, int *exit_status)
+{
+    abx_client_options o = {.cli_provider = ctx->provider};
+    abx_client *c = NULL;
+    abx_error *err = NULL;
+    int rc = abx_client_new(&o, &c, &err);
+    if (rc < 0) {
+        *exit_status = cli_fail_error(ctx, err, rc);
+        return NULL;
+    }
+    return c;
+}
+
+abx_sandbox *cli_connect(cli_ctx *ctx, abx_client *client, const char *id, int *exit_status)
+{
+    abx_sandbox *s = NULL;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_connect(client, id, &s, &err);
+    if (rc < 0) {
+        *exit_status = cli_fail_error(ctx, err, rc);
+        return NULL;
+    }
+    return s;
+}
+
+json_t *cli_info_json(const abx_sandbox_info *i)
+{
+    char started[32], end[32];
+    time_t s = (time_t)i->started_at, e = (time_t)i->end_at;
+    struct tm tm;
+    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&s, &tm));
+    strftime(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&e, &tm));
+    json_t *meta = json_loads(i->metadata_json ? i->metadata_json : "{}", 0, NULL);
+    json_t *envs = json_loads(i->env_names_json ? i->env_names_json : "[]", 0, NULL);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "sandbox_id", i->sandbox_id, "template",
+                     i->template_id, "status", i->status, "started_at", started, "end_at", end, "cpu_count",
+                     (int)i->cpu_count, "memory_mb", (int)i->memory_mb, "disk_size_mb", (int)i->disk_size_mb,
+                     "metadata", meta ? meta : json_object(), "env_names", envs ? envs : json_array());
 }

@@ -141,19 +141,21 @@ int cmd_run(cli_ctx *ctx, int argc, char **argv)
         if (rc == 0)
             rc = take_run_flag(ctx, &f, argc, argv, &i);
         if (rc < 0)
-            return CLI_EXIT_ERROR;
+            return CLI_EXIT_FAILED;
         if (rc == 0) {
             cli_fail(ctx, ABX_EUSAGE, "unknown flag '%.64s' for 'abx run'", arg);
-            return CLI_EXIT_ERROR;
+            return CLI_EXIT_FAILED;
         }
     }
     if (i >= argc) {
         cli_fail(ctx, ABX_EUSAGE, "abx run needs a command: abx run [FLAGS] -- CMD [ARG...]");
-        return CLI_EXIT_ERROR;
+        return CLI_EXIT_FAILED;
     }
     /* One-shot sandboxes exist only on the local provider. */
-    if (ctx->provider && strcmp(ctx->provider, "local") != 0)
-        return cli_fail(ctx, ABX_EPROVIDER, "abx run supports only the local provider");
+    if (ctx->provider && strcmp(ctx->provider, "local") != 0) {
+        cli_fail(ctx, ABX_EPROVIDER, "abx run supports only the local provider");
+        return CLI_EXIT_FAILED;
+    }
     f.envs[f.nenvs] = NULL;
     f.opts.envs = f.envs;
     f.opts.argv = (const char *const *)&argv[i];

@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 static const cli_command commands[] = {
-    {"run", cmd_run, "run a command in a one-shot sandbox", cmd_run_help},
-    {"version", cmd_version, "print the version", cmd_version_help},
+#define CLI_ENTRY(name, summary) {#name, cmd_##name, summary, cmd_##name##_help},
+    CLI_VERBS(CLI_ENTRY)
+#undef CLI_ENTRY
 };
 
 static void print_usage(FILE *out)
@@ -51,7 +52,7 @@ static void ensure_std_fds(void)
     for (int fd = 0; fd < 3; fd++)
         if (fcntl(fd, F_GETFD) < 0)
             if (open("/dev/null", O_RDWR) != fd)
-                _exit(CLI_EXIT_ERROR);
+                _exit(CLI_EXIT_FAILED);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,132 @@
+/* cmd_exec.c: `abx exec`. */
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char cmd_exec_help[] =
+    "Usage: abx exec ID [--cwd DIR] [--timeout S] [--env K=V]... [--user root|user]\n"
+    "                [--background] [--json] [--] \"CMD\"\n"
+    "\n"
+    "Runs CMD in the sandbox through `bash -l -c` (`sh -c` where there is no\n"
+    "bash), streaming its output live. The exit status is CMD's (128+N for\n"
+    "signal N, 124 if --timeout killed it, 125 if abx failed). Several words\n"
+    "after ID are joined with spaces into one command.\n"
+    "\n"
+    "  --cwd DIR       working directory (default: the user's home)\n"
+    "  --timeout S     kill CMD after S seconds, 1-86400 (default: none)\n"
+    "  --env K=V       environment variable (repeatable)\n"
+    "  --user U        user (uid 1000, default) or root\n"
+    "  --background    start CMD and print its task id (see 'abx logs',\n"
+    "                  'abx signal', 'abx ps') instead of waiting\n"
+    "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n";
+
+static void to_stdout(const char *data, size_t len, void *ud)
+{
+    (void)ud;
+    fwrite(data, 1, len, stdout);
+    fflush(stdout);
+}
+
+static void to_stderr(const char *data, size_t len, void *ud)
+{
+    (void)ud;
+    fwrite(data, 1, len, stderr);
+    fflush(stderr);
+}
+
+/* Joins positionals [from, n) with spaces into buf. */
+static int join(const char **pos, size_t from, size_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = from; i < n; i++) {
+        size_t l = strlen(pos[i]);
+        if (len + l + 2 > cap)
+            return -1;
+        if (len)
+            buf[len++] = ' ';
+        memcpy(buf + len, pos[i], l + 1);
+        len += l;
+    }
+    return 0;
+}
+
+int cmd_exec(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *envs[129] = {NULL}, *pos[CLI_MAX_POSITIONAL];
+    size_t nenvs = 0, npos = 0;
+    abx_exec_options o = {0};
+    bool background = false;
+    const cli_flag flags[] = {
+        {"--cwd", CLI_STRING, &o.cwd, 0, 0, NULL, 0, NULL},
+        {"--timeout", CLI_UINT, &o.timeout_s, 1, 86400, NULL, 0, NULL},
+        {"--env", CLI_MULTI, envs, 0, 0, &nenvs, 128, NULL},
+        {"--user", CLI_STRING, &o.user, 0, 0, NULL, 0, NULL},
+        {"--background", CLI_BOOL, &background, 0, 0, NULL, 0, NULL},
+    };
+    int rc = cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    if (rc != 0)
+        return rc > 0 ? 0 : CLI_EXIT_FAILED;
+    static char command[1 << 16];
+    if (npos < 2 || join(pos, 1, npos, command, sizeof command) < 0 || !command[0]) {
+        cli_fail(ctx, ABX_EUSAGE, "usage: abx exec ID \"CMD\"");
+        return CLI_EXIT_FAILED;
+    }
+    if (o.user && strcmp(o.user, "root") != 0 && strcmp(o.user, "user") != 0) {
+        cli_fail(ctx, ABX_EINVAL, "--user: expected 'root' or 'user'");
+        return CLI_EXIT_FAILED;
+    }
+    o.envs = envs;
+    int status = 0;
+    abx_client *c = cli_client(ctx, &status);
+    if (!c)
+        return CLI_EXIT_FAILED;
+    abx_sandbox *s = cli_connect(ctx, c, pos[0], &status);
+    abx_client_free(c);
+    if (!s)
+        return CLI_EXIT_FAILED;
+    abx_error *err = NULL;
+    if (background) {
+        int pid = 0;
+        rc = abx_sandbox_start_background(s, command, &o, &pid, &err);
+        abx_sandbox_free(s);
+        if (rc < 0) {
+            cli_fail_error(ctx, err, rc);
+            return CLI_EXIT_FAILED;
+        }
+        if (ctx->json) {
+            char id[16];
+            snprintf(id, sizeof id, "%d", pid);
+            cli_print_json(json_pack("{s:s, s:i}", "task_id", id, "pid", pid));
+        } else {
+            printf("%d\n", pid);
+        }
+        return 0;
+    }
+    if (!ctx->json) {
+        o.on_stdout = to_stdout;
+        o.on_stderr = to_stderr;
+    }
+    o.keep_output = ctx->json;
+    abx_exec_result r;
+    rc = abx_sandbox_exec(s, command, &o, &r, &err);
+    abx_sandbox_free(s);
+    if (rc < 0) {
+        cli_fail_error(ctx, err, rc);
+        return CLI_EXIT_FAILED;
+    }
+    if (ctx->json)
+        cli_print_json(json_pack("{s:i, s:s#, s:s#, s:b}", "exit_code", r.exit_code, "stdout",
+                                 r.stdout_data ? r.stdout_data : "", r.stdout_len, "stderr",
+                                 r.stderr_data ? r.stderr_data : "", r.stderr_len, "timed_out", r.timed_out));
+    else if (r.timed_out)
+        fprintf(stderr, "abx: %s: the command ran past --timeout and was killed (hint: %s)\n",
+                abx_err_name(ABX_ETIMEOUT), abx_err_hint(ABX_ETIMEOUT));
+    int code = r.exit_code;
+    abx_exec_result_clear(&r);
+    return code;
+}
