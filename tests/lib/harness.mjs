@@ -99,3 +99,33 @@ export async function waitFor(fn, ms = 5000, step = 50) {
   }
   return v;
 }
+
+/** A private ABX_HOME for a test file; returns {env, home, cleanup}. */
+export function privateHome(prefix = 'abx-home') {
+  const home = fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', `${prefix}-`));
+  const env = { ...process.env, ABX_HOME: home };
+  return {
+    home,
+    env,
+    /** Kills every sandbox left in this home, then removes it. */
+    cleanup() {
+      const dir = path.join(home, 'sandboxes');
+      let ids = [];
+      try { ids = fs.readdirSync(dir); } catch { /* none */ }
+      for (const id of ids) spawnSync(abx, ['kill', id], { env, timeout: 20000 });
+      fs.rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The sandbox ids whose state directories exist in home. */
+export function stateIds(home) {
+  try { return fs.readdirSync(path.join(home, 'sandboxes')); } catch { return []; }
+}
+
+/** The pid of sandbox id's shim, from its metadata; 0 if none. */
+export function shimPid(home, id) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', id, 'meta.json'), 'utf8')).shim_pid;
+  } catch { return 0; }
+}
