@@ -227,7 +227,10 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
 int abx__envd_unary(abx_envd *e, const char *method_path, const char *user, json_t *req, json_t **resp,
                     abx_error **err)
 {
-    return json_request(e, "POST", method_path, user, req ? req : json_object(), resp, err);
+    json_t *empty = req ? NULL : json_object();
+    int rc = json_request(e, "POST", method_path, user, req ? req : empty, resp, err);
+    json_decref(empty);
+    return rc;
 }
 
 int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json_t *body, json_t **resp,

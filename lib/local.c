@@ -391,8 +391,8 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     out->disk_size_mb = (unsigned)json_integer_value(json_object_get(doc, "disk_size_mb"));
     json_t *m = json_object_get(doc, "metadata");
     json_t *e = json_object_get(doc, "env_names");
-    out->metadata_json = json_dumps(m ? m : json_object(), JSON_COMPACT);
-    out->env_names_json = json_dumps(e ? e : json_array(), JSON_COMPACT);
+    out->metadata_json = m ? json_dumps(m, JSON_COMPACT) : strdup("{}");
+    out->env_names_json = e ? json_dumps(e, JSON_COMPACT) : strdup("[]");
 }
 
 int abx_sandbox_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
@@ -521,8 +521,9 @@ int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_e
 
 int abx_sandbox_kill(abx_sandbox *s, abx_error **err)
 {
-    json_t *resp = NULL;
-    int rc = abx__envd_json(&s->envd, "POST", "/abx/kill", json_object(), &resp, NULL);
+    json_t *resp = NULL, *body = json_object();
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/kill", body, &resp, NULL);
+    json_decref(body);
     json_decref(resp);
     (void)rc;
     /* done when the shim has removed the state directory (or died) */
@@ -878,11 +879,11 @@ int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
 int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
 {
     json_t *resp = NULL;
-    int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, json_object(), &resp, err);
+    int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, NULL, &resp, err);
     if (rc < 0)
         return rc;
     json_t *list = json_object_get(resp, "processes");
-    *json = json_dumps(list ? list : json_array(), JSON_COMPACT);
+    *json = list ? json_dumps(list, JSON_COMPACT) : strdup("[]");
     json_decref(resp);
     return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
 }
@@ -1063,7 +1064,7 @@ int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, con
     if (rc < 0)
         return rc;
     json_t *entries = json_object_get(resp, "entries");
-    *json = json_dumps(entries ? entries : json_array(), JSON_COMPACT);
+    *json = entries ? json_dumps(entries, JSON_COMPACT) : strdup("[]");
     json_decref(resp);
     return 0;
 }

@@ -270,8 +270,9 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     p->out_fd = out[0];
     p->err_fd = errp[0];
     snprintf(p->tag, sizeof p->tag, "%s", req->tag ? req->tag : "");
-    p->config = json_pack("{s:s, s:O, s:O, s:s}", "cmd", req->cmd, "args", req->args ? req->args : json_array(),
-                          "envs", req->envs ? req->envs : json_object(), "cwd",
+    p->config = json_pack("{s:s, s:o, s:o, s:s}", "cmd", req->cmd, "args",
+                          req->args ? json_incref(req->args) : json_array(), "envs",
+                          req->envs ? json_incref(req->envs) : json_object(), "cwd",
                           json_string_value(json_object_get(msg, "cwd")));
     if (!req->stdin_open) {
         close(p->stdin_fd);

@@ -46,7 +46,8 @@ int cmd_ps(cli_ctx *ctx, int argc, char **argv)
         json_t *args = json_object_get(cfg, "args");
         json_t *cmdline = json_array();
         json_array_append(cmdline, json_object_get(cfg, "cmd"));
-        json_array_extend(cmdline, args ? args : json_array());
+        if (args)
+            json_array_extend(cmdline, args);
         json_array_append_new(out, json_pack("{s:s, s:I, s:s, s:o, s:O}", "task_id", task, "pid",
                                              json_integer_value(json_object_get(p, "pid")), "tag",
                                              json_string_value(json_object_get(p, "tag")) ?: "", "command", cmdline,
