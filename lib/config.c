@@ -260,9 +260,9 @@ int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line)
         line_no++;
         const char *nl = strchr(p, '\n');
         cursor c = {p, nl ? nl : p + strlen(p)};
+        p = nl ? nl + 1 : c.end; /* before trimming: a last line may end in a lone \r */
         if (c.end > c.p && c.end[-1] == '\r')
             c.end--;
-        p = nl ? nl + 1 : c.end;
         if (at_line_end(&c))
             continue;
         if (*c.p == '[') {
@@ -303,9 +303,9 @@ int abx__env_parse(const char *text, abx_kvs *out, int *bad_line)
         line_no++;
         const char *nl = strchr(p, '\n');
         cursor c = {p, nl ? nl : p + strlen(p)};
+        p = nl ? nl + 1 : c.end; /* before trimming: a last line may end in a lone \r */
         if (c.end > c.p && c.end[-1] == '\r')
             c.end--;
-        p = nl ? nl + 1 : c.end;
         if (at_line_end(&c))
             continue;
         if ((size_t)(c.end - c.p) > 7 && strncmp(c.p, "export ", 7) == 0)
@@ -397,6 +397,17 @@ char *abx__toml_format(const abx_kvs *kvs)
     buf[0] = '\0';
     append(&buf, &len, &cap, "# abx configuration (written by `abx config set`)\n");
     bool done[ABX_CONFIG_MAX_ENTRIES] = {false};
+    /* keys outside any table come first: after a [table] header they would
+     * belong to it */
+    for (size_t i = 0; i < kvs->n; i++) {
+        if (strchr(kvs->items[i].key, '.'))
+            continue;
+        done[i] = true;
+        append(&buf, &len, &cap, kvs->items[i].key);
+        append(&buf, &len, &cap, " = ");
+        append_quoted(&buf, &len, &cap, kvs->items[i].value);
+        append(&buf, &len, &cap, "\n");
+    }
     for (size_t i = 0; i < kvs->n; i++) {
         if (done[i])
             continue;
