@@ -20,3 +20,14 @@ $B "$RUNS" 20 \
         --die-with-parent /bin/true \
     ::: "abx run" -- "$ABX" run -- /bin/true \
     ::: "host /bin/true" -- /bin/true
+
+echo
+echo "## persistent sandboxes through libabx (issue 3)"
+echo
+echo "| measure | n | figure | | |"
+echo "| --- | --- | --- | --- | --- |"
+build/bench-sandbox create 50
+build/bench-sandbox exec 200
+build/bench-sandbox idle 100
+build/bench-sandbox concurrent 100
+build/bench-sandbox transfer 256

@@ -695,8 +695,6 @@ static int kill_pid(abx_sandbox *s, int pid)
 }
 
 /* Runs argv (no shell) and waits: the primitive under abx_sandbox_exec. */
-ABX_API int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
-                                  abx_exec_result *out, abx_error **err);
 int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
                           abx_exec_result *out, abx_error **err)
 {

@@ -192,6 +192,9 @@ typedef struct abx_exec_result {
 ABX_API int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts,
                              abx_exec_result *out, abx_error **err);
 ABX_API void abx_exec_result_clear(abx_exec_result *r);
+/* The same without a shell: argv[0] is looked up in the sandbox's PATH. */
+ABX_API int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                  abx_exec_result *out, abx_error **err);
 
 /* Starts command in the background; *pid names it for the calls below. */
 ABX_API int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts,

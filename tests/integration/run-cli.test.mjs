@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { abx, runAbx, cgroupLeftovers, hostProcesses, mountCount, waitFor } from '../lib/harness.mjs';
+import { abx, root, runAbx, cgroupLeftovers, hostProcesses, mountCount, waitFor } from '../lib/harness.mjs';
 
 function abxCgroups() {
   const out = [];
@@ -203,4 +203,15 @@ test('concurrent runs are isolated from each other', async () => {
     assert.equal(mine, String(i));
     assert.ok(Number(procs) <= 5, `saw ${procs} processes`);
   });
+});
+
+test('docs/cli has a page per verb, holding the verb\'s --help word for word', () => {
+  const top = runAbx(['--help']).stdout;
+  const verbs = [...top.matchAll(/^ {2}([a-z]+) {2,}/gm)].map((m) => m[1]).filter((v) => v !== 'help');
+  assert.ok(verbs.length >= 13, `verbs: ${verbs}`);
+  for (const verb of verbs) {
+    const page = fs.readFileSync(path.join(root, 'docs', 'cli', `${verb}.md`), 'utf8');
+    const help = runAbx([verb, '--help']).stdout.trimEnd();
+    assert.ok(page.includes(help), `docs/cli/${verb}.md does not hold the current --help`);
+  }
 });

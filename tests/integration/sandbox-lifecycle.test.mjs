@@ -172,7 +172,8 @@ test('background tasks: ps, logs, logs --follow, signal, truncation', async () =
 test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout extends it', async () => {
   const short = create(['--timeout', '2']);
   const kept = create(['--timeout', '2']);
-  abxh(['exec', '--background', short, 'sleep 600']);
+  abxh(['exec', '--background', short, '(trap "" TERM; setsid sleep 6731 &) ; sleep 6732']);
+  await waitFor(() => hostProcesses('sleep 6731').length > 0, 3000);
   assert.equal(abxh(['timeout', kept, '60']).status, 0);
   await sleep(3500);
   const list = JSON.parse(abxh(['list', '--json']).stdout).map((s) => s.sandbox_id);
@@ -182,17 +183,20 @@ test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout ex
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /^abx: E8002: /);
   assertGone(short);
+  assert.deepEqual(hostProcesses('sleep 673'), [], 'processes outlived the sandbox');
   abxh(['kill', kept]);
   assertGone(kept);
 });
 
-test('kill removes processes, mounts, cgroups and state; a killed id is unknown', () => {
+test('kill removes processes, mounts, cgroups and state; a killed id is unknown', async () => {
   const mounts = mountCount();
   const id = create();
-  abxh(['exec', '--background', id, 'sleep 600 & sleep 601']);
+  abxh(['exec', '--background', id, 'sleep 6741 & sleep 6742']);
+  await waitFor(() => hostProcesses('sleep 6742').length > 0, 3000);
   assert.ok(cgroupLeftovers(bare(id)).length > 0, 'the sandbox has cgroups while alive');
   assert.equal(abxh(['kill', id]).status, 0);
   assertGone(id);
+  assert.deepEqual(hostProcesses('sleep 674'), []);
   assert.equal(mountCount(), mounts);
   const r = abxh(['exec', id, 'true']);
   assert.equal(r.status, 125);
@@ -249,7 +253,8 @@ test('bad file requests on a live sandbox: a directory, a missing file, a file o
 
 test('fault: kill -9 of the shim; the next abx list reaps everything', async () => {
   const id = create();
-  abxh(['exec', '--background', id, 'sleep 600']);
+  abxh(['exec', '--background', id, 'sleep 6751']);
+  await waitFor(() => hostProcesses('sleep 6751').length > 0, 3000);
   const pid = shimPid(H.home, bare(id));
   assert.ok(pid > 0);
   process.kill(pid, 'SIGKILL');
@@ -258,6 +263,7 @@ test('fault: kill -9 of the shim; the next abx list reaps everything', async () 
   assert.ok(!list.includes(id));
   await waitFor(() => cgroupLeftovers(bare(id)).length === 0, 3000);
   assertGone(id);
+  assert.deepEqual(hostProcesses('sleep 6751'), [], 'the sandbox outlived its shim');
 });
 
 test('fault: kill -9 of abx mid-exec and mid-upload leaves the sandbox usable, then nothing after kill', async () => {
