@@ -244,6 +244,8 @@ int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json
 typedef struct stream_state {
     membuf buf;
     abx_envd_event_fn fn;
+    abx_envd_cancel_fn cancel;
+    bool cancelled;
     void *userdata;
     bool stopped;
     bool ended;
@@ -288,8 +290,19 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
     return len;
 }
 
+static int stream_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    stream_state *s = ud;
+    if (s->cancel && s->cancel(s->userdata)) {
+        s->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
-                     abx_envd_event_fn fn, void *userdata, abx_error **err)
+                     abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err)
 {
     CURL *c = acquire(e);
     if (!c)
@@ -319,7 +332,12 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
         h = curl_slist_append(h, line);
     }
-    stream_state s = {.fn = fn, .userdata = userdata, .curl = c};
+    stream_state s = {.fn = fn, .userdata = userdata, .curl = c, .cancel = cancel};
+    if (cancel) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stream_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -331,7 +349,9 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     curl_slist_free_all(h);
     free(body);
     int rc = 0;
-    if (s.stopped) {
+    if (s.cancelled) {
+        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    } else if (s.stopped) {
         rc = 0;
     } else if (cc != CURLE_OK && !(s.ended && cc == CURLE_WRITE_ERROR)) {
         rc = s.status && s.status != 200 ? error_from_body(s.buf.data, s.buf.len, s.status, err)
@@ -350,7 +370,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     json_decref(s.end_error);
     free(s.buf.data);
     /* a transfer we cut short leaves the connection unusable: do not cache it */
-    if (s.stopped || cc != CURLE_OK)
+    if (s.stopped || s.cancelled || cc != CURLE_OK)
         curl_easy_cleanup(c);
     else
         release(e, c);

@@ -31,9 +31,11 @@ int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json
 typedef int (*abx_envd_event_fn)(json_t *msg, void *userdata);
 /* Server-streaming Connect call. deadline_ms: Connect-Timeout-Ms (0: none).
  * Returns 0 when the stream ended normally or fn stopped it; a stream that
- * ended with deadline_exceeded returns -ABX_ETIMEOUT. */
+ * ended with deadline_exceeded returns -ABX_ETIMEOUT; cancel (may be NULL,
+ * called with userdata) returning true aborts it with -ABX_ECANCELLED. */
+typedef bool (*abx_envd_cancel_fn)(void *userdata);
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
-                     abx_envd_event_fn fn, void *userdata, abx_error **err);
+                     abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err);
 
 typedef size_t (*abx_envd_write_fn)(const char *data, size_t len, void *userdata); /* return len, else abort */
 typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata);         /* 0 at end */

@@ -279,8 +279,8 @@ static int validate_create(const abx_create_options *o, abx_error **err)
 {
     if (!o)
         return 0;
-    if (o->template_id && strcmp(o->template_id, "base") != 0)
-        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base)");
+    if (o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
+        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
     if (o->timeout_s > 86400)
         return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
     if (o->cpu_count > 1024)
@@ -592,6 +592,7 @@ static void shell_argv(const char *command, const char *argv[4])
 
 typedef struct exec_state {
     const abx_exec_options *opts;
+    bool (*should_cancel)(void *userdata);
     abx_exec_result *result;
     int pid;
     bool ended;
@@ -675,6 +676,12 @@ static int exec_event(json_t *msg, void *ud)
     return 0;
 }
 
+static bool exec_cancel(void *ud)
+{
+    exec_state *st = ud;
+    return st->opts->should_cancel(st->opts->userdata);
+}
+
 void abx_exec_result_clear(abx_exec_result *r)
 {
     if (!r)
@@ -716,8 +723,10 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
     exec_state st = {.opts = opts, .result = out};
     unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
     rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
-                          err);
+                          opts->should_cancel ? exec_cancel : NULL, err);
     json_decref(req);
+    if (rc == -ABX_ECANCELLED && st.pid > 0)
+        kill_pid(s, st.pid);
     if (rc == -ABX_ETIMEOUT && st.pid > 0) {
         kill_pid(s, st.pid);
         abx_error_free(err ? *err : NULL);
@@ -746,21 +755,19 @@ int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options
     return abx_sandbox_exec_argv(s, argv, opts, out, err);
 }
 
-int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts, int *pid,
-                                 abx_error **err)
+int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                      int *pid, abx_error **err)
 {
     abx_exec_options none;
     memset(&none, 0, sizeof none);
     if (!opts)
         opts = &none;
     *pid = 0;
-    if (!command || !*command)
+    if (!argv || !argv[0] || !argv[0][0])
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
     int rc = check_user(opts->user, err);
     if (rc < 0)
         return rc;
-    const char *argv[5] = {NULL};
-    shell_argv(command, argv);
     json_t *req = start_request(argv, opts, true, err, &rc);
     if (rc < 0) {
         json_decref(req);
@@ -769,7 +776,8 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
     abx_exec_result unused;
     memset(&unused, 0, sizeof unused);
     exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};
-    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st, err);
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st, NULL,
+                          err);
     json_decref(req);
     if (rc < 0)
         return rc;
@@ -777,6 +785,17 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
         return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not report the process");
     *pid = st.pid;
     return 0;
+}
+
+int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts, int *pid,
+                                 abx_error **err)
+{
+    *pid = 0;
+    if (!command || !*command)
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    const char *argv[5] = {NULL};
+    shell_argv(command, argv);
+    return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
 }
 
 static char *decode_b64(const char *in, size_t *len)

@@ -176,6 +176,9 @@ typedef struct abx_exec_options {
     void *userdata;
     bool keep_output;           /* also collect the output into the result */
     const char *tag;            /* background processes: a name to find them by */
+    /* Polled about once a second and on output; returning true stops the
+     * command (it is killed) and the call fails with ABX_ECANCELLED. */
+    bool (*should_cancel)(void *userdata);
 } abx_exec_options;
 
 typedef struct abx_exec_result {
@@ -199,6 +202,10 @@ ABX_API int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const
 /* Starts command in the background; *pid names it for the calls below. */
 ABX_API int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts,
                                          int *pid, abx_error **err);
+
+/* The same without a shell: argv[0] is looked up in the sandbox's PATH. */
+ABX_API int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                              int *pid, abx_error **err);
 
 typedef struct abx_process_output {
     int pid;

@@ -1,0 +1,419 @@
+/* kernel.c: run_code.
+ *
+ * Owns: how code runs in a sandbox. python and javascript go to a kernel
+ * (mcp/kernels/: a small interpreter loop started inside the sandbox as a
+ * background process tagged "abx-kernel-<language>"), which keeps state for
+ * the sandbox's life on the code-interpreter-v1 template and is started
+ * fresh for each call on base. shell runs through bash; typescript and r
+ * run when their runtime exists inside and fail with E8009 naming what is
+ * missing otherwise.
+ *
+ * A call: send {"id","code","cwd","timeout"} on the kernel's stdin, read its
+ * stdout from the last offset until the reply line (MARKER + JSON) appears.
+ * Past the timeout the kernel gets SIGINT (the cell is interrupted, the
+ * kernel lives on); if no reply comes within KILL_GRACE_MS it is killed and
+ * the next call starts a new one. Everything goes through libabx's public
+ * process API, so it works on any provider that has one.
+ */
+#include "kernel.h"
+#include "kernel_sources.h"
+#include "error_internal.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MARKER "\x1e\x1f" "abx-result:"
+#define KILL_GRACE_MS 3000
+#define MAX_WAIT_SLICE_MS 250
+
+typedef struct mcp_kernel {
+    char language[16];
+    int pid;
+    unsigned long long out_off, err_off;
+    unsigned next_id;
+    struct mcp_kernel *next;
+} mcp_kernel;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void mcp_code_result_clear(mcp_code_result *r)
+{
+    free(r->stdout_data);
+    free(r->stderr_data);
+    free(r->result);
+    json_decref(r->output_files);
+    memset(r, 0, sizeof *r);
+}
+
+void mcp_kernels_free(mcp_sandbox *b)
+{
+    mcp_kernel *k = b->kernels;
+    while (k) {
+        mcp_kernel *next = k->next;
+        free(k);
+        k = next;
+    }
+    b->kernels = NULL;
+}
+
+static int fail(abx_error **err, int code)
+{
+    if (err) {
+        abx_error_free(*err);
+        *err = NULL;
+    }
+    return code < 0 ? code : -code;
+}
+
+static char *unb64(const char *in, size_t *len)
+{
+    size_t n = in ? strlen(in) : 0;
+    char *out = malloc(n / 4 * 3 + 4);
+    if (!out)
+        return NULL;
+    int got = n && n % 4 == 0 ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n) : 0;
+    if (got > 0 && n >= 1 && in[n - 1] == '=')
+        got--;
+    if (got > 0 && n >= 2 && in[n - 2] == '=')
+        got--;
+    if (got < 0)
+        got = 0;
+    out[got] = '\0';
+    *len = (size_t)got;
+    return out;
+}
+
+/* ---- starting kernels ---------------------------------------------------- */
+
+static bool is_kernel_language(const char *lang)
+{
+    return strcmp(lang, "python") == 0 || strcmp(lang, "javascript") == 0;
+}
+
+static int kernel_start(mcp_sandbox *b, const char *lang, const char *cwd, mcp_kernel *k, abx_error **err)
+{
+    char tag[48];
+    snprintf(tag, sizeof tag, "abx-kernel-%s", lang);
+    const char *argv_py[] = {"python3", "-u", "-c", python_kernel, NULL};
+    const char *argv_js[] = {"node", "-e", node_kernel, NULL};
+    /* the kernel is started through the same shell-less path as any command */
+    abx_exec_options o = {.cwd = cwd, .tag = tag};
+    int pid = 0;
+    int rc;
+    if (strcmp(lang, "python") == 0)
+        rc = abx_sandbox_start_background_argv(b->handle, argv_py, &o, &pid, err);
+    else
+        rc = abx_sandbox_start_background_argv(b->handle, argv_js, &o, &pid, err);
+    if (rc < 0)
+        return rc;
+    memset(k, 0, sizeof *k);
+    snprintf(k->language, sizeof k->language, "%s", lang);
+    k->pid = pid;
+    return 0;
+}
+
+/* The live kernel for lang in b (lock: b->kernel_mu held), starting one. */
+static int kernel_get(mcp_sandbox *b, const char *lang, const char *cwd, mcp_kernel **out, abx_error **err)
+{
+    for (mcp_kernel *k = b->kernels; k; k = k->next) {
+        if (strcmp(k->language, lang) != 0)
+            continue;
+        abx_process_output o;
+        if (abx_sandbox_read_output(b->handle, k->pid, ~0ull, ~0ull, 0, &o, NULL) == 0 && o.running) {
+            k->out_off = o.stdout_offset;
+            k->err_off = o.stderr_offset;
+            abx_process_output_clear(&o);
+            *out = k;
+            return 0;
+        }
+        abx_process_output_clear(&o);
+        k->pid = 0; /* dead: start again below */
+        int rc = kernel_start(b, lang, cwd, k, err);
+        if (rc == 0)
+            *out = k;
+        return rc;
+    }
+    mcp_kernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return fail(err, ABX_ENOMEM);
+    int rc = kernel_start(b, lang, cwd, k, err);
+    if (rc < 0) {
+        free(k);
+        return rc;
+    }
+    k->next = b->kernels;
+    b->kernels = k;
+    *out = k;
+    return 0;
+}
+
+static void kernel_forget(mcp_sandbox *b, mcp_kernel *k)
+{
+    for (mcp_kernel **p = &b->kernels; *p; p = &(*p)->next) {
+        if (*p == k) {
+            *p = k->next;
+            free(k);
+            return;
+        }
+    }
+}
+
+/* ---- one request --------------------------------------------------------- */
+
+typedef struct reply_reader {
+    char *buf;
+    size_t len, cap;
+    char *extra_err; /* the kernel's own stderr (a crash, a subprocess) */
+    size_t extra_err_len, extra_err_cap;
+} reply_reader;
+
+static void grow_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t want = *cap ? *cap * 2 : 4096;
+        while (want < *len + n + 1)
+            want *= 2;
+        char *g = realloc(*buf, want);
+        if (!g)
+            return;
+        *buf = g;
+        *cap = want;
+    }
+    if (n)
+        memcpy(*buf + *len, data, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+}
+
+/* Finds the reply for id in r->buf; returns it parsed, or NULL. */
+static json_t *find_reply(reply_reader *r, unsigned id, size_t *prefix_len)
+{
+    char *p = r->buf;
+    while (p && (p = memmem(p, r->len - (size_t)(p - r->buf), MARKER, strlen(MARKER)))) {
+        char *nl = memchr(p, '\n', r->len - (size_t)(p - r->buf));
+        if (!nl)
+            return NULL;
+        json_t *doc = json_loadb(p + strlen(MARKER), (size_t)(nl - p) - strlen(MARKER), 0, NULL);
+        if (doc && (unsigned)json_integer_value(json_object_get(doc, "id")) == id) {
+            *prefix_len = (size_t)(p - r->buf);
+            return doc;
+        }
+        json_decref(doc);
+        p = nl + 1;
+    }
+    return NULL;
+}
+
+static void fill_result(json_t *doc, reply_reader *r, size_t prefix_len, mcp_code_result *out)
+{
+    size_t n;
+    char *o = unb64(json_string_value(json_object_get(doc, "stdout")), &n);
+    /* bytes on the kernel's real stdout before the reply came from processes
+     * the cell started: they belong to its output */
+    size_t cap = 0;
+    grow_append(&out->stdout_data, &out->stdout_len, &cap, r->buf, prefix_len);
+    if (o)
+        grow_append(&out->stdout_data, &out->stdout_len, &cap, o, n);
+    free(o);
+    char *e = unb64(json_string_value(json_object_get(doc, "stderr")), &n);
+    cap = 0;
+    if (!out->stdout_data)
+        out->stdout_data = calloc(1, 1);
+    if (e)
+        grow_append(&out->stderr_data, &out->stderr_len, &cap, e, n);
+    if (r->extra_err_len)
+        grow_append(&out->stderr_data, &out->stderr_len, &cap, r->extra_err, r->extra_err_len);
+    free(e);
+    if (!out->stderr_data)
+        out->stderr_data = calloc(1, 1);
+    out->stdout_total = (size_t)json_integer_value(json_object_get(doc, "stdout_bytes")) + prefix_len;
+    out->stderr_total = (size_t)json_integer_value(json_object_get(doc, "stderr_bytes")) + r->extra_err_len;
+    out->exit_code = (int)json_integer_value(json_object_get(doc, "exit_code"));
+    const char *res = json_string_value(json_object_get(doc, "result"));
+    out->result = res ? strdup(res) : NULL;
+    json_t *files = json_object_get(doc, "files");
+    out->output_files = json_is_array(files) ? json_incref(files) : json_array();
+}
+
+static int send_request(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_code_request *req, abx_error **err)
+{
+    json_t *msg = json_pack("{s:i, s:s, s:s, s:i}", "id", (int)id, "code", req->code, "cwd", req->cwd, "timeout",
+                            (int)req->timeout_s);
+    char *line = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!line)
+        return fail(err, ABX_ENOMEM);
+    size_t n = strlen(line);
+    line[n] = '\n'; /* json_dumps left room for the NUL: use it for the newline */
+    int rc = abx_sandbox_send_stdin(b->handle, k->pid, line, n + 1, err);
+    free(line);
+    return rc;
+}
+
+/* Waits for the reply to id. Returns 0 with the reply, -ABX_ETIMEOUT after
+ * SIGINT and the grace without one, -ABX_ECANCELLED, or an error. */
+static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_code_request *req,
+                       mcp_code_result *out, abx_error **err)
+{
+    reply_reader r = {0};
+    uint64_t deadline = now_ms() + (uint64_t)req->timeout_s * 1000u;
+    bool interrupted = false;
+    int rc = 0;
+    for (;;) {
+        uint64_t now = now_ms();
+        if (req->should_cancel && req->should_cancel(req->userdata)) {
+            abx_sandbox_signal(b->handle, k->pid, SIGINT, NULL);
+            rc = fail(err, ABX_ECANCELLED);
+            break;
+        }
+        if (now >= deadline) {
+            if (interrupted) {
+                abx_sandbox_signal(b->handle, k->pid, SIGKILL, NULL);
+                rc = fail(err, ABX_ETIMEOUT);
+                break;
+            }
+            abx_sandbox_signal(b->handle, k->pid, SIGINT, NULL);
+            interrupted = true;
+            out->timed_out = true;
+            deadline = now + KILL_GRACE_MS;
+            continue;
+        }
+        unsigned slice = (unsigned)(deadline - now < MAX_WAIT_SLICE_MS ? deadline - now : MAX_WAIT_SLICE_MS);
+        abx_process_output o;
+        rc = abx_sandbox_read_output(b->handle, k->pid, k->out_off, k->err_off, slice, &o, err);
+        if (rc < 0)
+            break;
+        k->out_off = o.stdout_offset;
+        k->err_off = o.stderr_offset;
+        size_t cap = r.cap;
+        grow_append(&r.buf, &r.len, &cap, o.stdout_data, o.stdout_len);
+        r.cap = cap;
+        cap = r.extra_err_cap;
+        grow_append(&r.extra_err, &r.extra_err_len, &cap, o.stderr_data, o.stderr_len);
+        r.extra_err_cap = cap;
+        bool running = o.running;
+        abx_process_output_clear(&o);
+        size_t prefix = 0;
+        json_t *doc = r.len ? find_reply(&r, id, &prefix) : NULL;
+        if (doc) {
+            fill_result(doc, &r, prefix, out);
+            json_decref(doc);
+            break;
+        }
+        if (!running) {
+            rc = fail(err, ABX_ENOTRUNNING); /* the kernel died (e.g. the OOM killer) */
+            break;
+        }
+    }
+    free(r.buf);
+    free(r.extra_err);
+    return rc;
+}
+
+/* ---- languages without a kernel ------------------------------------------ */
+
+static bool has_program(mcp_sandbox *b, const char *name)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    abx_exec_result r;
+    const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    bool ok = abx_sandbox_exec_argv(b->handle, argv, NULL, &r, NULL) == 0 && r.exit_code == 0;
+    abx_exec_result_clear(&r);
+    return ok;
+}
+
+static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
+{
+    const char *argv[6] = {NULL};
+    const char *lang = req->language;
+    if (strcmp(lang, "shell") == 0) {
+        argv[0] = "/bin/bash";
+        argv[1] = "-c";
+        argv[2] = req->code;
+    } else if (strcmp(lang, "r") == 0) {
+        if (!has_program(b, "Rscript"))
+            return abx__error_set(err, ABX_ECMDNOTFOUND, "language r: Rscript is not installed in the sandbox");
+        argv[0] = "Rscript";
+        argv[1] = "-e";
+        argv[2] = req->code;
+    } else {
+        static const char *const ts_runners[] = {"tsx", "ts-node", "deno", "bun"};
+        const char *runner = NULL;
+        for (size_t i = 0; i < 4 && !runner; i++)
+            if (has_program(b, ts_runners[i]))
+                runner = ts_runners[i];
+        if (!runner)
+            return abx__error_set(err, ABX_ECMDNOTFOUND,
+                                  "language typescript: no TypeScript runtime (tsx, ts-node, deno or bun) in the sandbox");
+        argv[0] = runner;
+        argv[1] = strcmp(runner, "deno") == 0 ? "eval" : "-e";
+        argv[2] = req->code;
+    }
+    abx_exec_options o = {.cwd = req->cwd, .timeout_s = req->timeout_s, .keep_output = true,
+                          .should_cancel = req->should_cancel, .userdata = req->userdata};
+    abx_exec_result r;
+    int rc = abx_sandbox_exec_argv(b->handle, argv, &o, &r, err);
+    if (rc < 0)
+        return rc;
+    out->exit_code = r.exit_code;
+    out->timed_out = r.timed_out;
+    out->stdout_data = r.stdout_data ? r.stdout_data : calloc(1, 1);
+    out->stdout_len = out->stdout_total = r.stdout_len;
+    out->stderr_data = r.stderr_data ? r.stderr_data : calloc(1, 1);
+    out->stderr_len = out->stderr_total = r.stderr_len;
+    out->output_files = json_array();
+    return 0;
+}
+
+int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!is_kernel_language(req->language))
+        return run_oneshot(b, req, out, err);
+    pthread_mutex_lock(&b->kernel_mu);
+    mcp_kernel *k = NULL;
+    mcp_kernel fresh;
+    int rc;
+    if (req->stateful) {
+        rc = kernel_get(b, req->language, req->cwd, &k, err);
+    } else {
+        rc = kernel_start(b, req->language, req->cwd, &fresh, err);
+        k = &fresh;
+    }
+    if (rc == 0) {
+        unsigned id = ++k->next_id;
+        rc = send_request(b, k, id, req, err);
+        if (rc == 0)
+            rc = await_reply(b, k, id, req, out, err);
+        if (!req->stateful) {
+            abx_sandbox_signal(b->handle, k->pid, SIGKILL, NULL);
+        } else if (rc == -ABX_ETIMEOUT || rc == -ABX_ENOTRUNNING) {
+            abx_sandbox_signal(b->handle, k->pid, SIGKILL, NULL);
+            kernel_forget(b, k); /* the next call starts a new kernel */
+        }
+    }
+    pthread_mutex_unlock(&b->kernel_mu);
+    if (rc == -ABX_ETIMEOUT) {
+        /* the cell ran past its timeout and did not stop when interrupted */
+        mcp_code_result_clear(out);
+        out->timed_out = true;
+        out->exit_code = 124;
+        out->stdout_data = calloc(1, 1);
+        out->stderr_data = strdup("TimeoutError: the code ran past its timeout and was stopped; the kernel was restarted\n");
+        out->stderr_len = out->stderr_total = out->stderr_data ? strlen(out->stderr_data) : 0;
+        out->output_files = json_array();
+        return 0;
+    }
+    return rc;
+}

@@ -1,0 +1,38 @@
+/* kernel.h: run_code: code-interpreter kernels and one-shot interpreters. */
+#ifndef ABX_MCP_KERNEL_H
+#define ABX_MCP_KERNEL_H
+
+#include "session.h"
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct mcp_code_result {
+    int exit_code;
+    char *stdout_data;      /* decoded bytes (NUL-terminated); free with mcp_code_result_clear */
+    size_t stdout_len;
+    size_t stdout_total;    /* bytes the cell wrote in all */
+    char *stderr_data;
+    size_t stderr_len;
+    size_t stderr_total;
+    char *result;           /* repr of a final expression, or NULL */
+    json_t *output_files;   /* [{name, path, size}] */
+    bool timed_out;
+} mcp_code_result;
+
+typedef struct mcp_code_request {
+    const char *language;   /* python, javascript, shell, typescript, r */
+    const char *code;
+    unsigned timeout_s;
+    bool stateful;          /* code-interpreter-v1: keep state per sandbox and language */
+    const char *cwd;        /* "/app" */
+    bool (*should_cancel)(void *userdata);
+    void *userdata;
+} mcp_code_request;
+
+int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err);
+void mcp_code_result_clear(mcp_code_result *r);
+/* Forgets (and stops) a sandbox's kernels; called when its handle goes. */
+void mcp_kernels_free(mcp_sandbox *b);
+
+#endif

@@ -1,0 +1,75 @@
+// node_kernel.js: abx's stateful JavaScript kernel (runs inside a sandbox).
+// Same protocol as python_kernel.py: a JSON request per stdin line, a reply
+// per request on stdout as MARKER + JSON. Top-level declarations persist
+// across cells in one vm context; the value of a final expression is
+// returned; a cell that runs past its timeout is stopped by vm's own
+// timeout and the kernel survives.
+'use strict';
+const vm = require('vm');
+const fs = require('fs');
+const path = require('path');
+const util = require('util');
+const readline = require('readline');
+
+const MARKER = '\x1e\x1fabx-result:';
+const CAP = 300 * 1024;
+const protoWrite = process.stdout.write.bind(process.stdout);
+let out = [], err = [];
+const sink = (buf) => (...args) => { buf.push(util.format(...args) + '\n'); };
+const cellConsole = { log: sink(out), info: sink(out), debug: sink(out), error: sink(err), warn: sink(err) };
+const sandbox = { require, process, Buffer, setTimeout, setInterval, clearTimeout, clearInterval,
+  setImmediate, queueMicrotask, URL, TextEncoder, TextDecoder, fetch: globalThis.fetch };
+sandbox.console = new Proxy(cellConsole, { get: (t, k) => t[k] || (() => {}) });
+sandbox.globalThis = sandbox;
+const context = vm.createContext(sandbox);
+
+function snapshot(root) {
+  const seen = new Map();
+  const walk = (dir) => {
+    let entries = [];
+    try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
+    for (const e of entries) {
+      if (seen.size >= 10000) return;
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) { if (!e.name.startsWith('.')) walk(p); continue; }
+      try { const st = fs.statSync(p); seen.set(p, `${st.mtimeMs}:${st.size}`); } catch { /* gone */ }
+    }
+  };
+  walk(root);
+  return seen;
+}
+
+function capped(chunks) {
+  const buf = Buffer.from(chunks.join(''));
+  return [buf.subarray(0, CAP).toString('base64'), buf.length];
+}
+
+const rl = readline.createInterface({ input: process.stdin });
+rl.on('line', (line) => {
+  let req;
+  try { req = JSON.parse(line); } catch { return; }
+  const cwd = req.cwd || process.cwd();
+  try { process.chdir(cwd); } catch { /* keep */ }
+  const before = snapshot(cwd);
+  out.length = 0; err.length = 0;
+  const realOut = process.stdout.write, realErr = process.stderr.write;
+  process.stdout.write = (c) => { out.push(String(c)); return true; };
+  process.stderr.write = (c) => { err.push(String(c)); return true; };
+  let result = null, code = 0;
+  try {
+    const value = vm.runInContext(req.code || '', context, {
+      filename: 'cell.js', timeout: Math.max(1, (req.timeout || 30) * 1000), displayErrors: false });
+    if (value !== undefined) result = util.inspect(value);
+  } catch (e) {
+    code = 1;
+    err.push((e && e.stack ? e.stack : String(e)) + '\n');
+  }
+  process.stdout.write = realOut; process.stderr.write = realErr;
+  const after = snapshot(cwd);
+  const files = [...after.keys()].sort().filter((p) => before.get(p) !== after.get(p))
+    .map((p) => ({ name: path.basename(p), path: p, size: Number(after.get(p).split(':')[1]) }));
+  const [o, oTotal] = capped(out), [e, eTotal] = capped(err);
+  protoWrite(MARKER + JSON.stringify({ id: req.id, stdout: o, stdout_bytes: oTotal, stderr: e,
+    stderr_bytes: eTotal, exit_code: code, result, files }) + '\n');
+});
+process.on('SIGINT', () => { /* vm's timeout stops cells; a stray SIGINT must not kill the kernel */ });

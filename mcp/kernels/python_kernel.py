@@ -1,0 +1,117 @@
+# python_kernel.py: abx's stateful Python kernel (runs inside a sandbox).
+# Protocol: one JSON request per stdin line, {"id", "code", "cwd"}; one reply
+# per request on the original stdout, MARKER + JSON + "\n", with the cell's
+# stdout and stderr (captured at the file-descriptor level, so subprocesses
+# are captured too) base64-encoded and capped, its exit code, the value of a
+# final expression, and the files it created or changed under cwd.
+# Variables live in one namespace for the kernel's life, as in a notebook.
+# SIGINT (sent on timeout) interrupts the running cell; the kernel survives.
+import ast, base64, json, os, sys, tempfile, traceback
+
+MARKER = "\x1e\x1fabx-result:"
+CAP = 300 * 1024
+proto = os.fdopen(os.dup(1), "w", buffering=1)
+namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+
+
+def snapshot(root):
+    seen = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            seen[path] = (st.st_mtime_ns, st.st_size)
+            if len(seen) >= 10000:
+                return seen
+    return seen
+
+
+def run_cell(code):
+    tree = ast.parse(code, "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<cell>", "exec"), namespace)
+    if last is not None:
+        value = eval(compile(last, "<cell>", "eval"), namespace)
+        if value is not None:
+            namespace["_"] = value
+            return repr(value)
+    return None
+
+
+def cell_traceback(etype, value, tb):
+    while tb is not None and tb.tb_frame.f_code.co_filename != "<cell>":
+        tb = tb.tb_next
+    traceback.print_exception(etype, value, tb)
+
+
+def read_capped(f):
+    f.seek(0, os.SEEK_END)
+    total = f.tell()
+    f.seek(0)
+    return base64.b64encode(f.read(CAP)).decode(), total
+
+
+def serve():
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        cwd = req.get("cwd") or os.getcwd()
+        try:
+            os.chdir(cwd)
+        except OSError:
+            pass
+        before = snapshot(cwd)
+        out = tempfile.TemporaryFile()
+        err = tempfile.TemporaryFile()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved_out, saved_err = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        result, code = None, 0
+        try:
+            result = run_cell(req.get("code", ""))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except KeyboardInterrupt:
+            code = 130
+            sys.stderr.write("KeyboardInterrupt: the cell was interrupted (timeout)\n")
+        except BaseException:
+            code = 1
+            cell_traceback(*sys.exc_info())
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os.dup2(saved_out, 1)
+        os.dup2(saved_err, 2)
+        os.close(saved_out)
+        os.close(saved_err)
+        after = snapshot(cwd)
+        files = [{"name": os.path.basename(p), "path": p, "size": after[p][1]}
+                 for p in sorted(after) if before.get(p) != after[p]]
+        o, o_total = read_capped(out)
+        e, e_total = read_capped(err)
+        out.close()
+        err.close()
+        reply = {"id": req.get("id"), "stdout": o, "stdout_bytes": o_total, "stderr": e,
+                 "stderr_bytes": e_total, "exit_code": code, "result": result, "files": files}
+        proto.write(MARKER + json.dumps(reply) + "\n")
+        proto.flush()
+
+
+while True:
+    try:
+        serve()
+        break
+    except KeyboardInterrupt:
+        continue  # a late SIGINT between cells: keep serving

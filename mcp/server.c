@@ -1,0 +1,352 @@
+/* server.c: the MCP protocol: JSON-RPC 2.0 messages, the lifecycle,
+ * tools/list and tools/call dispatch, cancellation, logging, and the end
+ * of the session. Transport-independent: stdio.c (and later the HTTP
+ * transport) hand it one message at a time with a sink for the answers.
+ *
+ * Session states:
+ *   NEW          -> initialize answered            -> READY
+ *   READY        tools/list, tools/call, ping, logging/setLevel served; each call
+ *                runs on its own thread (at most MAX_INFLIGHT at once), so
+ *                a slow call never blocks a ping or another call
+ *   any          -> mcp_server_shutdown             -> ENDED (calls
+ *                cancelled and awaited, the session's sandboxes destroyed)
+ * Errors: malformed JSON -32700, wrong shapes -32600, unknown methods
+ * -32601, bad params and unknown tools -32602; an id that cannot be read
+ * is omitted, never sent as null.
+ */
+#include "server.h"
+#include "session.h"
+#include "tools.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_INFLIGHT 64
+#define LATEST_VERSION "2025-11-25"
+
+static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+typedef struct inflight {
+    json_t *id;
+    mcp_call *call;
+} inflight;
+
+struct mcp_server {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    mcp_session session;
+    char name[64];
+    bool initialized;
+    bool ended;
+    int log_level;
+    inflight calls[MAX_INFLIGHT];
+    int ncalls;
+};
+
+/* ---- sending ----------------------------------------------------------------- */
+
+static void send_msg(const mcp_sink *sink, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (text) {
+        sink->send(sink->ctx, text, strlen(text));
+        free(text);
+    }
+}
+
+static void send_result(const mcp_sink *sink, json_t *id, json_t *result)
+{
+    send_msg(sink, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+}
+
+/* id NULL: the message's id could not be read, so it is left out. */
+static void send_error(const mcp_sink *sink, json_t *id, int code, const char *message)
+{
+    json_t *msg = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message", message);
+    if (id)
+        json_object_set(msg, "id", id);
+    send_msg(sink, msg);
+}
+
+static void sink_done(const mcp_sink *sink)
+{
+    if (sink->done)
+        sink->done(sink->ctx);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **err)
+{
+    mcp_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ABX_ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
+    s->log_level = mcp_log_level_from_name("info");
+    int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL, err);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void mcp_server_shutdown(mcp_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->ended) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    s->ended = true;
+    for (int i = 0; i < s->ncalls; i++)
+        atomic_store(&s->calls[i].call->cancelled, 1);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 15;
+    while (s->ncalls > 0)
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) != 0)
+            break;
+    pthread_mutex_unlock(&s->mu);
+    mcp_session_end(&s->session);
+}
+
+void mcp_server_free(mcp_server *s)
+{
+    if (!s)
+        return;
+    mcp_server_shutdown(s);
+    pthread_mutex_lock(&s->mu);
+    bool idle = s->ncalls == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (idle) /* a call that outlived the shutdown's wait keeps its server */
+        free(s);
+}
+
+/* ---- methods ------------------------------------------------------------------- */
+
+static json_t *initialize_result(mcp_server *s, json_t *params)
+{
+    const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+    const char *version = LATEST_VERSION;
+    for (size_t i = 0; asked && i < sizeof supported_versions / sizeof supported_versions[0]; i++)
+        if (strcmp(asked, supported_versions[i]) == 0)
+            version = supported_versions[i];
+    return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
+                     "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", s->name, "version",
+                     abx_version(), "title", "abx agent sandbox", "instructions",
+                     "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
+                     "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
+                     "creates are destroyed when it ends.");
+}
+
+typedef struct call_job {
+    mcp_server *srv;
+    mcp_call call;
+    json_t *id;
+    json_t *params;
+    json_t *args;   /* the arguments object (an empty one when none came) */
+    char name[130];
+} call_job;
+
+static void *call_thread(void *arg)
+{
+    call_job *j = arg;
+    json_t *result = mcp_tools_call(&j->call, j->name);
+    mcp_server *s = j->srv;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->ncalls; i++) {
+        if (s->calls[i].call == &j->call) {
+            s->calls[i] = s->calls[--s->ncalls];
+            break;
+        }
+    }
+    bool dropped = atomic_load(&j->call.cancelled) != 0;
+    pthread_mutex_unlock(&s->mu);
+    /* a cancelled request gets no response */
+    if (!dropped && result)
+        send_result(&j->call.sink, j->id, result);
+    else
+        json_decref(result);
+    sink_done(&j->call.sink);
+    json_decref(j->id);
+    json_decref(j->params);
+    json_decref(j->args);
+    free(j);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    if (!name) {
+        send_error(sink, id, -32602, "Invalid params: name must be a string");
+        sink_done(sink);
+        return;
+    }
+    if (!mcp_tool_exists(name)) {
+        send_error(sink, id, -32602, "Unknown tool");
+        sink_done(sink);
+        return;
+    }
+    if (args && !json_is_object(args) && !json_is_null(args)) {
+        send_error(sink, id, -32602, "Invalid params: arguments must be an object");
+        sink_done(sink);
+        return;
+    }
+    call_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        send_error(sink, id, -32603, "Internal error");
+        sink_done(sink);
+        return;
+    }
+    j->srv = s;
+    j->id = json_incref(id);
+    j->params = json_incref(params);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    j->call.session = &s->session;
+    j->args = args && json_is_object(args) ? json_incref(args) : json_object();
+    j->call.args = j->args;
+    j->call.progress_token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    j->call.sink = *sink;
+    pthread_mutex_lock(&s->mu);
+    j->call.log_level = s->log_level;
+    bool full = s->ncalls >= MAX_INFLIGHT || s->ended;
+    if (!full)
+        s->calls[s->ncalls++] = (inflight){j->id, &j->call};
+    pthread_mutex_unlock(&s->mu);
+    if (full) {
+        send_error(sink, id, -32603, "Server busy: too many tool calls in flight");
+        sink_done(sink);
+        json_decref(j->id);
+        json_decref(j->params);
+        json_decref(j->args);
+        free(j);
+        return;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &attr, call_thread, j) != 0) {
+        pthread_mutex_lock(&s->mu);
+        s->ncalls--;
+        pthread_mutex_unlock(&s->mu);
+        send_error(sink, id, -32603, "Internal error");
+        sink_done(sink);
+        json_decref(j->id);
+        json_decref(j->params);
+        json_decref(j->args);
+        free(j);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void cancel_request(mcp_server *s, json_t *params)
+{
+    json_t *rid = json_object_get(params, "requestId");
+    if (!rid)
+        return;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->ncalls; i++)
+        if (json_equal(s->calls[i].id, rid))
+            atomic_store(&s->calls[i].call->cancelled, 1);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static bool id_valid(json_t *id)
+{
+    return json_is_string(id) || json_is_integer(id);
+}
+
+static void handle_request(mcp_server *s, const char *method, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    if (params && !json_is_object(params)) {
+        send_error(sink, id, -32602, "Invalid params: params must be an object");
+    } else if (strcmp(method, "initialize") == 0) {
+        pthread_mutex_lock(&s->mu);
+        s->initialized = true;
+        pthread_mutex_unlock(&s->mu);
+        send_result(sink, id, initialize_result(s, params));
+    } else if (strcmp(method, "ping") == 0) {
+        send_result(sink, id, json_object());
+    } else if (!s->initialized) {
+        send_error(sink, id, -32600, "Invalid request: initialize first");
+    } else if (strcmp(method, "tools/list") == 0) {
+        json_t *cursor = json_object_get(params, "cursor");
+        if (cursor && !json_is_null(cursor))
+            send_error(sink, id, -32602, "Invalid params: unknown cursor");
+        else
+            send_result(sink, id, json_pack("{s:o}", "tools", mcp_tools_list()));
+    } else if (strcmp(method, "tools/call") == 0) {
+        tools_call(s, id, params, sink);
+        return; /* the call's thread finishes the sink */
+    } else if (strcmp(method, "logging/setLevel") == 0) {
+        int level = mcp_log_level_from_name(json_string_value(json_object_get(params, "level")));
+        if (level < 0) {
+            send_error(sink, id, -32602, "Invalid params: unknown level");
+        } else {
+            pthread_mutex_lock(&s->mu);
+            s->log_level = level;
+            pthread_mutex_unlock(&s->mu);
+            send_result(sink, id, json_object());
+        }
+    } else {
+        send_error(sink, id, -32601, "Method not found");
+    }
+    sink_done(sink);
+}
+
+static void handle_notification(mcp_server *s, const char *method, json_t *params)
+{
+    if (strcmp(method, "notifications/cancelled") == 0)
+        cancel_request(s, params);
+    /* notifications/initialized and unknown notifications need no answer */
+}
+
+void mcp_server_handle(mcp_server *s, const char *text, size_t len, const mcp_sink *sink)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!msg) {
+        send_error(sink, NULL, -32700, "Parse error");
+        sink_done(sink);
+        return;
+    }
+    if (json_is_array(msg)) {
+        send_error(sink, NULL, -32600, "Invalid request: batches are not supported");
+        sink_done(sink);
+        json_decref(msg);
+        return;
+    }
+    json_t *id = json_object_get(msg, "id");
+    json_t *method = json_object_get(msg, "method");
+    const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
+    bool has_id = id != NULL;
+    if (!json_is_object(msg) || !version || strcmp(version, "2.0") != 0 || (has_id && !id_valid(id)) ||
+        (method && !json_is_string(method))) {
+        send_error(sink, has_id && id_valid(id) ? id : NULL, -32600, "Invalid request");
+        sink_done(sink);
+    } else if (!method) {
+        sink_done(sink); /* a response from the client: nothing asked, nothing to do */
+    } else if (!has_id) {
+        handle_notification(s, json_string_value(method), json_object_get(msg, "params"));
+        sink_done(sink);
+    } else {
+        handle_request(s, json_string_value(method), id, json_object_get(msg, "params"), sink);
+    }
+    json_decref(msg);
+}

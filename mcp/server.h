@@ -1,0 +1,39 @@
+/* server.h: the MCP server, transport-independent. */
+#ifndef ABX_MCP_SERVER_H
+#define ABX_MCP_SERVER_H
+
+#include "abx/abx.h"
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Where the messages that answer one incoming message go. send gets one
+ * compact JSON message (no newline); done is called once when nothing more
+ * will be sent for it (after the response, or at once for a notification). */
+typedef struct mcp_sink {
+    void (*send)(void *ctx, const char *json, size_t len);
+    void (*done)(void *ctx);
+    void *ctx;
+} mcp_sink;
+
+typedef struct mcp_server_config {
+    const char *template_name; /* for sandboxes the session creates ("base" if NULL) */
+    const char *provider;      /* --provider (NULL: resolve) */
+    const char *name;          /* serverInfo.name ("agent-sandbox" if NULL) */
+} mcp_server_config;
+
+typedef struct mcp_server mcp_server;
+
+int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **err);
+/* Handles one message. Quick methods answer before returning; tools/call
+ * runs on a worker thread and answers later through sink (copied). */
+void mcp_server_handle(mcp_server *srv, const char *text, size_t len, const mcp_sink *sink);
+/* Ends the session: cancels calls in flight, waits for them, destroys every
+ * sandbox the session created. Idempotent. */
+void mcp_server_shutdown(mcp_server *srv);
+void mcp_server_free(mcp_server *srv);
+
+/* The tools as tools/list sends them; caller owns. */
+json_t *mcp_tools_list(void);
+
+#endif

@@ -1,0 +1,66 @@
+/* session.h: one MCP session's sandboxes (the "SandboxManager"). */
+#ifndef ABX_MCP_SESSION_H
+#define ABX_MCP_SESSION_H
+
+#include "abx/abx.h"
+#include <pthread.h>
+#include <stdbool.h>
+
+#define MCP_SESSION_MAX_SANDBOXES 64
+
+/* A sandbox the session holds: created by it (owned: destroyed when the
+ * session ends) or addressed by an explicit external id (never destroyed
+ * by the session's end). Reference-counted: a tool call holds a reference
+ * for its duration. */
+typedef struct mcp_sandbox {
+    char id[96];              /* qualified */
+    char template_name[64];
+    abx_sandbox *handle;
+    bool owned;
+    unsigned renew_s;         /* renewal lifetime (owned only); 0: none */
+    int refs;
+    bool killed;
+    pthread_mutex_t kernel_mu; /* serialises run_code per sandbox */
+    struct mcp_kernel *kernels; /* code-interpreter kernels (kernel.c) */
+} mcp_sandbox;
+
+typedef struct mcp_session {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    abx_client *client;
+    char template_name[64];
+    mcp_sandbox *boxes[MCP_SESSION_MAX_SANDBOXES];
+    int nboxes;
+    mcp_sandbox *default_box;  /* borrowed from boxes */
+    bool creating_default;
+    bool ended;
+} mcp_session;
+
+/* Creates a session using template_name for sandboxes it creates. */
+int mcp_session_init(mcp_session *s, const char *template_name, const char *provider, abx_error **err);
+/* Destroys every sandbox the session created, then frees the session. */
+void mcp_session_end(mcp_session *s);
+
+typedef struct mcp_create_args {
+    const char *template_name; /* NULL: the session's */
+    unsigned timeout_s;        /* 0: 300 */
+    const char *const *envs;
+    unsigned cpu, memory_mb;
+} mcp_create_args;
+
+/* Creates a sandbox and makes it the default. The result holds a reference
+ * (mcp_session_release). */
+int mcp_session_create(mcp_session *s, const mcp_create_args *a, mcp_sandbox **out, abx_error **err);
+/* The sandbox a tool call addresses: explicit id (never changes the
+ * default; an external id is connected to, not adopted), or the default,
+ * created lazily (exactly one, however many calls race) when create is
+ * true. Renews an owned sandbox's lifetime. Holds a reference. */
+int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, abx_error **err);
+void mcp_session_release(mcp_session *s, mcp_sandbox *b);
+/* Kills the addressed sandbox (NULL: the default, or an error if none). */
+int mcp_session_kill(mcp_session *s, const char *id, abx_error **err);
+/* Sets a new lifetime and, for an owned sandbox, the renewal policy. */
+int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, char *qualified, size_t len,
+                            abx_error **err);
+
+#endif

@@ -1,0 +1,109 @@
+/* text.c: bytes from a sandbox (command output, file contents) are anything;
+ * JSON strings must be UTF-8. Owns the replacement of invalid sequences,
+ * output bounds with an explicit marker, and base64 (OpenSSL's codec). */
+#include "text.h"
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (max n bytes), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    unsigned cp = len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (size_t i = 1; i < len; i++)
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0; /* overlong, out of range, or a surrogate */
+    return len;
+}
+
+json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
+{
+    char marker[128] = "";
+    if (truncated)
+        *truncated = 0;
+    if (len > max) {
+        snprintf(marker, sizeof marker, "[abx: output truncated: showing the last %zu of %zu bytes]\n", max, len);
+        data += len - max;
+        len = max;
+        if (truncated)
+            *truncated = 1;
+        /* do not start inside a multi-byte character */
+        while (len > 0 && ((unsigned char)*data & 0xC0) == 0x80) {
+            data++;
+            len--;
+        }
+    }
+    size_t mlen = strlen(marker);
+    char *out = malloc(mlen + len * 3 + 1);
+    if (!out)
+        return json_string("");
+    memcpy(out, marker, mlen);
+    size_t o = mlen;
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(p + i, len - i);
+        if (n == 0 || (n == 1 && p[i] == 0)) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD (NUL too: C strings end there) */
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, p + i, n);
+        o += n;
+        i += n;
+    }
+    json_t *s = json_stringn(out, o);
+    free(out);
+    return s ? s : json_string("");
+}
+
+char *mcp_b64(const void *data, size_t len)
+{
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+    return out;
+}
+
+long mcp_unb64(const char *text, char **out)
+{
+    size_t n = strlen(text);
+    *out = NULL;
+    if (n % 4)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+                  c == '/' || (c == '=' && i >= n - 2);
+        if (!ok)
+            return -1;
+    }
+    *out = malloc(n / 4 * 3 + 1);
+    if (!*out)
+        return -1;
+    int len = n ? EVP_DecodeBlock((unsigned char *)*out, (const unsigned char *)text, (int)n) : 0;
+    if (len < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    if (n >= 1 && text[n - 1] == '=')
+        len--;
+    if (n >= 2 && text[n - 2] == '=')
+        len--;
+    return len;
+}

@@ -1,0 +1,16 @@
+/* text.h: turning sandbox bytes into JSON-safe text. */
+#ifndef ABX_MCP_TEXT_H
+#define ABX_MCP_TEXT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* A JSON string of data as UTF-8: invalid sequences become U+FFFD. When
+ * len exceeds max, keeps the last max bytes behind a marker naming the
+ * total, and sets *truncated. */
+json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated);
+/* Base64 of data (caller frees), and its decoding (-1 on invalid input). */
+char *mcp_b64(const void *data, size_t len);
+long mcp_unb64(const char *text, char **out);
+
+#endif

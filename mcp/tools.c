@@ -1,0 +1,832 @@
+/* tools.c: the fifteen MCP tools.
+ *
+ * Owns: the tool list (built once from mcp/tools.json: descriptions, input
+ * schemas, output schemas, annotations), argument validation, and the
+ * handlers, each a thin layer over the session (session.c), run_code
+ * (kernel.c) and libabx. A newcomer changing how run_command times out
+ * starts at tool_run_command below, then lib/local.c (abx_sandbox_exec),
+ * then runtime/shim_http.c (where the deadline is enforced).
+ *
+ * Rules (spec/mcp-lifecycle-tools.zh.md): every argument is validated before
+ * any sandbox is touched; integers reject booleans, strings and reals;
+ * ranges are enforced; an explicit empty sandbox_id is an error; envs map
+ * strings to strings. A failure is a result with isError and
+ * {error: {code, category, http_status, message, hint, field?}}: static
+ * texts only, never a provider's message, a URL, a token, a host path or a
+ * stack trace, and a validation error names its field without echoing it.
+ */
+#include "tools.h"
+#include "kernel.h"
+#include "text.h"
+#include "tools_json.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define OUTPUT_MAX (1u << 20)
+#define FILE_MAX (10u << 20)
+#define TRANSFER_MAX (12u << 20)
+#define MAX_ENVS 256
+
+/* ---- the tool list -------------------------------------------------------- */
+
+static pthread_once_t tools_once = PTHREAD_ONCE_INIT;
+static json_t *tools_cache; /* built once, read-only afterwards */
+
+/* Replaces {"$ref": "#/$defs/x"} by a copy of defs.x, recursively. */
+static json_t *resolve_refs(json_t *node, json_t *defs)
+{
+    if (json_is_object(node)) {
+        const char *ref = json_string_value(json_object_get(node, "$ref"));
+        if (ref && strncmp(ref, "#/$defs/", 8) == 0)
+            return json_deep_copy(json_object_get(defs, ref + 8));
+        json_t *out = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(node, k, v) json_object_set_new(out, k, resolve_refs(v, defs));
+        return out;
+    }
+    if (json_is_array(node)) {
+        json_t *out = json_array();
+        size_t i;
+        json_t *v;
+        json_array_foreach(node, i, v) json_array_append_new(out, resolve_refs(v, defs));
+        return out;
+    }
+    return json_incref(node);
+}
+
+/* A success shape, or {"error": ...}: structuredContent of either kind
+ * validates (the SDK checks it on errors too). */
+static json_t *output_schema(json_t *declared, json_t *defs)
+{
+    json_t *success = resolve_refs(declared, defs);
+    json_t *props = json_deep_copy(json_object_get(success, "properties"));
+    json_t *required = json_object_get(success, "required");
+    json_object_set_new(props, "error", json_deep_copy(json_object_get(defs, "error")));
+    json_t *schema = json_pack("{s:s, s:o, s:[{s:O}, {s:[s]}]}", "type", "object", "properties", props, "anyOf",
+                               "required", required ? required : json_array(), "required", "error");
+    json_decref(success);
+    return schema;
+}
+
+static void build_tools(void)
+{
+    json_t *doc = json_loads(tools_json, 0, NULL);
+    json_t *defs = json_object_get(doc, "$defs");
+    json_t *list = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(doc, "tools"), i, t) {
+        json_t *tool = json_pack("{s:O, s:O, s:O, s:O, s:o, s:O}", "name", json_object_get(t, "name"), "title",
+                                 json_object_get(t, "title"), "description", json_object_get(t, "description"),
+                                 "inputSchema", json_object_get(t, "inputSchema"), "outputSchema",
+                                 output_schema(json_object_get(t, "outputSchema"), defs), "annotations",
+                                 json_object_get(t, "annotations"));
+        json_array_append_new(list, tool);
+    }
+    json_decref(doc);
+    tools_cache = list;
+}
+
+json_t *mcp_tools_list(void)
+{
+    pthread_once(&tools_once, build_tools);
+    return json_deep_copy(tools_cache);
+}
+
+bool mcp_tool_exists(const char *name)
+{
+    pthread_once(&tools_once, build_tools);
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools_cache, i, t) if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0) return true;
+    return false;
+}
+
+/* ---- results --------------------------------------------------------------- */
+
+static json_t *result_with(json_t *structured, json_t *extra_content)
+{
+    char *text = json_dumps(structured, JSON_COMPACT);
+    json_t *content = json_array();
+    if (extra_content)
+        json_array_append_new(content, extra_content);
+    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
+    free(text);
+    return json_pack("{s:o, s:o}", "content", content, "structuredContent", structured);
+}
+
+static json_t *ok(json_t *structured)
+{
+    return result_with(structured, NULL);
+}
+
+static json_t *tool_error(int code, const char *field)
+{
+    if (code < 0)
+        code = -code;
+    json_t *e = json_pack("{s:s, s:s, s:i, s:s, s:s}", "code", abx_err_name(code), "category",
+                          abx_err_category(code), "http_status", abx_err_http_status(code), "message",
+                          abx_strerror(code), "hint", abx_err_hint(code));
+    if (field)
+        json_object_set_new(e, "field", json_string(field));
+    json_t *r = result_with(json_pack("{s:o}", "error", e), NULL);
+    json_object_set_new(r, "isError", json_true());
+    return r;
+}
+
+/* A libabx failure: only its code crosses, never its message. */
+static json_t *abx_failure(abx_error *err, int rc)
+{
+    int code = err ? (int)abx_error_code(err) : -rc;
+    abx_error_free(err);
+    return tool_error(code ? code : ABX_ESYS, NULL);
+}
+
+/* ---- argument validation ---------------------------------------------------- */
+
+typedef struct arg_fail {
+    const char *field;
+} arg_fail;
+
+/* Optional string: absent -> def. Present and not a string -> fail. */
+static bool arg_string(mcp_call *c, const char *name, bool required, const char *def, const char **out, arg_fail *f)
+{
+    json_t *v = json_object_get(c->args, name);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        if (required)
+            f->field = name;
+        return !required;
+    }
+    if (!json_is_string(v)) {
+        f->field = name;
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+/* Optional integer in [min, max] (JSON integers only: no booleans, strings
+ * or reals). */
+static bool arg_int(mcp_call *c, const char *name, long long min, long long max, long long def, long long *out,
+                    bool required, arg_fail *f)
+{
+    json_t *v = json_object_get(c->args, name);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        if (required)
+            f->field = name;
+        return !required;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+        f->field = name;
+        return false;
+    }
+    *out = json_integer_value(v);
+    return true;
+}
+
+/* sandbox_id: absent means the default; present must be a non-empty string. */
+static bool arg_id(mcp_call *c, const char **out, arg_fail *f)
+{
+    if (!arg_string(c, "sandbox_id", false, NULL, out, f))
+        return false;
+    if (*out && !**out) {
+        f->field = "sandbox_id";
+        return false;
+    }
+    return true;
+}
+
+/* envs: {string: string} with variable-name keys, as NULL-terminated
+ * "K=V" strings in *pairs (caller frees with free_pairs). */
+static bool arg_envs(mcp_call *c, const char *name, char ***pairs, arg_fail *f)
+{
+    *pairs = NULL;
+    json_t *v = json_object_get(c->args, name);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_object(v) || json_object_size(v) > MAX_ENVS) {
+        f->field = name;
+        return false;
+    }
+    char **p = calloc(json_object_size(v) + 1, sizeof *p);
+    if (!p) {
+        f->field = name;
+        return false;
+    }
+    size_t n = 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach(v, k, val) {
+        size_t klen = strlen(k);
+        bool good = json_is_string(val) && klen > 0 && klen < 256 && (k[0] < '0' || k[0] > '9');
+        for (size_t i = 0; good && i < klen; i++)
+            good = (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') ||
+                   k[i] == '_';
+        if (!good) {
+            for (size_t i = 0; i < n; i++)
+                free(p[i]);
+            free(p);
+            f->field = name;
+            return false;
+        }
+        size_t len = klen + 1 + strlen(json_string_value(val)) + 1;
+        p[n] = malloc(len);
+        if (p[n])
+            snprintf(p[n++], len, "%s=%s", k, json_string_value(val));
+    }
+    *pairs = p;
+    return true;
+}
+
+static void free_pairs(char **p)
+{
+    for (size_t i = 0; p && p[i]; i++)
+        free(p[i]);
+    free(p);
+}
+
+static json_t *invalid(arg_fail *f)
+{
+    return tool_error(ABX_EINVAL, f->field ? f->field : "arguments");
+}
+
+/* ---- progress, logging, cancellation ----------------------------------------- */
+
+static const char *const level_names[] = {"debug", "info", "notice", "warning", "error", "critical", "alert",
+                                          "emergency"};
+
+int mcp_log_level_from_name(const char *name)
+{
+    for (int i = 0; name && i < 8; i++)
+        if (strcmp(name, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void call_send(mcp_call *c, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!text)
+        return;
+    c->sink.send(c->sink.ctx, text, strlen(text));
+    free(text);
+}
+
+void mcp_call_log(mcp_call *c, int level, const char *text)
+{
+    if (level < c->log_level)
+        return;
+    call_send(c, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message",
+                           "params", "level", level_names[level], "logger", "abx", "data", text));
+}
+
+static void progress(mcp_call *c, const char *message)
+{
+    if (!c->progress_token || atomic_load(&c->cancelled))
+        return;
+    c->progress += 1;
+    call_send(c, json_pack("{s:s, s:s, s:{s:O, s:f, s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
+                           "params", "progressToken", c->progress_token, "progress", c->progress, "message",
+                           message));
+}
+
+static bool cancelled(void *ud)
+{
+    mcp_call *c = ud;
+    return atomic_load(&c->cancelled) != 0;
+}
+
+/* Output callbacks of exec: progress notifications as output arrives. */
+static void on_output(const char *data, size_t len, void *ud)
+{
+    (void)data;
+    mcp_call *c = ud;
+    char msg[64];
+    snprintf(msg, sizeof msg, "%zu bytes of output", len);
+    progress(c, msg);
+}
+
+/* ---- sandbox metadata (list_sandboxes, get_sandbox) ------------------------------ */
+
+static json_t *iso_time(long long t)
+{
+    if (t <= 0)
+        return json_null();
+    char buf[32];
+    time_t tt = (time_t)t;
+    struct tm tm;
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tt, &tm));
+    return json_string(buf);
+}
+
+static json_t *nullable_int(unsigned v)
+{
+    return v ? json_integer(v) : json_null();
+}
+
+/* Only these nine fields: no token, envs, metadata, URL. */
+static json_t *sandbox_meta(const abx_sandbox_info *i)
+{
+    return json_pack("{s:s, s:o, s:o, s:n, s:o, s:o, s:o, s:o, s:o}", "sandbox_id", i->sandbox_id, "template",
+                     i->template_id[0] ? json_string(i->template_id) : json_null(), "status",
+                     i->status[0] ? json_string(i->status) : json_null(), "region", "started_at",
+                     iso_time(i->started_at), "end_at", iso_time(i->end_at), "cpu_count", nullable_int(i->cpu_count),
+                     "memory_mb", nullable_int(i->memory_mb), "disk_size_mb", nullable_int(i->disk_size_mb));
+}
+
+/* ---- handlers ------------------------------------------------------------------ */
+
+static json_t *tool_create_sandbox(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *tmpl, *provider, *region;
+    long long timeout, cpu, memory;
+    char **envs = NULL;
+    if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && (f.field = "template")) ||
+        !arg_int(c, "timeout", 1, 86400, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
+        !arg_int(c, "cpu", 1, 1024, 0, &cpu, false, &f) || !arg_int(c, "memory", 1, 1048576, 0, &memory, false, &f) ||
+        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
+        return invalid(&f);
+    if (provider && strcmp(provider, "local") != 0) {
+        free_pairs(envs);
+        return tool_error(ABX_EPROVIDER, "provider");
+    }
+    mcp_create_args a = {.template_name = tmpl, .timeout_s = (unsigned)timeout, .envs = (const char *const *)envs,
+                         .cpu = (unsigned)cpu, .memory_mb = (unsigned)memory};
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    progress(c, "creating the sandbox");
+    int rc = mcp_session_create(c->session, &a, &b, &err);
+    free_pairs(envs);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    mcp_call_log(c, 1, "sandbox created");
+    json_t *r = json_pack("{s:s, s:s, s:n, s:s, s:i}", "sandbox_id", b->id, "status", "running", "url", "template",
+                          b->template_name, "timeout", (int)timeout);
+    mcp_session_release(c->session, b);
+    return ok(r);
+}
+
+static json_t *tool_run_code(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *code, *lang, *id;
+    long long timeout;
+    if (!arg_string(c, "code", true, NULL, &code, &f) || !arg_string(c, "language", false, "python", &lang, &f) ||
+        !arg_id(c, &id, &f) || !arg_int(c, "timeout", 1, 86400, 30, &timeout, false, &f))
+        return invalid(&f);
+    static const char *const langs[] = {"python", "javascript", "shell", "typescript", "r"};
+    bool known = false;
+    for (size_t i = 0; i < 5; i++)
+        known |= strcmp(lang, langs[i]) == 0;
+    if (!known)
+        return tool_error(ABX_EINVAL, "language");
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    mcp_code_request req = {.language = lang, .code = code, .timeout_s = (unsigned)timeout,
+                            .stateful = strcmp(b->template_name, "code-interpreter-v1") == 0, .cwd = "/app",
+                            .should_cancel = cancelled, .userdata = c};
+    mcp_code_result r;
+    progress(c, "running");
+    rc = mcp_run_code(b, &req, &r, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    int t_out = 0, t_err = 0;
+    json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout", mcp_text(r.stdout_data, r.stdout_len, OUTPUT_MAX, &t_out),
+                            "stderr", mcp_text(r.stderr_data, r.stderr_len, OUTPUT_MAX, &t_err), "exit_code",
+                            r.exit_code, "output_files", r.output_files, "result",
+                            r.result ? mcp_text(r.result, strlen(r.result), OUTPUT_MAX, NULL) : json_null(),
+                            "timed_out", r.timed_out);
+    bool truncated = t_out || t_err || r.stdout_total > r.stdout_len || r.stderr_total > r.stderr_len;
+    json_object_set_new(out, "truncated", json_boolean(truncated));
+    json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)r.stdout_total));
+    json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)r.stderr_total));
+    mcp_code_result_clear(&r);
+    return ok(out);
+}
+
+static json_t *tool_run_command(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *command, *id, *cwd;
+    long long timeout;
+    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && (f.field = "command")) ||
+        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && (f.field = "cwd")) ||
+        !arg_int(c, "timeout", 1, 86400, 60, &timeout, false, &f))
+        return invalid(&f);
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    abx_exec_options o = {.cwd = cwd, .timeout_s = (unsigned)timeout, .keep_output = true,
+                          .on_stdout = c->progress_token ? on_output : NULL,
+                          .on_stderr = c->progress_token ? on_output : NULL, .userdata = c,
+                          .should_cancel = cancelled};
+    abx_exec_result r;
+    progress(c, "running");
+    rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    int t_out = 0, t_err = 0;
+    json_t *out = json_pack("{s:o, s:o, s:i, s:b, s:I, s:I}", "stdout",
+                            mcp_text(r.stdout_data ? r.stdout_data : "", r.stdout_len, OUTPUT_MAX, &t_out), "stderr",
+                            mcp_text(r.stderr_data ? r.stderr_data : "", r.stderr_len, OUTPUT_MAX, &t_err),
+                            "exit_code", r.exit_code, "timed_out", r.timed_out, "stdout_bytes",
+                            (json_int_t)r.stdout_len, "stderr_bytes", (json_int_t)r.stderr_len);
+    json_object_set_new(out, "truncated", json_boolean(t_out || t_err));
+    abx_exec_result_clear(&r);
+    return ok(out);
+}
+
+static json_t *tool_read_file(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *path, *id, *enc;
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f) ||
+        !arg_string(c, "encoding", false, "utf-8", &enc, &f))
+        return invalid(&f);
+    if (strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0 && strcmp(enc, "UTF-8") != 0)
+        return tool_error(ABX_EINVAL, "encoding");
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char *data = NULL;
+    size_t len = 0;
+    rc = abx_sandbox_read_file(b->handle, path, NULL, FILE_MAX, &data, &len, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    json_t *out = json_pack("{s:o, s:I}", "content", mcp_text(data, len, FILE_MAX, NULL), "size", (json_int_t)len);
+    abx_free(data);
+    return ok(out);
+}
+
+static json_t *write_bytes(mcp_call *c, const char *id, const char *path, const char *data, size_t len)
+{
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    rc = abx_sandbox_write_file(b->handle, path, data, len, NULL, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    return ok(json_pack("{s:b, s:I}", "success", 1, "bytes_written", (json_int_t)len));
+}
+
+static json_t *tool_write_file(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *path, *content, *id;
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) ||
+        !arg_string(c, "content", true, NULL, &content, &f) || !arg_id(c, &id, &f))
+        return invalid(&f);
+    size_t len = json_string_length(json_object_get(c->args, "content"));
+    return write_bytes(c, id, path, content, len);
+}
+
+static json_t *tool_list_files(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *path, *id;
+    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f))
+        return invalid(&f);
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char *text = NULL;
+    rc = abx_sandbox_list_files(b->handle, path, 1, NULL, &text, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    json_t *entries = json_loads(text, 0, NULL), *files = json_array();
+    abx_free(text);
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) {
+        const char *type = json_string_value(json_object_get(e, "type"));
+        const char *size = json_string_value(json_object_get(e, "size"));
+        json_array_append_new(files, json_pack("{s:O, s:O, s:s, s:I}", "name", json_object_get(e, "name"), "path",
+                                               json_object_get(e, "path"), "type",
+                                               type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
+                                               (json_int_t)(size ? strtoll(size, NULL, 10) : 0)));
+    }
+    json_decref(entries);
+    return ok(json_pack("{s:o}", "files", files));
+}
+
+static json_t *tool_kill_sandbox(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *id;
+    if (!arg_id(c, &id, &f))
+        return invalid(&f);
+    abx_error *err = NULL;
+    int rc = mcp_session_kill(c->session, id, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    mcp_call_log(c, 1, "sandbox killed");
+    return ok(json_pack("{s:b}", "success", 1));
+}
+
+static json_t *tool_list_sandboxes(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *status, *provider, *region;
+    long long limit, offset;
+    if (!arg_string(c, "status", false, NULL, &status, &f) || !arg_int(c, "limit", 1, 100, 100, &limit, false, &f) ||
+        !arg_int(c, "offset", 0, 1000000000, 0, &offset, false, &f) ||
+        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
+        return invalid(&f);
+    if (status && strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
+        return tool_error(ABX_EINVAL, "status");
+    if (provider && strcmp(provider, "local") != 0)
+        return tool_error(ABX_EPROVIDER, "provider");
+    abx_sandbox_info *items = NULL;
+    size_t n = 0;
+    abx_error *err = NULL;
+    int rc = abx_list(c->session->client, status, (unsigned)limit, (unsigned)offset, &items, &n, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, sandbox_meta(&items[i]));
+    abx_sandbox_info_list_free(items, n);
+    return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset", (json_int_t)offset));
+}
+
+static json_t *tool_get_sandbox(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *id;
+    if (!arg_id(c, &id, &f))
+        return invalid(&f);
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    abx_sandbox_info info;
+    int rc;
+    if (id) {
+        rc = abx_get_info_by_id(c->session->client, id, &info, &err);
+    } else {
+        rc = mcp_session_use(c->session, NULL, false, false, &b, &err);
+        if (rc == 0) {
+            rc = abx_sandbox_get_info(b->handle, &info, &err);
+            mcp_session_release(c->session, b);
+        }
+    }
+    if (rc < 0)
+        return abx_failure(err, rc);
+    json_t *meta = sandbox_meta(&info);
+    abx_sandbox_info_clear(&info);
+    return ok(meta);
+}
+
+static json_t *tool_set_sandbox_timeout(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *id;
+    long long timeout;
+    if (!arg_int(c, "timeout", 1, 86400, 0, &timeout, true, &f) || !arg_id(c, &id, &f))
+        return invalid(&f);
+    char qualified[128] = "";
+    abx_error *err = NULL;
+    int rc = mcp_session_set_timeout(c->session, id, (unsigned)timeout, qualified, sizeof qualified, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    return ok(json_pack("{s:b, s:s, s:I}", "success", 1, "sandbox_id", qualified, "timeout", (json_int_t)timeout));
+}
+
+static json_t *tool_start_background_task(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *command, *cwd, *id;
+    char **envs = NULL;
+    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && (f.field = "command")) ||
+        !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && (f.field = "cwd")) ||
+        !arg_envs(c, "envs", &envs, &f) || !arg_id(c, &id, &f)) {
+        free_pairs(envs);
+        return invalid(&f);
+    }
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0) {
+        free_pairs(envs);
+        return abx_failure(err, rc);
+    }
+    abx_exec_options o = {.cwd = cwd, .envs = (const char *const *)envs};
+    int pid = 0;
+    rc = abx_sandbox_start_background(b->handle, command, &o, &pid, &err);
+    mcp_session_release(c->session, b);
+    free_pairs(envs);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char task[16];
+    snprintf(task, sizeof task, "%d", pid);
+    return ok(json_pack("{s:s, s:i}", "task_id", task, "pid", pid));
+}
+
+/* task_id: the decimal pid start_background_task returned. */
+static bool arg_task(mcp_call *c, int *pid, arg_fail *f)
+{
+    const char *task;
+    if (!arg_string(c, "task_id", true, NULL, &task, f))
+        return false;
+    char *end = NULL;
+    long v = strtol(task, &end, 10);
+    if (!*task || *end || v <= 0 || v > 4194304) {
+        f->field = "task_id";
+        return false;
+    }
+    *pid = (int)v;
+    return true;
+}
+
+static json_t *tool_get_background_task(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *id;
+    int pid;
+    long long so, se, wait;
+    if (!arg_task(c, &pid, &f) || !arg_id(c, &id, &f) ||
+        !arg_int(c, "stdout_offset", 0, (1ll << 53), 0, &so, false, &f) ||
+        !arg_int(c, "stderr_offset", 0, (1ll << 53), 0, &se, false, &f) ||
+        !arg_int(c, "wait", 0, 300, 0, &wait, false, &f))
+        return invalid(&f);
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    abx_process_output o;
+    rc = abx_sandbox_read_output(b->handle, pid, (unsigned long long)so, (unsigned long long)se,
+                                 (unsigned)wait * 1000u, &o, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char task[16];
+    snprintf(task, sizeof task, "%d", pid);
+    json_t *out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "task_id", task, "status",
+                            o.running ? "running" : "exited", "exit_code",
+                            o.running ? json_null() : json_integer(o.exit_code), "stdout",
+                            mcp_text(o.stdout_data, o.stdout_len, OUTPUT_MAX, NULL), "stderr",
+                            mcp_text(o.stderr_data, o.stderr_len, OUTPUT_MAX, NULL), "stdout_offset",
+                            (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset, "truncated",
+                            o.truncated);
+    abx_process_output_clear(&o);
+    return ok(out);
+}
+
+static json_t *tool_stop_background_task(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *id, *sig_name;
+    int pid;
+    if (!arg_task(c, &pid, &f) || !arg_id(c, &id, &f) || !arg_string(c, "signal", false, "SIGTERM", &sig_name, &f))
+        return invalid(&f);
+    static const struct { const char *name; int sig; } sigs[] = {
+        {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT}, {"SIGHUP", SIGHUP},
+        {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},
+    };
+    int sig = -1;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (strcmp(sig_name, sigs[i].name) == 0 || strcmp(sig_name, sigs[i].name + 3) == 0)
+            sig = sigs[i].sig;
+    if (sig < 0)
+        return tool_error(ABX_EINVAL, "signal");
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    rc = abx_sandbox_signal(b->handle, pid, sig, &err);
+    abx_process_output o = {0};
+    if (rc == 0) /* give it a moment to go, and say whether it did */
+        rc = abx_sandbox_read_output(b->handle, pid, ~0ull, ~0ull, 0, &o, &err);
+    for (int i = 0; rc == 0 && o.running && i < 20; i++) {
+        abx_process_output_clear(&o);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        rc = abx_sandbox_read_output(b->handle, pid, ~0ull, ~0ull, 0, &o, &err);
+    }
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    bool running = o.running;
+    abx_process_output_clear(&o);
+    return ok(json_pack("{s:b, s:s}", "success", 1, "status", running ? "running" : "exited"));
+}
+
+static json_t *tool_upload_file(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *path, *b64, *id;
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) ||
+        !arg_string(c, "content_base64", true, NULL, &b64, &f) || !arg_id(c, &id, &f))
+        return invalid(&f);
+    if (strlen(b64) / 4 * 3 > TRANSFER_MAX)
+        return tool_error(ABX_ETOOBIG, "content_base64");
+    char *data = NULL;
+    long n = mcp_unb64(b64, &data);
+    if (n < 0)
+        return tool_error(ABX_EINVAL, "content_base64");
+    json_t *r = write_bytes(c, id, path, data, (size_t)n);
+    free(data);
+    return r;
+}
+
+static const char *image_type(const unsigned char *d, size_t n)
+{
+    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
+        return "image/png";
+    if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF)
+        return "image/jpeg";
+    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
+        return "image/gif";
+    if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+        return "image/webp";
+    return NULL;
+}
+
+static json_t *tool_download_file(mcp_call *c)
+{
+    arg_fail f = {0};
+    const char *path, *id;
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f))
+        return invalid(&f);
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char *data = NULL;
+    size_t len = 0;
+    rc = abx_sandbox_read_file(b->handle, path, NULL, TRANSFER_MAX, &data, &len, &err);
+    mcp_session_release(c->session, b);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char *b64 = mcp_b64(data, len);
+    const char *mime = image_type((const unsigned char *)data, len);
+    abx_free(data);
+    if (!b64)
+        return tool_error(ABX_ENOMEM, NULL);
+    json_t *out = json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)len, "content_base64", b64);
+    json_t *image = NULL;
+    if (mime) {
+        json_object_set_new(out, "mime_type", json_string(mime));
+        image = json_pack("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime);
+    }
+    free(b64);
+    return result_with(out, image);
+}
+
+typedef struct tool_entry {
+    const char *name;
+    json_t *(*fn)(mcp_call *c);
+} tool_entry;
+
+static const tool_entry handlers[] = {
+    {"create_sandbox", tool_create_sandbox},
+    {"run_code", tool_run_code},
+    {"run_command", tool_run_command},
+    {"read_file", tool_read_file},
+    {"write_file", tool_write_file},
+    {"list_files", tool_list_files},
+    {"kill_sandbox", tool_kill_sandbox},
+    {"list_sandboxes", tool_list_sandboxes},
+    {"get_sandbox", tool_get_sandbox},
+    {"set_sandbox_timeout", tool_set_sandbox_timeout},
+    {"start_background_task", tool_start_background_task},
+    {"get_background_task", tool_get_background_task},
+    {"stop_background_task", tool_stop_background_task},
+    {"upload_file", tool_upload_file},
+    {"download_file", tool_download_file},
+};
+
+json_t *mcp_tools_call(mcp_call *call, const char *name)
+{
+    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
+        if (strcmp(handlers[i].name, name) == 0)
+            return handlers[i].fn(call);
+    return NULL;
+}

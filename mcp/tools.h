@@ -1,0 +1,30 @@
+/* tools.h: the fifteen tools: schemas, validation, handlers. */
+#ifndef ABX_MCP_TOOLS_H
+#define ABX_MCP_TOOLS_H
+
+#include "server.h"
+#include "session.h"
+#include <stdatomic.h>
+
+typedef struct mcp_call {
+    mcp_session *session;
+    json_t *args;            /* borrowed; an object */
+    json_t *progress_token;  /* borrowed; NULL without one */
+    double progress;         /* the last progress value sent */
+    atomic_int cancelled;
+    mcp_sink sink;
+    int log_level;           /* the server's, at the call's start */
+    pthread_mutex_t *send_mu;
+} mcp_call;
+
+/* Runs tool name; returns a CallToolResult, or NULL when there is no such
+ * tool (a protocol error for the caller). */
+json_t *mcp_tools_call(mcp_call *call, const char *name);
+/* The tool list (tools/list) built from mcp/tools.json. Never NULL. */
+json_t *mcp_tools_list(void);
+bool mcp_tool_exists(const char *name);
+int mcp_log_level_from_name(const char *name);
+/* Sends notifications/message when level is at or above the call's level. */
+void mcp_call_log(mcp_call *c, int level, const char *text);
+
+#endif

@@ -1,0 +1,117 @@
+/* transport_stdio.c: the STDIO transport: newline-delimited JSON-RPC on stdin and
+ * stdout, logs only on stderr.
+ *
+ * A reader thread splits stdin into lines (a line over MAX_MESSAGE bytes is
+ * dropped and answered with -32600) and hands each to the server; answers
+ * from any thread are written whole under one lock. The main thread waits
+ * for stdin's end or a termination signal, then shuts the server down,
+ * which destroys every sandbox the session created, and only then returns.
+ */
+#include "transport_stdio.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define MAX_MESSAGE (16u << 20)
+
+typedef struct stdio_ctx {
+    mcp_server *srv;
+    pthread_mutex_t out_mu;
+    int eof_fd; /* eventfd: the reader saw EOF */
+} stdio_ctx;
+
+static void write_line(void *ctx, const char *json, size_t len)
+{
+    stdio_ctx *c = ctx;
+    pthread_mutex_lock(&c->out_mu);
+    fwrite(json, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    pthread_mutex_unlock(&c->out_mu);
+}
+
+static void *reader(void *arg)
+{
+    stdio_ctx *c = arg;
+    mcp_sink sink = {write_line, NULL, c};
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    bool overflow = false;
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            char ch = chunk[i];
+            if (ch != '\n') {
+                if (overflow)
+                    continue;
+                if (len + 1 >= MAX_MESSAGE) {
+                    overflow = true;
+                    continue;
+                }
+                if (len + 1 >= cap) {
+                    char *grown = realloc(buf, cap * 2);
+                    if (!grown) {
+                        overflow = true;
+                        continue;
+                    }
+                    buf = grown;
+                    cap *= 2;
+                }
+                buf[len++] = ch;
+                continue;
+            }
+            if (overflow) {
+                const char *e = "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"Invalid request: message too large\"}}";
+                write_line(c, e, strlen(e));
+            } else if (len > 0 && !(len == 1 && buf[0] == '\r')) {
+                mcp_server_handle(c->srv, buf, len, &sink);
+            }
+            len = 0;
+            overflow = false;
+        }
+    }
+    free(buf);
+    uint64_t one = 1;
+    (void)write(c->eof_fd, &one, sizeof one);
+    return NULL;
+}
+
+int mcp_stdio_serve(mcp_server *srv)
+{
+    stdio_ctx c = {.srv = srv};
+    pthread_mutex_init(&c.out_mu, NULL);
+    c.eof_fd = eventfd(0, EFD_CLOEXEC);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* threads created below inherit it */
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    pthread_t t;
+    if (c.eof_fd < 0 || sigfd < 0 || pthread_create(&t, NULL, reader, &c) != 0) {
+        fprintf(stderr, "abx mcp: cannot start the stdio transport\n");
+        return 1;
+    }
+    pthread_detach(t);
+    struct pollfd p[2] = {{.fd = c.eof_fd, .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
+    while (poll(p, 2, -1) < 0 && errno == EINTR)
+        ;
+    fprintf(stderr, "abx mcp: session ending (%s); destroying its sandboxes\n",
+            (p[1].revents & POLLIN) ? "signal" : "end of input");
+    mcp_server_shutdown(srv);
+    return 0;
+}

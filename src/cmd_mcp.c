@@ -1,0 +1,302 @@
+/* cmd_mcp.c: `abx mcp start | install | status`.
+ * start serves the fifteen tools on STDIO (mcp/stdio.c); install merges an
+ * agent-sandbox entry into an IDE's MCP configuration; status reports both. */
+#include "cli.h"
+#include "config.h"
+#include "server.h"
+#include "transport_stdio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SERVER_NAME "agent-sandbox"
+
+const char cmd_mcp_help[] =
+    "Usage: abx mcp start [--template T] [--provider P]\n"
+    "       abx mcp install --target cursor|claude|vscode [--json]\n"
+    "       abx mcp status [--json]\n"
+    "\n"
+    "start    serve the MCP tools on stdin/stdout (newline-delimited JSON-RPC;\n"
+    "         logs on stderr). Sandboxes use --template, else\n"
+    "         $ABX_DEFAULT_TEMPLATE, else code-interpreter-v1. Every sandbox the\n"
+    "         session creates is destroyed when stdin closes or on SIGTERM/SIGINT.\n"
+    "install  merge an 'agent-sandbox' entry (this abx's absolute path, args\n"
+    "         mcp start) into the IDE's configuration: Cursor ~/.cursor/mcp.json,\n"
+    "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
+    "         .vscode/mcp.json in the current directory (servers, type stdio).\n"
+    "         The API key (ABX_SANDBOX_API_KEY, or config core.api_key) is\n"
+    "         written for Cursor and Claude only, and only when configured;\n"
+    "         never into the VS Code workspace file. Other entries are kept; a\n"
+    "         file that is not strict JSON is left untouched (E8021); the file\n"
+    "         is replaced atomically.\n"
+    "status   server name, transport, tools, whether an API key is configured,\n"
+    "         and the install state in each IDE.\n";
+
+typedef struct ide_target {
+    const char *name;
+    const char *label;
+    const char *section; /* mcpServers or servers */
+    bool api_key;        /* may carry the API key */
+} ide_target;
+
+static const ide_target targets[] = {
+    {"cursor", "Cursor", "mcpServers", true},
+    {"claude", "Claude Desktop", "mcpServers", true},
+    {"vscode", "VS Code", "servers", false},
+};
+
+static int target_path(const ide_target *t, char *out, size_t len)
+{
+    const char *home = getenv("HOME");
+    if (strcmp(t->name, "vscode") == 0) {
+        char cwd[PATH_MAX - 32];
+        if (!getcwd(cwd, sizeof cwd))
+            return -1;
+        int n = snprintf(out, len, "%s/.vscode/mcp.json", cwd);
+        return n < 0 || (size_t)n >= len ? -1 : 0;
+    }
+    if (!home)
+        return -1;
+    if (strcmp(t->name, "cursor") == 0) {
+        snprintf(out, len, "%s/.cursor/mcp.json", home);
+        return 0;
+    }
+#ifdef __APPLE__
+    snprintf(out, len, "%s/Library/Application Support/Claude/claude_desktop_config.json", home);
+#else
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    if (xdg && *xdg)
+        snprintf(out, len, "%s/Claude/claude_desktop_config.json", xdg);
+    else
+        snprintf(out, len, "%s/.config/Claude/claude_desktop_config.json", home);
+#endif
+    return 0;
+}
+
+/* The configured API key, or NULL. Never printed. */
+static char *api_key(void)
+{
+    const char *env = getenv("ABX_SANDBOX_API_KEY");
+    if (env && *env)
+        return strdup(env);
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    char *key = NULL;
+    if (kvs && abx__config_load(kvs, NULL) == 0) {
+        const char *v = abx__kvs_get(kvs, "core.api_key");
+        if (v && *v)
+            key = strdup(v);
+    }
+    free(kvs);
+    return key;
+}
+
+static int mkdir_parents(const char *path)
+{
+    char dir[PATH_MAX + 96];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+static int write_atomically(const char *path, json_t *doc)
+{
+    char tmp[PATH_MAX + 96];
+    snprintf(tmp, sizeof tmp, "%s.abx-tmp", path);
+    if (mkdir_parents(path) < 0)
+        return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    size_t n = text ? strlen(text) : 0;
+    int rc = text && write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && fsync(fd) == 0 ? 0 : -1;
+    free(text);
+    if (close(fd) < 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -1;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+/* Loads an IDE config: absent -> a new object; not strict JSON or not an
+ * object -> NULL (left untouched). */
+static json_t *load_config(const char *path, bool *exists)
+{
+    *exists = access(path, F_OK) == 0;
+    if (!*exists)
+        return json_object();
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static int mcp_install(cli_ctx *ctx, const char *target_name)
+{
+    const ide_target *t = NULL;
+    for (size_t i = 0; target_name && i < sizeof targets / sizeof targets[0]; i++)
+        if (strcmp(targets[i].name, target_name) == 0)
+            t = &targets[i];
+    if (!t)
+        return cli_fail(ctx, ABX_EINVAL, "--target: expected cursor, claude or vscode");
+    char path[PATH_MAX + 64], self[PATH_MAX];
+    if (target_path(t, path, sizeof path) < 0)
+        return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)", t->label);
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return cli_fail(ctx, ABX_ESYS, "cannot find this abx executable's path");
+    self[n] = '\0';
+    bool exists;
+    json_t *doc = load_config(path, &exists);
+    if (!doc)
+        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not strict JSON (an object): left untouched",
+                        t->label);
+    json_t *section = json_object_get(doc, t->section);
+    if (section && !json_is_object(section)) {
+        json_decref(doc);
+        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration's \"%s\" is not an object: left untouched",
+                        t->label, t->section);
+    }
+    if (!section) {
+        section = json_object();
+        json_object_set_new(doc, t->section, section);
+    }
+    json_t *entry = json_pack("{s:s, s:[s, s]}", "command", self, "args", "mcp", "start");
+    if (strcmp(t->name, "vscode") == 0)
+        json_object_set_new(entry, "type", json_string("stdio"));
+    char *key = t->api_key ? api_key() : NULL;
+    if (key) {
+        json_object_set_new(entry, "env", json_pack("{s:s}", "ABX_SANDBOX_API_KEY", key));
+        explicit_bzero(key, strlen(key));
+        free(key);
+        key = (char *)1;
+    }
+    json_object_set_new(section, SERVER_NAME, entry);
+    int rc = write_atomically(path, doc);
+    json_decref(doc);
+    if (rc < 0)
+        return cli_fail(ctx, ABX_EIO, "writing the %s configuration: %s", t->label, strerror(errno));
+    json_t *tools = mcp_tools_list();
+    if (ctx->json) {
+        json_t *names = json_array();
+        size_t i;
+        json_t *tool;
+        json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
+        cli_print_json(json_pack("{s:s, s:s, s:s, s:o, s:b}", "target", t->name, "path", path, "server",
+                                 SERVER_NAME, "tools", names, "api_key_written", key != NULL));
+    } else {
+        printf("MCP Server config written to %s\n\nRegistered tools:\n", path);
+        size_t i;
+        json_t *tool;
+        json_array_foreach(tools, i, tool)
+            printf("  \u2022 %-22s \u2014 %s\n", json_string_value(json_object_get(tool, "name")),
+                   json_string_value(json_object_get(tool, "title")));
+        printf("\nPlease restart %s to apply changes.\n", t->label);
+    }
+    json_decref(tools);
+    return 0;
+}
+
+static int mcp_status(cli_ctx *ctx)
+{
+    json_t *tools = mcp_tools_list(), *names = json_array();
+    size_t i;
+    json_t *tool;
+    json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
+    char *key = api_key();
+    json_t *installs = json_object();
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        char path[PATH_MAX + 64];
+        bool installed = false, exists = false;
+        if (target_path(&targets[k], path, sizeof path) == 0) {
+            json_t *doc = load_config(path, &exists);
+            installed = exists && json_object_get(json_object_get(doc, targets[k].section), SERVER_NAME) != NULL;
+            json_decref(doc);
+        } else {
+            path[0] = '\0';
+        }
+        json_object_set_new(installs, targets[k].name, json_pack("{s:s, s:b}", "path", path, "installed", installed));
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:I, s:o, s:b, s:o}", "server", SERVER_NAME, "transport", "stdio",
+                            "tool_count", (json_int_t)json_array_size(names), "tools", names, "api_key_configured",
+                            key != NULL, "installations", installs);
+    if (key) {
+        explicit_bzero(key, strlen(key));
+        free(key);
+    }
+    json_decref(tools);
+    if (ctx->json) {
+        cli_print_json(doc);
+        return 0;
+    }
+    printf("%-20s %s\n%-20s %s\n%-20s %lld\n", "server", SERVER_NAME, "transport", "stdio", "tools",
+           (long long)json_integer_value(json_object_get(doc, "tool_count")));
+    json_array_foreach(json_object_get(doc, "tools"), i, tool) printf("  %s\n", json_string_value(tool));
+    printf("%-20s %s\n", "api key configured", json_is_true(json_object_get(doc, "api_key_configured")) ? "yes" : "no");
+    printf("\n%-10s %-10s %s\n", "IDE", "INSTALLED", "CONFIG");
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(doc, "installations"), k, v)
+        printf("%-10s %-10s %s\n", k, json_is_true(json_object_get(v, "installed")) ? "yes" : "no",
+               json_string_value(json_object_get(v, "path")));
+    json_decref(doc);
+    return 0;
+}
+
+static int mcp_start(cli_ctx *ctx, const char *template_name)
+{
+    if (!template_name)
+        template_name = getenv("ABX_DEFAULT_TEMPLATE");
+    if (!template_name || !*template_name)
+        template_name = "code-interpreter-v1";
+    mcp_server_config cfg = {.template_name = template_name, .provider = ctx->provider};
+    mcp_server *srv = NULL;
+    abx_error *err = NULL;
+    int rc = mcp_server_new(&cfg, &srv, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    fprintf(stderr, "abx mcp: serving %s on stdio (template %s)\n", SERVER_NAME, template_name);
+    int status = mcp_stdio_serve(srv);
+    mcp_server_free(srv);
+    return status;
+}
+
+int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL;
+    size_t npos = 0;
+    const cli_flag flags[] = {
+        {"--template", CLI_STRING, &template_name, 0, 0, NULL, 0, NULL},
+        {"--target", CLI_STRING, &target, 0, 0, NULL, 0, NULL},
+    };
+    int rc = cli_parse(ctx, "mcp", cmd_mcp_help, argc, argv, flags, 2, pos, &npos);
+    if (rc != 0)
+        return cli_parse_exit(rc);
+    if (npos != 1)
+        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | install --target T | status");
+    if (strcmp(pos[0], "start") == 0)
+        return mcp_start(ctx, template_name);
+    if (strcmp(pos[0], "install") == 0)
+        return mcp_install(ctx, target);
+    if (strcmp(pos[0], "status") == 0)
+        return mcp_status(ctx);
+    return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, install, status)");
+}
