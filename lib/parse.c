@@ -50,3 +50,20 @@ int abx__parse_env_pair(const char *s, size_t *key_len)
     *key_len = n;
     return 0;
 }
+
+int abx__parse_u64(const char *s, unsigned long long *out)
+{
+    if (!s || !*s || (s[0] == '0' && s[1] != '\0'))
+        return -ABX_EINVAL;
+    unsigned long long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -ABX_EINVAL;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (ULLONG_MAX - d) / 10)
+            return -ABX_EINVAL;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}

@@ -11,6 +11,9 @@
  * signs, spaces, leading zeros beyond "0", and trailing bytes. */
 int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
 
+/* The same for any unsigned 64-bit value. */
+int abx__parse_u64(const char *s, unsigned long long *out);
+
 /* Checks "KEY=VALUE": KEY matches [A-Za-z_][A-Za-z0-9_]* and is at most 255
  * bytes; VALUE may be empty but contains no NUL (by construction). On success
  * *key_len is the length of KEY. */

@@ -89,7 +89,7 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
-    s->log_level = mcp_log_level_from_name("info");
+    s->log_level = 8; /* nothing is sent until the client sets a level */
     int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL, err);
     if (rc < 0) {
         free(s);
@@ -320,7 +320,7 @@ static void handle_notification(mcp_server *s, const char *method, json_t *param
 void mcp_server_handle(mcp_server *s, const char *text, size_t len, const mcp_sink *sink)
 {
     json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!msg) {
         send_error(sink, NULL, -32700, "Parse error");
         sink_done(sink);

@@ -170,7 +170,7 @@ int mcp_session_create(mcp_session *s, const mcp_create_args *a, mcp_sandbox **o
     return 0;
 }
 
-static int use_default(mcp_session *s, bool create, mcp_sandbox **out, abx_error **err)
+static int use_default(mcp_session *s, bool create, mcp_sandbox **out, bool *created, abx_error **err)
 {
     pthread_mutex_lock(&s->mu);
     while (!s->default_box && s->creating_default && !s->ended)
@@ -207,6 +207,8 @@ static int use_default(mcp_session *s, bool create, mcp_sandbox **out, abx_error
         box_free(b);
         return fail(err, ABX_ELIMIT);
     }
+    if (created)
+        *created = true;
     *out = b;
     return 0;
 }
@@ -242,10 +244,13 @@ static int use_explicit(mcp_session *s, const char *id, mcp_sandbox **out, abx_e
     return 0;
 }
 
-int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, abx_error **err)
+int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, bool *created,
+                    abx_error **err)
 {
     *out = NULL;
-    int rc = id ? use_explicit(s, id, out, err) : use_default(s, create, out, err);
+    if (created)
+        *created = false;
+    int rc = id ? use_explicit(s, id, out, err) : use_default(s, create, out, created, err);
     if (rc < 0)
         return rc;
     if (renew && (*out)->owned && (*out)->renew_s) {
@@ -296,7 +301,7 @@ int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, ch
     mcp_sandbox *b = NULL;
     int rc;
     if (!id) {
-        rc = use_default(s, false, &b, err);
+        rc = use_default(s, false, &b, NULL, err);
     } else {
         pthread_mutex_lock(&s->mu);
         b = find_locked(s, id);

@@ -345,6 +345,18 @@ static json_t *sandbox_meta(const abx_sandbox_info *i)
 
 /* ---- handlers ------------------------------------------------------------------ */
 
+/* The sandbox a call addresses (see mcp_session_use); logs a lazy creation. */
+static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp_sandbox **b, abx_error **err)
+{
+    bool created = false;
+    if (create && !id)
+        progress(c, "preparing the sandbox");
+    int rc = mcp_session_use(c->session, id, create, renew, b, &created, err);
+    if (rc == 0 && created)
+        mcp_call_log(c, 1, "sandbox created");
+    return rc;
+}
+
 static json_t *tool_create_sandbox(mcp_call *c)
 {
     arg_fail f = {0};
@@ -392,7 +404,7 @@ static json_t *tool_run_code(mcp_call *c)
         return tool_error(ABX_EINVAL, "language");
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     mcp_code_request req = {.language = lang, .code = code, .timeout_s = (unsigned)timeout,
@@ -429,7 +441,7 @@ static json_t *tool_run_command(mcp_call *c)
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     abx_exec_options o = {.cwd = cwd, .timeout_s = (unsigned)timeout, .keep_output = true,
@@ -464,7 +476,7 @@ static json_t *tool_read_file(mcp_call *c)
         return tool_error(ABX_EINVAL, "encoding");
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     char *data = NULL;
@@ -482,7 +494,7 @@ static json_t *write_bytes(mcp_call *c, const char *id, const char *path, const 
 {
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     rc = abx_sandbox_write_file(b->handle, path, data, len, NULL, &err);
@@ -511,7 +523,7 @@ static json_t *tool_list_files(mcp_call *c)
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     char *text = NULL;
@@ -529,7 +541,7 @@ static json_t *tool_list_files(mcp_call *c)
         json_array_append_new(files, json_pack("{s:O, s:O, s:s, s:I}", "name", json_object_get(e, "name"), "path",
                                                json_object_get(e, "path"), "type",
                                                type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
-                                               (json_int_t)(size ? strtoll(size, NULL, 10) : 0)));
+                                               "size", (json_int_t)(size ? strtoll(size, NULL, 10) : 0)));
     }
     json_decref(entries);
     return ok(json_pack("{s:o}", "files", files));
@@ -588,7 +600,7 @@ static json_t *tool_get_sandbox(mcp_call *c)
     if (id) {
         rc = abx_get_info_by_id(c->session->client, id, &info, &err);
     } else {
-        rc = mcp_session_use(c->session, NULL, false, false, &b, &err);
+        rc = use_sandbox(c, NULL, false, false, &b, &err);
         if (rc == 0) {
             rc = abx_sandbox_get_info(b->handle, &info, &err);
             mcp_session_release(c->session, b);
@@ -629,7 +641,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     }
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0) {
         free_pairs(envs);
         return abx_failure(err, rc);
@@ -675,7 +687,7 @@ static json_t *tool_get_background_task(mcp_call *c)
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     abx_process_output o;
@@ -716,7 +728,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
         return tool_error(ABX_EINVAL, "signal");
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     rc = abx_sandbox_signal(b->handle, pid, sig, &err);
@@ -776,7 +788,7 @@ static json_t *tool_download_file(mcp_call *c)
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
-    int rc = mcp_session_use(c->session, id, true, true, &b, &err);
+    int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
     char *data = NULL;

@@ -101,6 +101,12 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds)
     return rc;
 }
 
+void abx__shim_wake(shim *sh)
+{
+    uint64_t one = 1;
+    (void)write(sh->wakefd, &one, sizeof one);
+}
+
 void abx__shim_request_end(shim *sh)
 {
     uint64_t one = 1;
@@ -296,10 +302,14 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         pthread_mutex_lock(&sh->mu);
         bool ending = sh->ending;
         for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
-            if (sh->procs[i]->out_fd >= 0)
-                pfd[n++] = (struct pollfd){.fd = sh->procs[i]->out_fd, .events = POLLIN};
-            if (sh->procs[i]->err_fd >= 0)
-                pfd[n++] = (struct pollfd){.fd = sh->procs[i]->err_fd, .events = POLLIN};
+            shim_proc *p = sh->procs[i];
+            bool read_out = p->out_fd >= 0 && abx__shim_proc_should_read_locked(p, false);
+            bool read_err = p->err_fd >= 0 && abx__shim_proc_should_read_locked(p, true);
+            p->paused = (p->out_fd >= 0 && !read_out) || (p->err_fd >= 0 && !read_err);
+            if (read_out)
+                pfd[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+            if (read_err)
+                pfd[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
         }
         pthread_mutex_unlock(&sh->mu);
         if (ending)

@@ -31,6 +31,7 @@
 #define ABX_OUTBUF_CAP (1u << 20) /* bytes kept per stream */
 #define ABX_SHIM_MAX_PROCS 1024
 #define ABX_ENVD_VERSION "0.6.4"
+#define ABX_SHIM_MAX_STREAMS 8
 
 /* Bytes a process wrote to one stream: the last ABX_OUTBUF_CAP of them are
  * kept; `total` counts all, so offsets are absolute. */
@@ -50,6 +51,13 @@ typedef struct shim_proc {
     bool exited;
     int wait_status;
     uint64_t exited_at_ms;
+    /* Streams (Start/Connect) reading this process: their offsets. While
+     * one lags by nearly a whole buffer, the event loop stops reading the
+     * pipe (backpressure), so a streamed command loses no output. */
+    const uint64_t *stream_out[ABX_SHIM_MAX_STREAMS];
+    const uint64_t *stream_err[ABX_SHIM_MAX_STREAMS];
+    int nstreams;
+    bool paused;         /* the event loop skipped a pipe for a lagging stream */
 } shim_proc;
 
 typedef struct shim_reply {
@@ -123,6 +131,13 @@ bool abx__shim_proc_finished_locked(const shim_proc *p);
 /* E2B-style end fields for a finished process. */
 void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len);
 void abx__shim_proc_free(shim_proc *p);
+/* Registers (or unregisters) a stream's offsets with process pid. Lock held. */
+bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, const uint64_t *err_off);
+void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off);
+/* Whether the event loop should read fd of p now. Lock held. */
+bool abx__shim_proc_should_read_locked(shim_proc *p, bool err_stream);
+/* Wakes the event loop (a stream caught up). */
+void abx__shim_wake(shim *sh);
 /* Event loop helpers: handle a message from init; read one output fd. */
 void abx__shim_on_init_message(shim *sh, json_t *msg);
 void abx__shim_on_output(shim *sh, int fd);

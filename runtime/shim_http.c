@@ -210,6 +210,7 @@ typedef enum stream_phase { PH_START, PH_DATA, PH_TRAILER, PH_DONE } stream_phas
 typedef struct stream_ctx {
     shim *sh;
     int pid;
+    bool attached;
     uint64_t out_off, err_off;
     stream_phase phase;
     char *pending;
@@ -289,11 +290,15 @@ static void stream_next(stream_ctx *s)
         bool trunc = false;
         size_t n = abx__outbuf_read_locked(&p->out, &s->out_off, buf, chunk, &trunc);
         if (n > 0) {
+            if (p->paused)
+                abx__shim_wake(sh); /* room again: read the pipe on */
             stream_set(s, 0, data_event("stdout", buf, n));
             break;
         }
         n = abx__outbuf_read_locked(&p->err, &s->err_off, buf, chunk, &trunc);
         if (n > 0) {
+            if (p->paused)
+                abx__shim_wake(sh);
             stream_set(s, 0, data_event("stderr", buf, n));
             break;
         }
@@ -358,6 +363,11 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 static void stream_free(void *cls)
 {
     stream_ctx *s = cls;
+    if (s->attached) {
+        pthread_mutex_lock(&s->sh->mu);
+        abx__shim_stream_detach_locked(s->sh, s->pid, &s->out_off);
+        pthread_mutex_unlock(&s->sh->mu);
+    }
     free(s->pending);
     free(s);
 }
@@ -378,15 +388,14 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
     const char *deadline = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connect-Timeout-Ms");
     if (deadline && abx__parse_uint(deadline, 1, 4000000000u, &v) == 0)
         s->deadline_ms = abx__shim_now_ms() + v;
-    if (from_now) {
-        pthread_mutex_lock(&sh->mu);
-        shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
-        if (p) {
-            s->out_off = p->out.total;
-            s->err_off = p->err.total;
-        }
-        pthread_mutex_unlock(&sh->mu);
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *proc = abx__shim_proc_find_locked(sh, pid, NULL);
+    if (proc && from_now) {
+        s->out_off = proc->out.total;
+        s->err_off = proc->err.total;
     }
+    s->attached = abx__shim_stream_attach_locked(sh, pid, &s->out_off, &s->err_off);
+    pthread_mutex_unlock(&sh->mu);
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s,
                                                                 stream_free);
     if (!r) {
@@ -588,13 +597,14 @@ static enum MHD_Result rpc_filesystem(shim *sh, struct MHD_Connection *c, const 
 
 static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
 {
-    unsigned pid = 0, wait_ms = 0, so = 0, se = 0;
+    unsigned pid = 0, wait_ms = 0;
+    unsigned long long so = 0, se = 0;
     const char *v;
     if (!(v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid")) || abx__parse_uint(v, 1, 4194304, &pid) < 0)
         return send_error(c, ABX_EINVAL, "pid: expected a process id");
-    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stdout_offset")) && abx__parse_uint(v, 0, 4294967295u, &so) < 0)
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stdout_offset")) && abx__parse_u64(v, &so) < 0)
         return send_error(c, ABX_EINVAL, "stdout_offset: expected a whole number");
-    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stderr_offset")) && abx__parse_uint(v, 0, 4294967295u, &se) < 0)
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stderr_offset")) && abx__parse_u64(v, &se) < 0)
         return send_error(c, ABX_EINVAL, "stderr_offset: expected a whole number");
     if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait")) && abx__parse_uint(v, 0, 600000, &wait_ms) < 0)
         return send_error(c, ABX_EINVAL, "wait: expected milliseconds, at most 600000");

@@ -90,7 +90,44 @@ bool abx__shim_proc_finished_locked(const shim_proc *p)
         return false;
     if (p->out_fd < 0 && p->err_fd < 0)
         return true;
-    return abx__shim_now_ms() - p->exited_at_ms >= FINISH_GRACE_MS;
+    /* a paused pipe still holds output a stream is waiting for */
+    return !p->paused && abx__shim_now_ms() - p->exited_at_ms >= FINISH_GRACE_MS;
+}
+
+bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, const uint64_t *err_off)
+{
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    if (!p || p->nstreams >= ABX_SHIM_MAX_STREAMS)
+        return false;
+    p->stream_out[p->nstreams] = out_off;
+    p->stream_err[p->nstreams] = err_off;
+    p->nstreams++;
+    return true;
+}
+
+void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off)
+{
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    for (int i = 0; p && i < p->nstreams; i++) {
+        if (p->stream_out[i] == out_off) {
+            p->nstreams--;
+            p->stream_out[i] = p->stream_out[p->nstreams];
+            p->stream_err[i] = p->stream_err[p->nstreams];
+            break;
+        }
+    }
+    abx__shim_wake(sh);
+}
+
+bool abx__shim_proc_should_read_locked(shim_proc *p, bool err_stream)
+{
+    const abx_outbuf *b = err_stream ? &p->err : &p->out;
+    for (int i = 0; i < p->nstreams; i++) {
+        uint64_t off = *(err_stream ? p->stream_err[i] : p->stream_out[i]);
+        if (b->total > off && b->total - off + 65536 > ABX_OUTBUF_CAP)
+            return false;
+    }
+    return true;
 }
 
 void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len)
@@ -144,7 +181,7 @@ static bool make_room_locked(shim *sh)
     if (sh->nprocs < ABX_SHIM_MAX_PROCS)
         return true;
     for (int i = 0; i < sh->nprocs; i++) {
-        if (abx__shim_proc_finished_locked(sh->procs[i])) {
+        if (abx__shim_proc_finished_locked(sh->procs[i]) && sh->procs[i]->nstreams == 0) {
             abx__shim_proc_free(sh->procs[i]);
             memmove(&sh->procs[i], &sh->procs[i + 1], (size_t)(sh->nprocs - i - 1) * sizeof sh->procs[0]);
             sh->nprocs--;
