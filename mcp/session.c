@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define RENEW_EVERY_MS 1000
 
 /* Errors from libabx carry a message; sessions only pass codes on. */
 static int fail(abx_error **err, int code)
@@ -253,7 +256,13 @@ int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp
     int rc = id ? use_explicit(s, id, out, err) : use_default(s, create, out, created, err);
     if (rc < 0)
         return rc;
-    if (renew && (*out)->owned && (*out)->renew_s) {
+    /* end_at has one-second resolution: renewing more often changes nothing */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    bool due = now - (*out)->renewed_ms >= RENEW_EVERY_MS;
+    if (renew && due && (*out)->owned && (*out)->renew_s) {
+        (*out)->renewed_ms = now;
         rc = abx_sandbox_set_timeout((*out)->handle, (*out)->renew_s, err);
         if (rc < 0) {
             mcp_session_release(s, *out);
@@ -322,8 +331,10 @@ int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, ch
     rc = abx_sandbox_set_timeout(b->handle, seconds, err);
     if (rc == 0) {
         pthread_mutex_lock(&s->mu);
-        if (b->owned && !b->killed)
+        if (b->owned && !b->killed) {
             b->renew_s = seconds; /* later uses renew by the new lifetime */
+            b->renewed_ms = 0;
+        }
         pthread_mutex_unlock(&s->mu);
         snprintf(qualified, len, "%s", b->id);
     }

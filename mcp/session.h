@@ -5,6 +5,7 @@
 #include "abx/abx.h"
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define MCP_SESSION_MAX_SANDBOXES 64
 
@@ -18,6 +19,7 @@ typedef struct mcp_sandbox {
     abx_sandbox *handle;
     bool owned;
     unsigned renew_s;         /* renewal lifetime (owned only); 0: none */
+    uint64_t renewed_ms;      /* when it was last renewed (monotonic ms) */
     int refs;
     bool killed;
     pthread_mutex_t kernel_mu; /* serialises run_code per sandbox */

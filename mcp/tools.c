@@ -416,6 +416,8 @@ static json_t *tool_run_code(mcp_call *c)
     mcp_session_release(c->session, b);
     if (rc < 0)
         return abx_failure(err, rc);
+    if (r.timed_out)
+        r.exit_code = 124;
     int t_out = 0, t_err = 0;
     json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout", mcp_text(r.stdout_data, r.stdout_len, OUTPUT_MAX, &t_out),
                             "stderr", mcp_text(r.stderr_data, r.stderr_len, OUTPUT_MAX, &t_err), "exit_code",

@@ -47,6 +47,7 @@
 #define POOL_SIZE 16384
 #define SHM_SIZE "size=64m,mode=1777"
 #define NO_OWNER ((uid_t)-1)
+#define ABX_SANDBOX_PATH_FOR_PROFILE "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 typedef enum op_kind {
     OP_TMPFS,    /* mount a tmpfs at dst with options data */
@@ -173,6 +174,21 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
                       .data = "root:x:0:\ntty:x:5:\nusers:x:100:user\nuser:x:1000:\nnogroup:x:65534:\n"});
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644,
                       .data = pool_fmt(p, "%s\n", spec->hostname)});
+    /* Our own login profile: `bash -l -c` runs it before every command, so
+     * it forks nothing (Debian's runs id(1)); /etc/profile.d is the
+     * sandbox's own, empty, for root inside to fill. */
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/profile", .mode = 0644,
+                      .data = "# /etc/profile: written by abx for this sandbox; it starts no processes.\n"
+                              "PATH=" ABX_SANDBOX_PATH_FOR_PROFILE "\n"
+                              "export PATH\n"
+                              "if [ \"${PS1-}\" ] && [ \"${BASH-}\" ] && [ \"$BASH\" != /bin/sh ] && [ -f /etc/bash.bashrc ]; then\n"
+                              "  . /etc/bash.bashrc\n"
+                              "fi\n"
+                              "for i in /etc/profile.d/*.sh; do\n"
+                              "  [ -r \"$i\" ] && . \"$i\"\n"
+                              "done\n"
+                              "unset i\n"});
+    add_dir(p, "/etc/profile.d", 0755, NO_OWNER);
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644,
                       .data = pool_fmt(p,
                                        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
@@ -183,8 +199,8 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
         "/etc/pki", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
         "/etc/nsswitch.conf", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",
         "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/localtime", "/etc/timezone",
-        "/etc/locale.alias", "/etc/locale.gen", "/etc/default/locale", "/etc/profile",
-        "/etc/profile.d", "/etc/bash.bashrc", "/etc/inputrc", "/etc/environment",
+        "/etc/locale.alias", "/etc/locale.gen", "/etc/default/locale", "/etc/bash.bashrc",
+        "/etc/inputrc", "/etc/environment",
         "/etc/login.defs", "/etc/os-release", "/etc/debian_version", "/etc/terminfo",
         "/etc/magic", "/etc/python3", "/etc/python3.11", "/etc/perl", "/etc/papersize",
         "/etc/skel",

@@ -1,5 +1,6 @@
 /* cmd_exec.c: `abx exec`. */
 #include "cli.h"
+#include "text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -120,9 +121,10 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_FAILED;
     }
     if (ctx->json)
-        cli_print_json(json_pack("{s:i, s:s#, s:s#, s:b}", "exit_code", r.exit_code, "stdout",
-                                 r.stdout_data ? r.stdout_data : "", r.stdout_len, "stderr",
-                                 r.stderr_data ? r.stderr_data : "", r.stderr_len, "timed_out", r.timed_out));
+        cli_print_json(json_pack("{s:i, s:o, s:o, s:b}", "exit_code", r.exit_code, "stdout",
+                                 mcp_text(r.stdout_data ? r.stdout_data : "", r.stdout_len, (size_t)-1, NULL),
+                                 "stderr", mcp_text(r.stderr_data ? r.stderr_data : "", r.stderr_len, (size_t)-1, NULL),
+                                 "timed_out", r.timed_out));
     else if (r.timed_out)
         fprintf(stderr, "abx: %s: the command ran past --timeout and was killed (hint: %s)\n",
                 abx_err_name(ABX_ETIMEOUT), abx_err_hint(ABX_ETIMEOUT));

@@ -1,6 +1,7 @@
 /* cmd_logs.c: `abx logs`. */
 #include "cli.h"
 #include "parse.h"
+#include "text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -48,8 +49,9 @@ int cmd_logs(cli_ctx *ctx, int argc, char **argv)
         }
         truncated |= o.truncated;
         if (ctx->json && !follow) {
-            json_t *doc = json_pack("{s:s, s:s#, s:s#, s:b, s:I, s:I}", "status", o.running ? "running" : "exited",
-                                    "stdout", o.stdout_data, o.stdout_len, "stderr", o.stderr_data, o.stderr_len,
+            json_t *doc = json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "status", o.running ? "running" : "exited",
+                                    "stdout", mcp_text(o.stdout_data, o.stdout_len, (size_t)-1, NULL), "stderr",
+                                    mcp_text(o.stderr_data, o.stderr_len, (size_t)-1, NULL),
                                     "truncated", truncated, "stdout_offset", (json_int_t)o.stdout_offset,
                                     "stderr_offset", (json_int_t)o.stderr_offset);
             json_object_set_new(doc, "exit_code", o.running ? json_null() : json_integer(o.exit_code));

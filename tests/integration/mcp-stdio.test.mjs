@@ -493,3 +493,10 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   assert.match(table.stdout, /transport\s+stdio/);
   assert.ok(!table.stdout.includes(SECRET));
 });
+
+test('docs/mcp-tools.md matches the schemas the server sends', async () => {
+  const { listTools, render } = await import('../lib/mcp-docs.mjs');
+  const { root } = await import('../lib/harness.mjs');
+  const page = fs.readFileSync(path.join(root, 'docs', 'mcp-tools.md'), 'utf8');
+  assert.equal(page, render(await listTools(abx, H.env)), 'regenerate with: node scripts/gen-mcp-docs.mjs > docs/mcp-tools.md');
+});

@@ -1,0 +1,67 @@
+// mcp-docs.mjs: renders docs/mcp-tools.md from the tools a running server
+// sends (tools/list). scripts/gen-mcp-docs.mjs writes the file; a test
+// checks that the committed file is exactly what the server sends today.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export async function listTools(abx, env = process.env) {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start'], env, stderr: 'pipe' });
+  const client = new Client({ name: 'abx-docs', version: '1.0.0' });
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  await client.close();
+  return tools;
+}
+
+function typeOf(schema) {
+  if (!schema) return '';
+  if (schema.enum) return schema.enum.map((v) => `\`${v}\``).join(' \\| ');
+  if (Array.isArray(schema.type)) return schema.type.join(' \\| ');
+  if (schema.type === 'array') return `array of ${schema.items?.type || 'object'}`;
+  if (schema.type === 'object' && schema.additionalProperties) return `object of ${schema.additionalProperties.type}`;
+  return schema.type || 'object';
+}
+
+function range(s) {
+  const parts = [];
+  if (s.minimum !== undefined) parts.push(`≥ ${s.minimum}`);
+  if (s.maximum !== undefined) parts.push(`≤ ${s.maximum}`);
+  return parts.join(', ');
+}
+
+export function render(tools) {
+  const out = [
+    '# abx MCP tools',
+    '',
+    'Generated from what `abx mcp start` sends in `tools/list` (`node scripts/gen-mcp-docs.mjs > docs/mcp-tools.md`);',
+    'a test fails when this page and the server disagree.',
+    '',
+    'Every tool returns `structuredContent` (described by its `outputSchema`) and the same JSON as text content.',
+    'A failure is a result with `isError: true` and `structuredContent.error` = `{code, category, http_status,',
+    'message, hint, field?}`: a stable `E8xxx` code (see [errors.md](errors.md)), static texts only, and for a',
+    'validation failure the name of the argument (never its value). Calls without `sandbox_id` use the session\'s',
+    'default sandbox; see the session rules in the README.',
+    '',
+  ];
+  for (const t of tools) {
+    out.push(`## ${t.name}`, '', `**${t.title}.** ${t.description}`, '');
+    const a = t.annotations || {};
+    out.push(`Annotations: read-only ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, open-world ${a.openWorldHint}.`, '');
+    const props = t.inputSchema.properties || {};
+    const required = new Set(t.inputSchema.required || []);
+    out.push('| argument | type | required | default | range | meaning |', '| --- | --- | --- | --- | --- | --- |');
+    for (const [name, s] of Object.entries(props)) {
+      out.push(`| \`${name}\` | ${typeOf(s)} | ${required.has(name) ? 'yes' : 'no'} | ${s.default !== undefined ? `\`${JSON.stringify(s.default)}\`` : ''} | ${range(s)} | ${s.description || ''} |`);
+    }
+    out.push('');
+    const oprops = t.outputSchema.properties || {};
+    const success = (t.outputSchema.anyOf || [])[0]?.required || [];
+    out.push('| result field | type | always |', '| --- | --- | --- |');
+    for (const [name, s] of Object.entries(oprops)) {
+      if (name === 'error') continue;
+      out.push(`| \`${name}\` | ${typeOf(s)} | ${success.includes(name) ? 'yes' : 'no'} |`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
