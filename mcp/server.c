@@ -36,6 +36,7 @@ typedef struct inflight {
 } inflight;
 
 struct mcp_server {
+    const mcp_toolset *tools;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     mcp_session session;
@@ -89,6 +90,7 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
+    s->tools = cfg && cfg->tools ? cfg->tools : &mcp_abx_tools;
     s->log_level = 8; /* nothing is sent until the client sets a level */
     int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL, err);
     if (rc < 0) {
@@ -160,7 +162,7 @@ typedef struct call_job {
 static void *call_thread(void *arg)
 {
     call_job *j = arg;
-    json_t *result = mcp_tools_call(&j->call, j->name);
+    json_t *result = j->srv->tools->call(&j->call, j->name);
     mcp_server *s = j->srv;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->ncalls; i++) {
@@ -196,7 +198,7 @@ static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink
         sink_done(sink);
         return;
     }
-    if (!mcp_tool_exists(name)) {
+    if (!s->tools->exists(name)) {
         send_error(sink, id, -32602, "Unknown tool");
         sink_done(sink);
         return;
@@ -290,7 +292,7 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
         if (cursor && !json_is_null(cursor))
             send_error(sink, id, -32602, "Invalid params: unknown cursor");
         else
-            send_result(sink, id, json_pack("{s:o}", "tools", mcp_tools_list()));
+            send_result(sink, id, json_pack("{s:o}", "tools", s->tools->list()));
     } else if (strcmp(method, "tools/call") == 0) {
         tools_call(s, id, params, sink);
         return; /* the call's thread finishes the sink */

@@ -16,7 +16,18 @@ typedef struct mcp_sink {
     void *ctx;
 } mcp_sink;
 
+struct mcp_call;
+
+/* A set of tools. abx's fifteen (tools.c) are the default; the conformance
+ * test server (tests/) brings its own. */
+typedef struct mcp_toolset {
+    json_t *(*list)(void);                                  /* tools/list; caller owns */
+    bool (*exists)(const char *name);
+    json_t *(*call)(struct mcp_call *call, const char *name); /* a CallToolResult */
+} mcp_toolset;
+
 typedef struct mcp_server_config {
+    const mcp_toolset *tools;  /* NULL: abx's fifteen tools */
     const char *template_name; /* for sandboxes the session creates ("base" if NULL) */
     const char *provider;      /* --provider (NULL: resolve) */
     const char *name;          /* serverInfo.name ("agent-sandbox" if NULL) */

@@ -289,14 +289,21 @@ void mcp_call_log(mcp_call *c, int level, const char *text)
                            "params", "level", level_names[level], "logger", "abx", "data", text));
 }
 
-static void progress(mcp_call *c, const char *message)
+void mcp_call_progress(mcp_call *c, double value, double total, const char *message)
 {
     if (!c->progress_token || atomic_load(&c->cancelled))
         return;
+    json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", c->progress_token, "progress", value, "message",
+                               message);
+    if (total > 0)
+        json_object_set_new(params, "total", json_real(total));
+    call_send(c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params", params));
+}
+
+static void progress(mcp_call *c, const char *message)
+{
     c->progress += 1;
-    call_send(c, json_pack("{s:s, s:s, s:{s:O, s:f, s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
-                           "params", "progressToken", c->progress_token, "progress", c->progress, "message",
-                           message));
+    mcp_call_progress(c, c->progress, 0, message);
 }
 
 static bool cancelled(void *ud)
@@ -844,3 +851,5 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
             return handlers[i].fn(call);
     return NULL;
 }
+
+const mcp_toolset mcp_abx_tools = {mcp_tools_list, mcp_tool_exists, mcp_tools_call};

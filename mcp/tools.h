@@ -26,5 +26,9 @@ bool mcp_tool_exists(const char *name);
 int mcp_log_level_from_name(const char *name);
 /* Sends notifications/message when level is at or above the call's level. */
 void mcp_call_log(mcp_call *c, int level, const char *text);
+/* Sends notifications/progress (only when the request asked for it). */
+void mcp_call_progress(mcp_call *c, double progress, double total, const char *message);
+/* abx's fifteen tools as a toolset. */
+extern const mcp_toolset mcp_abx_tools;
 
 #endif

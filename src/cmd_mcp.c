@@ -5,6 +5,7 @@
 #include "config.h"
 #include "server.h"
 #include "transport_stdio.h"
+#include "transport_http.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 
 const char cmd_mcp_help[] =
     "Usage: abx mcp start [--template T] [--provider P]\n"
+    "       abx mcp serve [--listen ADDR:PORT] [--auth-token-file F] [--session-ttl S]\n"
+    "                     [--allow-host NAME]... [--max-sessions N] [--template T] [--provider P]\n"
     "       abx mcp install --target cursor|claude|vscode [--json]\n"
     "       abx mcp status [--json]\n"
     "\n"
@@ -27,6 +30,14 @@ const char cmd_mcp_help[] =
     "         logs on stderr). Sandboxes use --template, else\n"
     "         $ABX_DEFAULT_TEMPLATE, else code-interpreter-v1. Every sandbox the\n"
     "         session creates is destroyed when stdin closes or on SIGTERM/SIGINT.\n"
+    "serve    serve the same tools over Streamable HTTP at /mcp for many clients\n"
+    "         (default 127.0.0.1:8080; port 0 picks a free one). Each client's\n"
+    "         session (Mcp-Session-Id) has its own sandboxes, destroyed on DELETE,\n"
+    "         after --session-ttl idle seconds (default 1800), or on SIGTERM.\n"
+    "         Bearer tokens: $ABX_MCP_AUTH_TOKEN (comma-separated) and/or the\n"
+    "         lines of --auth-token-file; a session belongs to its token. A\n"
+    "         non-loopback --listen without a token is refused. Host and Origin\n"
+    "         must be loopback, the listen host, or an --allow-host name.\n"
     "install  merge an 'agent-sandbox' entry (this abx's absolute path, args\n"
     "         mcp start) into the IDE's configuration: Cursor ~/.cursor/mcp.json,\n"
     "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
@@ -279,24 +290,90 @@ static int mcp_start(cli_ctx *ctx, const char *template_name)
     return status;
 }
 
+#define MAX_TOKENS 64
+
+/* Tokens from $ABX_MCP_AUTH_TOKEN (comma-separated) and the file's lines. */
+static int load_tokens(cli_ctx *ctx, const char *file, char **tokens, size_t *n)
+{
+    *n = 0;
+    const char *env = getenv("ABX_MCP_AUTH_TOKEN");
+    char *copy = env ? strdup(env) : NULL;
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t && *n < MAX_TOKENS;
+         t = strtok_r(NULL, ",", &save))
+        if (*t)
+            tokens[(*n)++] = strdup(t);
+    free(copy);
+    if (!file)
+        return 0;
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return cli_fail(ctx, ABX_ECONFIG, "--auth-token-file: cannot read it: %s", strerror(errno));
+    char line[1024];
+    while (fgets(line, sizeof line, f) && *n < MAX_TOKENS) {
+        size_t len = strcspn(line, "\r\n");
+        line[len] = '\0';
+        if (len >= 16)
+            tokens[(*n)++] = strdup(line);
+        else if (len > 0) {
+            fclose(f);
+            return cli_fail(ctx, ABX_ECONFIG, "--auth-token-file: tokens must be at least 16 characters");
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, unsigned ttl, unsigned max_sessions,
+                     const char *const *allow, const char *template_name)
+{
+    if (!template_name)
+        template_name = getenv("ABX_DEFAULT_TEMPLATE");
+    if (!template_name || !*template_name)
+        template_name = "code-interpreter-v1";
+    char *tokens[MAX_TOKENS + 1] = {NULL};
+    size_t ntokens = 0;
+    int rc = load_tokens(ctx, token_file, tokens, &ntokens);
+    if (rc != 0)
+        return rc;
+    mcp_http_config cfg = {.listen = listen, .tokens = (const char *const *)tokens, .session_ttl_s = ttl,
+                           .max_sessions = max_sessions, .allowed_hosts = allow,
+                           .server = {.template_name = template_name, .provider = ctx->provider}};
+    abx_error *err = NULL;
+    rc = mcp_http_serve(&cfg, &err);
+    for (size_t i = 0; i < ntokens; i++) {
+        explicit_bzero(tokens[i], strlen(tokens[i]));
+        free(tokens[i]);
+    }
+    return rc < 0 ? cli_fail_error(ctx, err, rc) : 0;
+}
+
 int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL;
-    size_t npos = 0;
+    const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL, *listen = NULL, *token_file = NULL;
+    const char *allow[33] = {NULL};
+    size_t npos = 0, nallow = 0;
+    unsigned ttl = 1800, max_sessions = 256;
     const cli_flag flags[] = {
         {"--template", CLI_STRING, &template_name, 0, 0, NULL, 0, NULL},
         {"--target", CLI_STRING, &target, 0, 0, NULL, 0, NULL},
+        {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
+        {"--auth-token-file", CLI_STRING, &token_file, 0, 0, NULL, 0, NULL},
+        {"--session-ttl", CLI_UINT, &ttl, 1, 604800, NULL, 0, NULL},
+        {"--max-sessions", CLI_UINT, &max_sessions, 1, 100000, NULL, 0, NULL},
+        {"--allow-host", CLI_MULTI, allow, 0, 0, &nallow, 32, NULL},
     };
-    int rc = cli_parse(ctx, "mcp", cmd_mcp_help, argc, argv, flags, 2, pos, &npos);
+    int rc = cli_parse(ctx, "mcp", cmd_mcp_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos != 1)
-        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | install --target T | status");
+        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | serve | install --target T | status");
     if (strcmp(pos[0], "start") == 0)
         return mcp_start(ctx, template_name);
+    if (strcmp(pos[0], "serve") == 0)
+        return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name);
     if (strcmp(pos[0], "install") == 0)
         return mcp_install(ctx, target);
     if (strcmp(pos[0], "status") == 0)
         return mcp_status(ctx);
-    return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, install, status)");
+    return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, serve, install, status)");
 }

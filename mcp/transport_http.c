@@ -1,0 +1,732 @@
+/* transport_http.c: MCP over Streamable HTTP (spec 2025-03-26 and later).
+ *
+ * Owns: the one endpoint /mcp (POST a JSON-RPC message, DELETE a session,
+ * GET answered 405), sessions (Mcp-Session-Id: 128 random bits, bound to
+ * the token that created them, ended by DELETE, by idle TTL, or at
+ * shutdown), Host/Origin checks against DNS rebinding, Bearer tokens
+ * (compared in constant time), body limits, and the choice between an
+ * application/json answer and a text/event-stream one (when a tool call
+ * sends progress or log notifications before its result). Each session is
+ * one mcp_server with its own sandboxes (server.c, session.c): sessions
+ * never share a default sandbox, a kill or a cleanup.
+ *
+ * HTTP parsing is libmicrohttpd's (one thread per connection, so a request
+ * may wait for its tool call); idle connections time out (slow clients).
+ *
+ * Request checks, in order: path (404), method (405), Host and Origin (403),
+ * token (401), body size (413), content type (415), JSON (400 / -32700),
+ * batch (400 / -32600), session (400 missing, 404 unknown, expired or
+ * another token's), protocol version header (400).
+ */
+#include "transport_http.h"
+#include "error_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BODY (8u << 20)
+#define IDLE_CONNECTION_S 60
+#define SSE_KEEPALIVE_MS 15000
+
+static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+typedef struct http_session {
+    char id[40];
+    int token;              /* index of the token that created it; -1 without auth */
+    mcp_server *srv;
+    uint64_t last_used_ms;
+    int refs;               /* requests using it right now */
+    bool ended;
+} http_session;
+
+typedef struct http_server {
+    const mcp_http_config *cfg;
+    size_t ntokens;
+    char listen_host[256];
+    pthread_mutex_t mu;
+    http_session **sessions;
+    size_t nsessions, max_sessions;
+    unsigned ttl_s;
+    bool stopping;
+} http_server;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+                             const char *session_id)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    if (type)
+        MHD_add_response_header(r, "Content-Type", type);
+    if (session_id)
+        MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+    if (status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"abx\"");
+    if (status == 405)
+        MHD_add_response_header(r, "Allow", "POST, DELETE");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* A JSON-RPC error body (no id: the request's was not read or not reached). */
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, int code, const char *message)
+{
+    char body[512];
+    snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":%d,\"message\":\"%s\"}}", code, message);
+    return reply(c, status, "application/json", body, NULL);
+}
+
+/* ---- checks ----------------------------------------------------------------- */
+
+static bool host_allowed(const http_server *s, const char *host, size_t len)
+{
+    static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]", "::1"};
+    for (size_t i = 0; i < 4; i++)
+        if (strlen(loopback[i]) == len && strncasecmp(host, loopback[i], len) == 0)
+            return true;
+    if (s->listen_host[0] && strlen(s->listen_host) == len && strncasecmp(host, s->listen_host, len) == 0)
+        return true;
+    for (size_t i = 0; s->cfg->allowed_hosts && s->cfg->allowed_hosts[i]; i++)
+        if (strlen(s->cfg->allowed_hosts[i]) == len && strncasecmp(host, s->cfg->allowed_hosts[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* Length of the host part of "host[:port]" (IPv6 in brackets). */
+static size_t host_part(const char *h)
+{
+    if (h[0] == '[') {
+        const char *end = strchr(h, ']');
+        return end ? (size_t)(end - h) + 1 : strlen(h);
+    }
+    const char *colon = strchr(h, ':');
+    return colon ? (size_t)(colon - h) : strlen(h);
+}
+
+static bool origin_ok(const http_server *s, struct MHD_Connection *c)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (!host || !host_allowed(s, host, host_part(host)))
+        return false;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin || strcmp(origin, "null") == 0)
+        return origin == NULL;
+    const char *p = strstr(origin, "://");
+    if (!p)
+        return false;
+    p += 3;
+    return host_allowed(s, p, host_part(p));
+}
+
+/* The index of the Bearer token presented, -1 with no auth configured, -2
+ * when it is missing or wrong. Compares against every token in constant
+ * time per token. */
+static int token_index(const http_server *s, struct MHD_Connection *c)
+{
+    if (s->ntokens == 0)
+        return -1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return -2;
+    const char *got = h + 7;
+    size_t n = strlen(got);
+    int found = -2;
+    for (size_t i = 0; i < s->ntokens; i++) {
+        const char *want = s->cfg->tokens[i];
+        if (strlen(want) == n && CRYPTO_memcmp(got, want, n) == 0)
+            found = (int)i;
+    }
+    return found;
+}
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+static void session_end(http_session *hs)
+{
+    mcp_server_shutdown(hs->srv);
+    mcp_server_free(hs->srv);
+    free(hs);
+}
+
+/* Creates a session bound to token; NULL when the limit is reached. */
+static http_session *session_new(http_server *s, int token, abx_error **err)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        abx__error_set(err, ABX_ESYS, "no randomness for a session id");
+        return NULL;
+    }
+    http_session *hs = calloc(1, sizeof *hs);
+    if (!hs)
+        return NULL;
+    for (int i = 0; i < 16; i++)
+        snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
+    hs->token = token;
+    hs->last_used_ms = now_ms();
+    hs->refs = 1;
+    if (mcp_server_new(&s->cfg->server, &hs->srv, err) < 0) {
+        free(hs);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool full = s->nsessions >= s->max_sessions || s->stopping;
+    if (!full)
+        s->sessions[s->nsessions++] = hs;
+    pthread_mutex_unlock(&s->mu);
+    if (full) {
+        session_end(hs);
+        abx__error_set(err, ABX_ELIMIT, "too many sessions");
+        return NULL;
+    }
+    return hs;
+}
+
+/* The live session id names, if token may use it; takes a reference. */
+static http_session *session_get(http_server *s, const char *id, int token)
+{
+    http_session *found = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->nsessions; i++) {
+        http_session *hs = s->sessions[i];
+        if (!hs->ended && strcmp(hs->id, id) == 0 && hs->token == token) {
+            hs->refs++;
+            hs->last_used_ms = now_ms();
+            found = hs;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+/* Drops a reference; ends the session if it was marked ended and unused. */
+static void session_put(http_server *s, http_session *hs)
+{
+    pthread_mutex_lock(&s->mu);
+    hs->last_used_ms = now_ms();
+    bool end = --hs->refs == 0 && hs->ended;
+    if (end) {
+        for (size_t i = 0; i < s->nsessions; i++) {
+            if (s->sessions[i] == hs) {
+                s->sessions[i] = s->sessions[--s->nsessions];
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (end)
+        session_end(hs);
+}
+
+/* Marks a session ended: it is gone for new requests now, and its sandboxes
+ * are destroyed when its last request finishes (at once if none). */
+static void session_kill(http_server *s, http_session *hs)
+{
+    pthread_mutex_lock(&s->mu);
+    hs->ended = true;
+    hs->refs++;
+    pthread_mutex_unlock(&s->mu);
+    mcp_server_shutdown(hs->srv); /* cancels its calls now, destroys its sandboxes */
+    session_put(s, hs);
+}
+
+static void *reaper(void *arg)
+{
+    http_server *s = arg;
+    for (;;) {
+        sleep(1);
+        uint64_t now = now_ms();
+        http_session *expired = NULL;
+        pthread_mutex_lock(&s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        for (size_t i = 0; i < s->nsessions && !expired; i++) {
+            http_session *hs = s->sessions[i];
+            if (!hs->ended && hs->refs == 0 && now - hs->last_used_ms >= (uint64_t)s->ttl_s * 1000u) {
+                expired = hs;
+                hs->refs++;
+            }
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (expired) {
+            fprintf(stderr, "abx mcp: a session was idle for %u s: ending it and its sandboxes\n", s->ttl_s);
+            pthread_mutex_lock(&s->mu);
+            expired->ended = true;
+            pthread_mutex_unlock(&s->mu);
+            mcp_server_shutdown(expired->srv);
+            session_put(s, expired);
+        }
+    }
+}
+
+/* ---- one exchange: the messages that answer one POST ---------------------------------- */
+
+typedef struct msg_node {
+    char *json;
+    struct msg_node *next;
+} msg_node;
+
+typedef struct exchange {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    msg_node *head, *tail;
+    bool done;
+    int refs;                 /* the sink's and the response's */
+    http_server *srv;
+    http_session *session;    /* a reference, dropped when the exchange goes */
+    char *out;                /* SSE bytes being written */
+    size_t out_len, out_pos;
+} exchange;
+
+static void exchange_unref(exchange *x)
+{
+    pthread_mutex_lock(&x->mu);
+    bool last = --x->refs == 0;
+    pthread_mutex_unlock(&x->mu);
+    if (!last)
+        return;
+    for (msg_node *m = x->head; m;) {
+        msg_node *next = m->next;
+        free(m->json);
+        free(m);
+        m = next;
+    }
+    free(x->out);
+    if (x->session)
+        session_put(x->srv, x->session);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(x);
+}
+
+static void sink_send(void *ctx, const char *json, size_t len)
+{
+    exchange *x = ctx;
+    msg_node *m = calloc(1, sizeof *m);
+    if (!m)
+        return;
+    m->json = strndup(json, len);
+    pthread_mutex_lock(&x->mu);
+    if (x->tail)
+        x->tail->next = m;
+    else
+        x->head = m;
+    x->tail = m;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void sink_done(void *ctx)
+{
+    exchange *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    x->done = true;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    exchange_unref(x);
+}
+
+static msg_node *pop_locked(exchange *x)
+{
+    msg_node *m = x->head;
+    if (m) {
+        x->head = m->next;
+        if (!x->head)
+            x->tail = NULL;
+    }
+    return m;
+}
+
+/* SSE: each message as an event; a comment now and then keeps proxies from
+ * closing a quiet stream. */
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    exchange *x = cls;
+    while (x->out_pos >= x->out_len) {
+        free(x->out);
+        x->out = NULL;
+        x->out_len = x->out_pos = 0;
+        pthread_mutex_lock(&x->mu);
+        while (!x->head && !x->done) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
+            if (pthread_cond_timedwait(&x->cv, &x->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        msg_node *m = pop_locked(x);
+        bool finished = !m && x->done;
+        pthread_mutex_unlock(&x->mu);
+        if (finished)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!m) {
+            x->out = strdup(": keepalive\n\n");
+        } else {
+            size_t n = strlen(m->json) + 32;
+            x->out = malloc(n);
+            if (x->out)
+                snprintf(x->out, n, "event: message\ndata: %s\n\n", m->json);
+            free(m->json);
+            free(m);
+        }
+        if (!x->out)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        x->out_len = strlen(x->out);
+    }
+    size_t n = x->out_len - x->out_pos < max ? x->out_len - x->out_pos : max;
+    memcpy(buf, x->out + x->out_pos, n);
+    x->out_pos += n;
+    return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+    exchange_unref(cls);
+}
+
+static bool is_notification(const char *json)
+{
+    json_t *m = json_loads(json, 0, NULL);
+    bool yes = m && json_object_get(m, "method") != NULL;
+    json_decref(m);
+    return yes;
+}
+
+/* Answers a request: its response alone as application/json when nothing
+ * came before it, else everything as text/event-stream (progress and log
+ * notifications first, then the response). */
+static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char *session_header)
+{
+    pthread_mutex_lock(&x->mu);
+    while (!x->done && !(x->head && is_notification(x->head->json)))
+        pthread_cond_wait(&x->cv, &x->mu);
+    bool single = x->done && x->head && !x->head->next;
+    msg_node *only = single ? pop_locked(x) : NULL;
+    bool empty = x->done && !x->head && !only;
+    pthread_mutex_unlock(&x->mu);
+    if (only) {
+        enum MHD_Result r = reply(c, 200, "application/json", only->json, session_header);
+        free(only->json);
+        free(only);
+        exchange_unref(x);
+        return r;
+    }
+    if (empty) { /* a cancelled request: no answer is owed */
+        exchange_unref(x);
+        return reply(c, 202, NULL, "", session_header);
+    }
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_reader, x, sse_free);
+    if (!r) {
+        exchange_unref(x);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    if (session_header)
+        MHD_add_response_header(r, "Mcp-Session-Id", session_header);
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* ---- request handling -------------------------------------------------------------- */
+
+typedef struct http_req {
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    int token;
+} http_req;
+
+static bool version_ok(struct MHD_Connection *c)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
+    if (!v)
+        return true;
+    for (size_t i = 0; i < sizeof protocol_versions / sizeof protocol_versions[0]; i++)
+        if (strcmp(v, protocol_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, http_req *rq)
+{
+    if (rq->too_big)
+        return reply_error(c, 413, -32600, "Request body too large (8 MiB at most)");
+    const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    if (!type || strncasecmp(type, "application/json", 16) != 0)
+        return reply_error(c, 415, -32600, "Content-Type must be application/json");
+    json_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_DECODE_ANY, NULL);
+    if (!msg)
+        return reply_error(c, 400, -32700, "Parse error");
+    if (json_is_array(msg)) {
+        json_decref(msg);
+        return reply_error(c, 400, -32600, "Invalid request: batches are not supported");
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    bool is_request = method && json_object_get(msg, "id");
+    bool is_initialize = is_request && strcmp(method, "initialize") == 0;
+    json_decref(msg);
+    http_session *hs = NULL;
+    const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+    if (is_initialize) {
+        abx_error *err = NULL;
+        hs = session_new(s, rq->token, &err);
+        int code = err ? (int)abx_error_code(err) : ABX_ESYS;
+        abx_error_free(err);
+        if (!hs)
+            return code == ABX_ELIMIT ? reply_error(c, 503, -32000, "Too many sessions: end one or try later")
+                                      : reply_error(c, 500, -32603, "Internal error");
+    } else {
+        if (!sid)
+            return reply_error(c, 400, -32600, "Missing Mcp-Session-Id");
+        if (!version_ok(c))
+            return reply_error(c, 400, -32600, "Unsupported MCP-Protocol-Version");
+        hs = session_get(s, sid, rq->token);
+        if (!hs)
+            return reply_error(c, 404, -32001, "Session not found");
+    }
+    exchange *x = calloc(1, sizeof *x);
+    if (!x) {
+        session_put(s, hs);
+        return MHD_NO;
+    }
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    x->refs = 2;
+    x->srv = s;
+    x->session = hs;
+    mcp_sink sink = {sink_send, sink_done, x};
+    mcp_server_handle(hs->srv, rq->body ? rq->body : "", rq->len, &sink);
+    if (!is_request) { /* a notification or a response: accepted, nothing to say */
+        exchange_unref(x);
+        return reply(c, 202, NULL, "", NULL);
+    }
+    return answer(c, x, is_initialize ? hs->id : NULL);
+}
+
+static enum MHD_Result handle_delete(http_server *s, struct MHD_Connection *c, int token)
+{
+    const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+    if (!sid)
+        return reply_error(c, 400, -32600, "Missing Mcp-Session-Id");
+    http_session *hs = session_get(s, sid, token);
+    if (!hs)
+        return reply_error(c, 404, -32001, "Session not found");
+    session_kill(s, hs);
+    session_put(s, hs);
+    return reply(c, 200, NULL, "", NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    http_server *s = cls;
+    http_req *rq = *con_cls;
+    if (!rq) {
+        if (strcmp(url, "/mcp") != 0)
+            return reply_error(c, 404, -32600, "Not found: the endpoint is /mcp");
+        bool post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;
+        if (!origin_ok(s, c))
+            return reply_error(c, 403, -32600, "Forbidden: Host or Origin not allowed");
+        int token = token_index(s, c);
+        if (token == -2)
+            return reply_error(c, 401, -32600, "Unauthorized: a valid Bearer token is required");
+        if (!post && !del)
+            return reply_error(c, 405, -32600, "Method not allowed: POST to send, DELETE to end a session");
+        if (del)
+            return handle_delete(s, c, token);
+        rq = calloc(1, sizeof *rq);
+        if (!rq)
+            return MHD_NO;
+        rq->token = token;
+        *con_cls = rq;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (rq->len + *upload_size > MAX_BODY) {
+            rq->too_big = true;
+        } else {
+            if (rq->len + *upload_size + 1 > rq->cap) {
+                size_t cap = rq->cap ? rq->cap : 4096;
+                while (cap < rq->len + *upload_size + 1)
+                    cap *= 2;
+                char *grown = realloc(rq->body, cap);
+                if (!grown)
+                    return MHD_NO;
+                rq->body = grown;
+                rq->cap = cap;
+            }
+            memcpy(rq->body + rq->len, upload, *upload_size);
+            rq->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return handle_post(s, c, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+{
+    (void)cls, (void)c, (void)t;
+    http_req *rq = *con_cls;
+    if (rq) {
+        free(rq->body);
+        free(rq);
+    }
+    *con_cls = NULL;
+}
+
+/* ---- start and stop ------------------------------------------------------------------ */
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return false;
+}
+
+/* Binds listen ("HOST:PORT", "[V6]:PORT"); fills the printable host. */
+static int bind_listen(http_server *s, int *fd_out, bool *loopback, int *port_out, abx_error **err)
+{
+    const char *spec = s->cfg->listen && *s->cfg->listen ? s->cfg->listen : "127.0.0.1:8080";
+    char host[256], port[16];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || strlen(colon + 1) >= sizeof port)
+        return abx__error_set(err, ABX_EINVAL, "--listen: expected HOST:PORT");
+    size_t hl = (size_t)(colon - spec);
+    if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']')
+        snprintf(host, sizeof host, "%.*s", (int)(hl - 2), spec + 1);
+    else
+        snprintf(host, sizeof host, "%.*s", (int)hl, spec);
+    snprintf(port, sizeof port, "%s", colon + 1);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+        return abx__error_set(err, ABX_EINVAL, "--listen: cannot resolve the address");
+    *loopback = is_loopback(ai->ai_addr);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 256) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return abx__error_errno(err, e == EADDRINUSE ? ABX_ELIMIT : ABX_ESYS, e, "listening");
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    bool wildcard = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || !*host;
+    snprintf(s->listen_host, sizeof s->listen_host, "%s", wildcard ? "" : host);
+    *fd_out = fd;
+    return 0;
+}
+
+int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
+{
+    http_server s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    while (cfg->tokens && cfg->tokens[s.ntokens])
+        s.ntokens++;
+    s.ttl_s = cfg->session_ttl_s ? cfg->session_ttl_s : 1800;
+    s.max_sessions = cfg->max_sessions ? cfg->max_sessions : 256;
+    s.sessions = calloc(s.max_sessions, sizeof *s.sessions);
+    pthread_mutex_init(&s.mu, NULL);
+    int fd = -1, port = 0;
+    bool loopback = false;
+    int rc = s.sessions ? bind_listen(&s, &fd, &loopback, &port, err) : -ABX_ENOMEM;
+    if (rc < 0) {
+        free(s.sessions);
+        return rc;
+    }
+    if (!loopback && s.ntokens == 0) {
+        close(fd);
+        free(s.sessions);
+        return abx__error_set(err, ABX_EAUTH,
+                              "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
+                              "or --auth-token-file)");
+    }
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, &s,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_CONNECTION_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
+    if (!d || sigfd < 0) {
+        close(fd);
+        free(s.sessions);
+        return abx__error_set(err, ABX_ESYS, "starting the HTTP server");
+    }
+    pthread_t reaper_thread;
+    pthread_create(&reaper_thread, NULL, reaper, &s);
+    fprintf(stderr, "abx mcp: listening on http://%s:%d/mcp%s\n",
+            s.listen_host[0] ? (strchr(s.listen_host, ':') ? "[::1]" : s.listen_host) : "0.0.0.0", port,
+            s.ntokens ? " (Bearer token required)" : "");
+    struct pollfd p = {.fd = sigfd, .events = POLLIN};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    fprintf(stderr, "abx mcp: shutting down: ending %zu session(s) and their sandboxes\n", s.nsessions);
+    pthread_mutex_lock(&s.mu);
+    s.stopping = true;
+    size_t n = s.nsessions;
+    http_session **all = calloc(n ? n : 1, sizeof *all);
+    for (size_t i = 0; all && i < n; i++) {
+        all[i] = s.sessions[i];
+        all[i]->ended = true;
+        all[i]->refs++;
+    }
+    pthread_mutex_unlock(&s.mu);
+    for (size_t i = 0; all && i < n; i++) /* cancels calls, destroys sandboxes, answers waiting requests */
+        mcp_server_shutdown(all[i]->srv);
+    pthread_join(reaper_thread, NULL);
+    MHD_stop_daemon(d);
+    for (size_t i = 0; all && i < n; i++)
+        session_put(&s, all[i]);
+    free(all);
+    free(s.sessions);
+    close(sigfd);
+    return 0;
+}
