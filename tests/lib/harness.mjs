@@ -129,3 +129,31 @@ export function shimPid(home, id) {
     return JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', id, 'meta.json'), 'utf8')).shim_pid;
   } catch { return 0; }
 }
+
+/** Starts `abx mcp serve` (or another server binary) on a free port;
+ *  resolves {child, url, port, stderr()} once it listens. */
+export function startHttpServer(args = [], { env = process.env, bin = abx, serveArgs = ['mcp', 'serve'] } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, [...serveArgs, '--listen', '127.0.0.1:0', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 10000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)\/mcp/.exec(err);
+      if (m && !child.port) {
+        child.port = Number(m[1]);
+        clearTimeout(t);
+        resolve({ child, port: child.port, url: `http://127.0.0.1:${child.port}/mcp`, stderr: () => err });
+      }
+    });
+    child.on('exit', (code) => { clearTimeout(t); if (!child.port) reject(new Error(`server exited ${code}: ${err}`)); });
+  });
+}
+
+export function stopServer(srv, signal = 'SIGTERM') {
+  return new Promise((resolve) => {
+    if (srv.child.exitCode !== null) return resolve(srv.child.exitCode);
+    srv.child.on('exit', (code) => resolve(code));
+    srv.child.kill(signal);
+  });
+}
