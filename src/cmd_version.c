@@ -12,6 +12,10 @@ const char cmd_version_help[] =
 int cmd_version(cli_ctx *ctx, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            fputs(cmd_version_help, stdout);
+            return 0;
+        }
         int g = cli_take_global(ctx, argc, argv, &i);
         if (g < 0)
             return CLI_EXIT_USAGE;
