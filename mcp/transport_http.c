@@ -105,6 +105,11 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, in
 
 static bool host_allowed(const http_server *s, const char *host, size_t len)
 {
+    /* "*" (for a server behind a proxy whose public name is not known in
+     * advance) is only honoured with tokens: see mcp_http_serve */
+    for (size_t i = 0; s->ntokens && s->cfg->allowed_hosts && s->cfg->allowed_hosts[i]; i++)
+        if (strcmp(s->cfg->allowed_hosts[i], "*") == 0)
+            return true;
     static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]", "::1"};
     for (size_t i = 0; i < 4; i++)
         if (strlen(loopback[i]) == len && strncasecmp(host, loopback[i], len) == 0)

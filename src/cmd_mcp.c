@@ -6,6 +6,7 @@
 #include "server.h"
 #include "transport_stdio.h"
 #include "transport_http.h"
+#include "mcp_deploy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,9 @@ const char cmd_mcp_help[] =
     "Usage: abx mcp start [--template T] [--provider P]\n"
     "       abx mcp serve [--listen ADDR:PORT] [--auth-token-file F] [--session-ttl S]\n"
     "                     [--allow-host NAME]... [--max-sessions N] [--template T] [--provider P]\n"
+    "       abx mcp deploy [--name N] [--region R] [--template T] [--memory MB] [--timeout S]\n"
+    "                      [--auth-token-file F | --generate-token] [--sandbox-api-key K]\n"
+    "                      [--no-session-affinity] [--custom-domain D] [--output-dir DIR]\n"
     "       abx mcp install --target cursor|claude|vscode [--json]\n"
     "       abx mcp status [--json]\n"
     "\n"
@@ -38,6 +42,15 @@ const char cmd_mcp_help[] =
     "         lines of --auth-token-file; a session belongs to its token. A\n"
     "         non-loopback --listen without a token is refused. Host and Origin\n"
     "         must be loopback, the listen host, or an --allow-host name.\n"
+    "deploy   write a function-compute custom-runtime bundle to --output-dir\n"
+    "         (default ./mcp-artifact): bootstrap (runs abx mcp serve on the\n"
+    "         platform's port), the abx binaries, config.yaml; then print the\n"
+    "         manual steps and an IDE config template with the token masked.\n"
+    "         --name agent-sandbox-mcp, --region (> ALIBABA_CLOUD_REGION_ID >\n"
+    "         config 'region' > cn-hangzhou), --template base, --memory 512,\n"
+    "         --timeout 600; token from --auth-token-file, --generate-token\n"
+    "         (written to DIR/auth-token, mode 0600, printed masked) or\n"
+    "         $ABX_MCP_AUTH_TOKEN; session affinity on unless --no-session-affinity.\n"
     "install  merge an 'agent-sandbox' entry (this abx's absolute path, args\n"
     "         mcp start) into the IDE's configuration: Cursor ~/.cursor/mcp.json,\n"
     "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
@@ -353,7 +366,19 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
     const char *allow[33] = {NULL};
     size_t npos = 0, nallow = 0;
     unsigned ttl = 1800, max_sessions = 256;
+    mcp_deploy_opts d = {.memory_mb = 512, .timeout_s = 600};
+    bool affinity = false;
     const cli_flag flags[] = {
+        {"--name", CLI_STRING, &d.name, 0, 0, NULL, 0, NULL},
+        {"--region", CLI_STRING, &d.region, 0, 0, NULL, 0, NULL},
+        {"--memory", CLI_UINT, &d.memory_mb, 128, 32768, NULL, 0, NULL},
+        {"--timeout", CLI_UINT, &d.timeout_s, 1, 86400, NULL, 0, NULL},
+        {"--generate-token", CLI_BOOL, &d.generate_token, 0, 0, NULL, 0, NULL},
+        {"--sandbox-api-key", CLI_STRING, &d.api_key, 0, 0, NULL, 0, NULL},
+        {"--no-session-affinity", CLI_BOOL, &d.no_affinity, 0, 0, NULL, 0, NULL},
+        {"--enable-session-affinity", CLI_BOOL, &affinity, 0, 0, NULL, 0, NULL},
+        {"--custom-domain", CLI_STRING, &d.custom_domain, 0, 0, NULL, 0, NULL},
+        {"--output-dir", CLI_STRING, &d.output_dir, 0, 0, NULL, 0, NULL},
         {"--template", CLI_STRING, &template_name, 0, 0, NULL, 0, NULL},
         {"--target", CLI_STRING, &target, 0, 0, NULL, 0, NULL},
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
@@ -366,14 +391,21 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos != 1)
-        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | serve | install --target T | status");
+        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | serve | deploy | install --target T | status");
     if (strcmp(pos[0], "start") == 0)
         return mcp_start(ctx, template_name);
+    if (strcmp(pos[0], "deploy") == 0) {
+        d.template_name = template_name;
+        d.token_file = token_file;
+        if (affinity)
+            d.no_affinity = false;
+        return abx_mcp_deploy(ctx, &d);
+    }
     if (strcmp(pos[0], "serve") == 0)
         return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name);
     if (strcmp(pos[0], "install") == 0)
         return mcp_install(ctx, target);
     if (strcmp(pos[0], "status") == 0)
         return mcp_status(ctx);
-    return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, serve, install, status)");
+    return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, serve, deploy, install, status)");
 }

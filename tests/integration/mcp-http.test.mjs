@@ -198,3 +198,43 @@ test('soak: 50 concurrent sessions x 40 tool calls, zero errors, nothing left be
     assert.equal(await stopServer(srv), 0);
   }
 });
+
+test('mcp deploy writes the bundle; its bootstrap starts a working, token-protected server', async () => {
+  const out = path.join(H.home, 'bundle');
+  const r = runAbx(['mcp', 'deploy', '--generate-token', '--output-dir', out, '--name', 'my-mcp', '--memory', '1024'],
+    { env: { ...H.env, ALIBABA_CLOUD_REGION_ID: 'cn-shanghai' } });
+  assert.equal(r.status, 0, r.stderr);
+  const token = fs.readFileSync(path.join(out, 'auth-token'), 'utf8');
+  assert.match(token, /^[0-9a-f]{64}$/);
+  assert.equal(fs.statSync(path.join(out, 'auth-token')).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.join(out, 'config.yaml')).mode & 0o777, 0o600);
+  assert.ok(!r.stdout.includes(token) && !r.stderr.includes(token), 'the token was printed');
+  assert.match(r.stdout, new RegExp(`Bearer ${token.slice(0, 4)}\\*+`));
+  assert.match(r.stdout, /Manual deployment steps/);
+  const yaml = fs.readFileSync(path.join(out, 'config.yaml'), 'utf8');
+  for (const line of ['function_name: "my-mcp"', 'region: "cn-shanghai"', 'memory: 1024', 'timeout: 600', 'methods: [POST, GET, DELETE]', 'enable_session_affinity: true', 'handler: bootstrap']) {
+    assert.ok(yaml.includes(line), `config.yaml lacks ${line}`);
+  }
+  // region precedence: --region beats the environment, which beats the config, which beats the default
+  const cfgHome = { ...H.env, ALIBABA_CLOUD_REGION_ID: '' };
+  runAbx(['config', 'set', 'region', 'cn-beijing'], { env: cfgHome });
+  const regionOf = (args, env) => JSON.parse(runAbx(['--json', 'mcp', 'deploy', '--output-dir', path.join(H.home, 'b2'), ...args], { env: { ...env, ABX_MCP_AUTH_TOKEN: 'x'.repeat(20) } }).stdout).region;
+  assert.equal(regionOf(['--region', 'us-west-1'], { ...cfgHome, ALIBABA_CLOUD_REGION_ID: 'cn-shanghai' }), 'us-west-1');
+  assert.equal(regionOf([], { ...cfgHome, ALIBABA_CLOUD_REGION_ID: 'cn-shanghai' }), 'cn-shanghai');
+  assert.equal(regionOf([], cfgHome), 'cn-beijing');
+  runAbx(['config', 'unset', 'region'], { env: cfgHome });
+  assert.equal(regionOf([], cfgHome), 'cn-hangzhou');
+  const noToken = runAbx(['mcp', 'deploy', '--output-dir', path.join(H.home, 'b3')], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: '' } });
+  assert.match(noToken.stderr, /^abx: E8020: /);
+  // the bundle's bootstrap, run here, serves MCP and demands the token
+  const srv = await startHttpServer([], { bin: path.join(out, 'bootstrap'), serveArgs: [], env: { ...H.env, FC_SERVER_PORT: '0', ABX_MCP_AUTH_TOKEN: token } });
+  try {
+    assert.equal((await post(srv.url, init)).status, 401);
+    const k = await client(srv.url, { Authorization: `Bearer ${token}` });
+    assert.equal((await k.call('run_command', { command: 'echo deployed' })).stdout, 'deployed\n');
+    await k.transport.terminateSession();
+    await k.c.close();
+  } finally {
+    assert.equal(await stopServer(srv), 0);
+  }
+});
