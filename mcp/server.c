@@ -43,6 +43,7 @@ struct mcp_server {
     char name[64];
     bool initialized;
     bool ended;
+    char version[16];       /* the negotiated protocol version */
     int log_level;
     inflight calls[MAX_INFLIGHT];
     int ncalls;
@@ -135,6 +136,11 @@ void mcp_server_free(mcp_server *s)
 
 /* ---- methods ------------------------------------------------------------------- */
 
+const char *mcp_server_protocol_version(mcp_server *s)
+{
+    return s->version;
+}
+
 static json_t *initialize_result(mcp_server *s, json_t *params)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
@@ -142,6 +148,7 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
     for (size_t i = 0; asked && i < sizeof supported_versions / sizeof supported_versions[0]; i++)
         if (strcmp(asked, supported_versions[i]) == 0)
             version = supported_versions[i];
+    snprintf(s->version, sizeof s->version, "%s", version);
     return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
                      "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", s->name, "version",
                      abx_version(), "title", "abx agent sandbox", "instructions",

@@ -43,6 +43,8 @@ void mcp_server_handle(mcp_server *srv, const char *text, size_t len, const mcp_
  * sandbox the session created. Idempotent. */
 void mcp_server_shutdown(mcp_server *srv);
 void mcp_server_free(mcp_server *srv);
+/* The protocol version initialize negotiated ("" before it). */
+const char *mcp_server_protocol_version(mcp_server *srv);
 
 /* The tools as tools/list sends them; caller owns. */
 json_t *mcp_tools_list(void);

@@ -20,6 +20,7 @@
  */
 #include "transport_http.h"
 #include "error_internal.h"
+#include "parse.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -482,6 +483,72 @@ static bool version_ok(struct MHD_Connection *c)
     return false;
 }
 
+static exchange *exchange_new(http_server *s, http_session *hs)
+{
+    exchange *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    x->refs = 2;
+    x->srv = s;
+    x->session = hs;
+    return x;
+}
+
+/* 2025-03-26 allowed a JSON array of messages: each is handled, and the
+ * responses (notifications sent meanwhile are dropped) come back as one
+ * array, or 202 when the batch held no request. Later versions reject it. */
+static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, http_req *rq, json_t *batch)
+{
+    const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+    http_session *hs = sid ? session_get(s, sid, rq->token) : NULL;
+    if (!hs || strcmp(mcp_server_protocol_version(hs->srv), "2025-03-26") != 0 || json_array_size(batch) == 0 ||
+        json_array_size(batch) > 64) {
+        if (hs)
+            session_put(s, hs);
+        return reply_error(c, 400, -32600, "Invalid request: batches are not supported");
+    }
+    json_t *responses = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(batch, i, m) {
+        char *text = json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY);
+        pthread_mutex_lock(&s->mu);
+        hs->refs++; /* the exchange's own reference, dropped when it goes */
+        pthread_mutex_unlock(&s->mu);
+        exchange *x = text ? exchange_new(s, hs) : NULL;
+        if (!x) {
+            free(text);
+            session_put(s, hs);
+            continue;
+        }
+        x->refs++; /* ours, to read it after done */
+        mcp_sink sink = {sink_send, sink_done, x};
+        mcp_server_handle(hs->srv, text, strlen(text), &sink);
+        free(text);
+        pthread_mutex_lock(&x->mu);
+        while (!x->done)
+            pthread_cond_wait(&x->cv, &x->mu);
+        for (msg_node *n = x->head; n; n = n->next)
+            if (!is_notification(n->json))
+                json_array_append_new(responses, json_loads(n->json, 0, NULL));
+        pthread_mutex_unlock(&x->mu);
+        exchange_unref(x);
+        exchange_unref(x);
+    }
+    session_put(s, hs);
+    if (json_array_size(responses) == 0) {
+        json_decref(responses);
+        return reply(c, 202, NULL, "", NULL);
+    }
+    char *out = json_dumps(responses, JSON_COMPACT);
+    json_decref(responses);
+    enum MHD_Result r = reply(c, 200, "application/json", out ? out : "[]", NULL);
+    free(out);
+    return r;
+}
+
 static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, http_req *rq)
 {
     if (rq->too_big)
@@ -493,8 +560,9 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
     if (!msg)
         return reply_error(c, 400, -32700, "Parse error");
     if (json_is_array(msg)) {
+        enum MHD_Result r = handle_batch(s, c, rq, msg);
         json_decref(msg);
-        return reply_error(c, 400, -32600, "Invalid request: batches are not supported");
+        return r;
     }
     const char *method = json_string_value(json_object_get(msg, "method"));
     bool is_request = method && json_object_get(msg, "id");
@@ -519,16 +587,11 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
         if (!hs)
             return reply_error(c, 404, -32001, "Session not found");
     }
-    exchange *x = calloc(1, sizeof *x);
+    exchange *x = exchange_new(s, hs);
     if (!x) {
         session_put(s, hs);
         return MHD_NO;
     }
-    pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
-    x->refs = 2;
-    x->srv = s;
-    x->session = hs;
     mcp_sink sink = {sink_send, sink_done, x};
     mcp_server_handle(hs->srv, rq->body ? rq->body : "", rq->len, &sink);
     if (!is_request) { /* a notification or a response: accepted, nothing to say */
@@ -695,10 +758,16 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     sigaddset(&mask, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    /* a client that stops sending (slow loris) loses its connection after
+     * this long; ABX_MCP_CONNECTION_TIMEOUT (seconds) changes it */
+    unsigned idle_s = IDLE_CONNECTION_S;
+    const char *idle_env = getenv("ABX_MCP_CONNECTION_TIMEOUT");
+    if (idle_env && abx__parse_uint(idle_env, 1, 3600, &idle_s) < 0)
+        idle_s = IDLE_CONNECTION_S;
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, &s,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_CONNECTION_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
     if (!d || sigfd < 0) {
         close(fd);

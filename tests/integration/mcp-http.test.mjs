@@ -96,6 +96,13 @@ test('raw wire: every status code the transport promises', async () => {
       s.once('data', (d) => { resolve(Number(/HTTP\/1\.1 (\d+)/.exec(String(d))[1])); s.destroy(); });
     });
     assert.equal(status, 403);
+    // batches: refused on 2025-11-25, answered as one array on 2025-03-26
+    r = await post(u, { ...init, params: { ...init.params, protocolVersion: '2025-03-26' } });
+    const old = { 'Mcp-Session-Id': r.headers.get('mcp-session-id') };
+    r = await post(u, [{ jsonrpc: '2.0', id: 'a', method: 'ping' }, { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'b', method: 'ping' }], old);
+    assert.equal(r.status, 200);
+    assert.deepEqual((await r.json()).map((m) => m.id).sort(), ['a', 'b']);
+    assert.equal((await post(u, [{ jsonrpc: '2.0', method: 'notifications/initialized' }], old)).status, 202);
     assert.equal((await fetch(u, { method: 'DELETE', headers: h })).status, 200);
     assert.equal((await post(u, { jsonrpc: '2.0', id: 7, method: 'ping' }, h)).status, 404, 'a deleted session is gone');
     assert.equal((await fetch(u, { method: 'DELETE', headers: h })).status, 404);
@@ -236,5 +243,25 @@ test('mcp deploy writes the bundle; its bootstrap starts a working, token-protec
     await k.c.close();
   } finally {
     assert.equal(await stopServer(srv), 0);
+  }
+});
+
+test('a slow client (slow loris) is cut off while other sessions keep working', async () => {
+  const net = await import('node:net');
+  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_CONNECTION_TIMEOUT: '2' } });
+  try {
+    const sock = net.connect(srv.port, '127.0.0.1');
+    await new Promise((r) => sock.on('connect', r));
+    sock.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl');
+    const closed = new Promise((r) => sock.on('close', () => r(true)));
+    const k = await client(srv.url);
+    assert.equal((await k.call('run_command', { command: 'echo meanwhile' })).stdout, 'meanwhile\n');
+    const t0 = Date.now();
+    assert.equal(await Promise.race([closed, sleep(8000).then(() => false)]), true, 'the stalled connection stayed open');
+    assert.ok(Date.now() - t0 < 8000);
+    await k.transport.terminateSession();
+    await k.c.close();
+  } finally {
+    await stopServer(srv);
   }
 });
