@@ -103,6 +103,21 @@ static bool at_line_end(cursor *c)
     return c->p >= c->end || *c->p == '#';
 }
 
+/* The next line of text at *p (without its \n or \r\n) in *c; advances
+ * *p. False at the end of the text. */
+static bool next_line(const char **p, cursor *c)
+{
+    if (!**p)
+        return false;
+    const char *nl = strchr(*p, '\n');
+    c->p = *p;
+    c->end = nl ? nl : *p + strlen(*p);
+    *p = nl ? nl + 1 : c->end; /* before trimming: a last line may end in a lone \r */
+    if (c->end > c->p && c->end[-1] == '\r')
+        c->end--;
+    return true;
+}
+
 /* Reads a bare key into out; returns its length or -1. */
 static int read_bare_key(cursor *c, char *out, size_t cap)
 {
@@ -256,13 +271,9 @@ int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line)
     char table[128] = "";
     int line_no = 0;
     const char *p = text;
-    while (*p) {
+    cursor c;
+    while (next_line(&p, &c)) {
         line_no++;
-        const char *nl = strchr(p, '\n');
-        cursor c = {p, nl ? nl : p + strlen(p)};
-        p = nl ? nl + 1 : c.end; /* before trimming: a last line may end in a lone \r */
-        if (c.end > c.p && c.end[-1] == '\r')
-            c.end--;
         if (at_line_end(&c))
             continue;
         if (*c.p == '[') {
@@ -299,13 +310,9 @@ int abx__env_parse(const char *text, abx_kvs *out, int *bad_line)
     out->n = 0;
     int line_no = 0;
     const char *p = text;
-    while (*p) {
+    cursor c;
+    while (next_line(&p, &c)) {
         line_no++;
-        const char *nl = strchr(p, '\n');
-        cursor c = {p, nl ? nl : p + strlen(p)};
-        p = nl ? nl + 1 : c.end; /* before trimming: a last line may end in a lone \r */
-        if (c.end > c.p && c.end[-1] == '\r')
-            c.end--;
         if (at_line_end(&c))
             continue;
         if ((size_t)(c.end - c.p) > 7 && strncmp(c.p, "export ", 7) == 0)
