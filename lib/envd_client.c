@@ -362,6 +362,8 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         const char *code = json_string_value(json_object_get(s.end_error, "code"));
         if (code && strcmp(code, "deadline_exceeded") == 0)
             rc = abx__error_set(err, ABX_ETIMEOUT, "the command's deadline passed");
+        else if (code && strcmp(code, "unavailable") == 0)
+            rc = abx__error_set(err, ABX_ENOTRUNNING, "the sandbox ended (timed out or killed) while the command ran");
         else
             rc = abx__error_set(err, code_from_connect(code), "the stream ended with an error");
     } else if (!s.ended) {
