@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench-exec RUNS WARMUP LABEL -- CMD... [::: LABEL -- CMD...]\n");
         return 2;
     }
-    int runs = atoi(argv[1]), warmup = atoi(argv[2]); /* bench tool: trusted input */
+    int runs = (int)strtol(argv[1], NULL, 10), warmup = (int)strtol(argv[2], NULL, 10);
     bench_cmd cmds[MAX_CMDS];
     int ncmds = 0;
     for (int i = 3; i < argc && ncmds < MAX_CMDS;) {

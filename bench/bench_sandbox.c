@@ -138,7 +138,7 @@ static int sandbox_pids(int *pids, int cap)
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (d && (e = readdir(d)) && n < cap) {
-        int pid = atoi(e->d_name);
+        int pid = (int)strtol(e->d_name, NULL, 10);
         if (pid <= 0)
             continue;
         char path[64], comm[64] = "";
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench-sandbox create|exec|idle|concurrent|transfer [N]\n");
         return 2;
     }
-    int n = argc > 2 ? atoi(argv[2]) : 0; /* bench tool: trusted input */
+    int n = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 0;
     abx_client *c = NULL;
     abx_error *err = NULL;
     if (abx_client_new(NULL, &c, &err) < 0)

@@ -9,10 +9,10 @@
  * Connect code and never passed on verbatim.
  */
 #include "envd_client.h"
+#include "b64.h"
 #include "error_internal.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +84,11 @@ static struct curl_slist *base_headers(abx_envd *e, const char *user, const char
         h = curl_slist_append(h, line);
     }
     if (user && *user) {
-        char raw[80], enc[120];
+        char raw[80];
         snprintf(raw, sizeof raw, "%s:", user);
-        EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)raw, (int)strlen(raw));
-        snprintf(line, sizeof line, "Authorization: Basic %s", enc);
+        char *enc = abx__b64_encode(raw, strlen(raw));
+        snprintf(line, sizeof line, "Authorization: Basic %s", enc ? enc : "");
+        free(enc);
         h = curl_slist_append(h, line);
     }
     if (content_type) {

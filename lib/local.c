@@ -11,6 +11,7 @@
  * errors (E8015, E8001, E8002), never a fallback.
  */
 #include "abx/abx.h"
+#include "b64.h"
 #include "config.h"
 #include "envd_client.h"
 #include "error_internal.h"
@@ -24,9 +25,9 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,23 +644,19 @@ static int exec_event(json_t *msg, void *ud)
     json_t *data = json_object_get(ev, "data");
     if (data) {
         const char *which = json_object_get(data, "stdout") ? "stdout" : "stderr";
-        const char *b64 = json_string_value(json_object_get(data, which));
-        size_t n = b64 ? strlen(b64) : 0;
-        unsigned char *raw = malloc(n / 4 * 3 + 3);
-        int len = raw && n % 4 == 0 ? EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n) : -1;
+        char *raw = NULL;
+        long len = abx__b64_decode(json_string_value(json_object_get(data, which)) ?: "", &raw);
         if (len >= 0) {
-            if (n >= 1 && b64[n - 1] == '=') len--;
-            if (n >= 2 && b64[n - 2] == '=') len--;
             bool out = which[3] == 'o';
             abx_output_fn fn = out ? st->opts->on_stdout : st->opts->on_stderr;
             if (fn)
-                fn((const char *)raw, (size_t)len, st->opts->userdata);
+                fn(raw, (size_t)len, st->opts->userdata);
             if (st->opts->keep_output) {
                 abx_exec_result *r = st->result;
                 if (out)
-                    keep(&r->stdout_data, &r->stdout_len, &st->out_cap, (const char *)raw, (size_t)len);
+                    keep(&r->stdout_data, &r->stdout_len, &st->out_cap, raw, (size_t)len);
                 else
-                    keep(&r->stderr_data, &r->stderr_len, &st->err_cap, (const char *)raw, (size_t)len);
+                    keep(&r->stderr_data, &r->stderr_len, &st->err_cap, raw, (size_t)len);
             }
         }
         free(raw);
@@ -800,19 +797,13 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
 
 static char *decode_b64(const char *in, size_t *len)
 {
-    size_t n = in ? strlen(in) : 0;
-    char *out = malloc(n / 4 * 3 + 4);
-    if (!out)
-        return NULL;
-    int got = n && n % 4 == 0 ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n) : 0;
-    if (got < 0)
-        got = 0;
-    if (n >= 1 && in[n - 1] == '=') got--;
-    if (n >= 2 && in[n - 2] == '=') got--;
-    if (got < 0)
-        got = 0;
-    out[got] = '\0';
-    *len = (size_t)got;
+    char *out = NULL;
+    long n = abx__b64_decode(in ? in : "", &out);
+    if (n < 0) {
+        out = calloc(1, 1);
+        n = 0;
+    }
+    *len = (size_t)n;
     return out;
 }
 
@@ -875,10 +866,9 @@ int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
 
 int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
 {
-    char *enc = malloc(4 * ((len + 2) / 3) + 1);
+    char *enc = abx__b64_encode(data, len);
     if (!enc)
         return abx__error_set(err, ABX_ENOMEM, "stdin");
-    EVP_EncodeBlock((unsigned char *)enc, data, (int)len);
     int rc = process_call(s, "/process.Process/SendInput",
                           json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", "stdin",
                                     enc),

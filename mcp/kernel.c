@@ -17,10 +17,10 @@
  */
 #include "kernel.h"
 #include "kernel_sources.h"
+#include "b64.h"
 #include "error_internal.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,21 +75,16 @@ static int fail(abx_error **err, int code)
     return code < 0 ? code : -code;
 }
 
+/* Decoded bytes of in (NUL-terminated; empty on invalid input). */
 static char *unb64(const char *in, size_t *len)
 {
-    size_t n = in ? strlen(in) : 0;
-    char *out = malloc(n / 4 * 3 + 4);
-    if (!out)
-        return NULL;
-    int got = n && n % 4 == 0 ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n) : 0;
-    if (got > 0 && n >= 1 && in[n - 1] == '=')
-        got--;
-    if (got > 0 && n >= 2 && in[n - 2] == '=')
-        got--;
-    if (got < 0)
-        got = 0;
-    out[got] = '\0';
-    *len = (size_t)got;
+    char *out = NULL;
+    long n = abx__b64_decode(in ? in : "", &out);
+    if (n < 0) {
+        out = calloc(1, 1);
+        n = 0;
+    }
+    *len = (size_t)n;
     return out;
 }
 

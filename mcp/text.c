@@ -2,6 +2,7 @@
  * JSON strings must be UTF-8. Owns the replacement of invalid sequences,
  * output bounds with an explicit marker, and base64 (OpenSSL's codec). */
 #include "text.h"
+#include "b64.h"
 
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -73,37 +74,10 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
 
 char *mcp_b64(const void *data, size_t len)
 {
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    if (out)
-        EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-    return out;
+    return abx__b64_encode(data, len);
 }
 
 long mcp_unb64(const char *text, char **out)
 {
-    size_t n = strlen(text);
-    *out = NULL;
-    if (n % 4)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        char c = text[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-                  c == '/' || (c == '=' && i >= n - 2);
-        if (!ok)
-            return -1;
-    }
-    *out = malloc(n / 4 * 3 + 1);
-    if (!*out)
-        return -1;
-    int len = n ? EVP_DecodeBlock((unsigned char *)*out, (const unsigned char *)text, (int)n) : 0;
-    if (len < 0) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    if (n >= 1 && text[n - 1] == '=')
-        len--;
-    if (n >= 2 && text[n - 2] == '=')
-        len--;
-    return len;
+    return abx__b64_decode(text, out);
 }

@@ -23,12 +23,12 @@
 #include "error_internal.h"
 #include "shim_files.h"
 #include "parse.h"
+#include "b64.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,23 +142,22 @@ static int user_from_basic(struct MHD_Connection *c, unsigned *uid)
         return 0;
     if (strncmp(h, "Basic ", 6) != 0)
         return -1;
-    const char *b64 = h + 6;
-    size_t n = strlen(b64);
-    if (n == 0 || n > 256 || n % 4)
+    char *raw = NULL;
+    long len = strlen(h + 6) <= 256 ? abx__b64_decode(h + 6, &raw) : -1;
+    if (len <= 0) {
+        free(raw);
         return -1;
-    unsigned char raw[200];
-    int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
-    if (len < 0)
-        return -1;
-    raw[len] = '\0';
-    char *colon = strchr((char *)raw, ':');
+    }
+    char *colon = strchr(raw, ':');
     if (colon)
         *colon = '\0';
-    if (strcmp((char *)raw, "root") == 0)
+    int rc = 0;
+    if (strcmp(raw, "root") == 0)
         *uid = 0;
-    else if (strcmp((char *)raw, "user") != 0)
-        return -1;
-    return 0;
+    else if (strcmp(raw, "user") != 0)
+        rc = -1;
+    free(raw);
+    return rc;
 }
 
 static int user_from_query(struct MHD_Connection *c, unsigned *uid)
@@ -176,31 +175,12 @@ static int user_from_query(struct MHD_Connection *c, unsigned *uid)
 
 static char *b64(const char *data, size_t len)
 {
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    if (out)
-        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
-    return out;
+    return abx__b64_encode(data, len);
 }
 
-/* Decodes standard base64 (with padding) into a new buffer; -1 if invalid. */
 static long unb64(const char *in, char **out)
 {
-    size_t n = strlen(in);
-    if (n % 4)
-        return -1;
-    *out = malloc(n / 4 * 3 + 1);
-    if (!*out)
-        return -1;
-    int len = EVP_DecodeBlock((unsigned char *)*out, (const unsigned char *)in, (int)n);
-    if (len < 0) {
-        free(*out);
-        return -1;
-    }
-    if (n >= 1 && in[n - 1] == '=')
-        len--;
-    if (n >= 2 && in[n - 2] == '=')
-        len--;
-    return len;
+    return abx__b64_decode(in, out);
 }
 
 /* ---- streaming (process Start and Connect) ------------------------------ */
