@@ -42,16 +42,20 @@
 
 typedef struct fs_creds {
     bool switched;
+    bool failed;   /* the switch did not take: the operation must not run */
 } fs_creds;
 
+/* setfsuid/setfsgid report no error: read the ids back to be sure. */
 static fs_creds become(unsigned uid)
 {
-    fs_creds c = {false};
+    fs_creds c = {false, false};
     if (geteuid() != 0)
         return c; /* unprivileged abx: the caller's id is the sandbox root */
-    setfsgid(ABX_HOST_ID_BASE + uid);
-    setfsuid(ABX_HOST_ID_BASE + uid);
+    uid_t want = ABX_HOST_ID_BASE + uid;
+    setfsgid(want);
+    setfsuid(want);
     c.switched = true;
+    c.failed = (uid_t)setfsuid((uid_t)-1) != want || (gid_t)setfsgid((gid_t)-1) != want;
     return c;
 }
 
@@ -228,6 +232,10 @@ int abx__fs_open_file(shim *sh, unsigned uid, const char *path, int flags, int *
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     bool writing = (flags & O_ACCMODE) != O_RDONLY;
     if (writing) {
         char parent[4096], base[256];
@@ -266,6 +274,10 @@ int abx__fs_stat(shim *sh, unsigned uid, const char *path, json_t **entry, abx_e
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     int fd = resolve(sh, abs_path, O_PATH | O_NOFOLLOW, 0);
     if (fd < 0) {
         rc = fail_errno(err, errno, "stat", path);
@@ -321,6 +333,10 @@ int abx__fs_list(shim *sh, unsigned uid, const char *path, unsigned depth, json_
         depth = MAX_DEPTH;
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     int fd = resolve(sh, abs_path, O_PATH | O_DIRECTORY, 0);
     if (fd < 0) {
         rc = fail_errno(err, errno, "listing", path);
@@ -344,6 +360,10 @@ int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     bool created = false;
     int fd = open_dir(sh, abs_path, true, &created);
     if (fd < 0) {
@@ -368,6 +388,10 @@ int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_
         return abx__error_set(err, ABX_EINVAL, "source and destination must name files inside the sandbox");
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     int sfd = resolve(sh, sp, O_PATH | O_DIRECTORY, 0);
     int dfd = sfd >= 0 ? open_dir(sh, dp, true, NULL) : -1;
     if (sfd < 0 || dfd < 0)
@@ -423,6 +447,10 @@ int abx__fs_remove(shim *sh, unsigned uid, const char *path, abx_error **err)
         return abx__error_set(err, ABX_EINVAL, "path: must name a file or directory inside the sandbox");
     fs_creds c = become(uid);
     int rc = 0;
+    if (c.failed) {
+        restore(c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
     int pfd = resolve(sh, parent, O_PATH | O_DIRECTORY, 0);
     struct stat st;
     if (pfd < 0 || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {

@@ -132,6 +132,13 @@ test('files never reach the host: .., symlinks planted inside, /proc', () => {
       assert.ok(!r.stdout.includes('host secret'));
       assert.match(r.stderr, /^abx: E80(23|10|17|01): /);
     }
+    // file operations carry the chosen user's permissions
+    let w = runAbx(['files', 'put', id, '-', '/etc/passwd'], { env: H.env, input: 'x' });
+    assert.match(w.stderr, /^abx: E8010: /, 'user overwrote a root-owned file');
+    w = runAbx(['files', 'put', '--user', 'root', id, '-', '/root/r.txt'], { env: H.env, input: 'r' });
+    assert.equal(w.status, 0, w.stderr);
+    assert.match(abxh(['files', 'cat', id, '/root/r.txt']).stderr, /^abx: E8010: /);
+    assert.equal(abxh(['exec', '--user', 'root', id, 'stat -c %U /root/r.txt']).stdout, 'root\n');
     // a write through a planted symlink lands inside, never on the host
     const target = path.join(os.tmpdir(), `abx-should-not-exist-${process.pid}`);
     abxh(['exec', id, `ln -s ${target} /app/out`]);
