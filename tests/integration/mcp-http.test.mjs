@@ -265,3 +265,20 @@ test('a slow client (slow loris) is cut off while other sessions keep working', 
     await stopServer(srv);
   }
 });
+
+test('the session limit answers a clear error and spares existing sessions', async () => {
+  const srv = await startHttpServer(['--template', 'base', '--max-sessions', '2'], { env: H.env });
+  try {
+    const a = await post(srv.url, init), b = await post(srv.url, init);
+    assert.equal(a.status, 200);
+    assert.equal(b.status, 200);
+    const c = await post(srv.url, init);
+    assert.equal(c.status, 503);
+    assert.match((await c.json()).error.message, /Too many sessions/);
+    assert.equal((await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'ping' }, { 'Mcp-Session-Id': a.headers.get('mcp-session-id') })).status, 200);
+    assert.equal((await fetch(srv.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': b.headers.get('mcp-session-id') } })).status, 200);
+    assert.equal((await post(srv.url, init)).status, 200, 'a freed slot is usable again');
+  } finally {
+    await stopServer(srv);
+  }
+});
