@@ -12,7 +12,7 @@
 #include "b64.h"
 #include "error_internal.h"
 
-#include <curl/curl.h>
+#include "netlibs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +20,8 @@
 #define MAX_RESPONSE (64u << 20)
 #define MAX_STREAM_MESSAGE (16u << 20)
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token)
 {
-    pthread_once(&curl_once, curl_init_once);
     memset(e, 0, sizeof *e);
     snprintf(e->base_url, sizeof e->base_url, "%s", base_url);
     snprintf(e->unix_socket, sizeof e->unix_socket, "%s", unix_socket ? unix_socket : "");
@@ -38,7 +31,7 @@ void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, 
 
 void abx__envd_cleanup(abx_envd *e)
 {
-    if (e->cached)
+    if (e->cached && abx__curl())
         curl_easy_cleanup(e->cached);
     e->cached = NULL;
     pthread_mutex_destroy(&e->mu);
@@ -46,6 +39,8 @@ void abx__envd_cleanup(abx_envd *e)
 
 static CURL *acquire(abx_envd *e)
 {
+    if (!abx__curl())
+        return NULL; /* libcurl is missing: callers report it */
     pthread_mutex_lock(&e->mu);
     CURL *c = e->cached;
     e->cached = NULL;
@@ -190,7 +185,7 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
 {
     CURL *c = acquire(e);
     if (!c)
-        return abx__error_set(err, ABX_ENOMEM, "curl");
+        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -307,7 +302,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
 {
     CURL *c = acquire(e);
     if (!c)
-        return abx__error_set(err, ABX_ENOMEM, "curl");
+        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, method_path);
     char *text = json_dumps(req, JSON_COMPACT);
@@ -412,7 +407,7 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
 {
     CURL *c = acquire(e);
     if (!c)
-        return abx__error_set(err, ABX_ENOMEM, "curl");
+        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, NULL);
@@ -456,7 +451,7 @@ int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_r
 {
     CURL *c = acquire(e);
     if (!c)
-        return abx__error_set(err, ABX_ENOMEM, "curl");
+        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, "application/octet-stream");

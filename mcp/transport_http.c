@@ -24,7 +24,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include "netlibs.h"
 #include <netdb.h>
 #include <openssl/crypto.h>
 #include <poll.h>
@@ -750,6 +750,11 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
         return abx__error_set(err, ABX_EAUTH,
                               "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
                               "or --auth-token-file)");
+    }
+    if (!abx__mhd()) {
+        close(fd);
+        free(s.sessions);
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
     }
     sigset_t mask;
     sigemptyset(&mask);

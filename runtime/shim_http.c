@@ -27,7 +27,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
+#include "netlibs.h"
 #include <openssl/crypto.h>
 #include <signal.h>
 #include <stdio.h>
@@ -956,6 +956,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 int abx__shim_http_start(shim *sh, abx_error **err)
 {
+    if (!abx__mhd())
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, sh,
         MHD_OPTION_LISTEN_SOCKET, sh->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sh,
