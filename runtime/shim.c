@@ -352,6 +352,7 @@ int abx__shim_main(int argc, char **argv)
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", argv[1]);
     pthread_mutex_init(&sh.mu, NULL);
+    pthread_mutex_init(&sh.code_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_cond_init(&sh.cv, &ca);

@@ -90,6 +90,9 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     void *httpd;         /* struct MHD_Daemon * */
+    struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
+    int ncontexts;
+    pthread_mutex_t code_mu; /* serialises executions and context changes */
 } shim;
 
 /* shim.c */

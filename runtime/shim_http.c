@@ -13,6 +13,8 @@
  *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
  *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
  *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
+ *   POST /execute, GET|POST /contexts, DELETE /contexts/ID, POST /contexts/ID/restart
+ *                                                      E2B's code-interpreter API (shim_code.c)
  *
  * Shapes follow ../shared/e2b-protocol.md §2. Every request but /health
  * needs X-Access-Token equal to the sandbox's token (compared in constant
@@ -21,6 +23,7 @@
  */
 #include "shim.h"
 #include "error_internal.h"
+#include "shim_code.h"
 #include "shim_files.h"
 #include "parse.h"
 #include "b64.h"
@@ -787,9 +790,55 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* E2B's code-interpreter API: /execute and /contexts (shim_code.c). */
+static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
+{
+    unsigned uid;
+    if (user_from_basic(c, &uid) < 0)
+        return send_error(c, ABX_EAUTH, "user: root or user");
+    json_t *req = rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object();
+    if (!json_is_object(req)) {
+        json_decref(req);
+        return send_error(c, ABX_EINVAL, "body: a JSON object expected");
+    }
+    abx_error *err = NULL;
+    enum MHD_Result r;
+    int rcode = 0;
+    if (strcmp(url, "/execute") == 0 && strcmp(method, "POST") == 0) {
+        char *lines = NULL;
+        rcode = abx__code_execute(sh, req, uid, &lines, &err);
+        r = rcode < 0 ? send_abx_error(c, err, rcode) : send_bytes(c, 200, "application/x-ndjson", lines, strlen(lines));
+        free(lines);
+    } else if (strcmp(url, "/contexts") == 0 && strcmp(method, "POST") == 0) {
+        json_t *ctx = NULL;
+        rcode = abx__code_context_create(sh, req, uid, &ctx, &err);
+        r = rcode < 0 ? send_abx_error(c, err, rcode) : send_json(c, 200, ctx);
+    } else if (strcmp(url, "/contexts") == 0 && strcmp(method, "GET") == 0) {
+        r = send_json(c, 200, abx__code_contexts_list(sh));
+    } else {
+        char id[64] = "";
+        bool restart = false;
+        const char *rest = url + 10; /* after "/contexts/" */
+        const char *slash = strchr(rest, '/');
+        snprintf(id, sizeof id, "%.*s", (int)(slash ? (size_t)(slash - rest) : strlen(rest)), rest);
+        restart = slash && strcmp(slash, "/restart") == 0 && strcmp(method, "POST") == 0;
+        if (restart)
+            rcode = abx__code_context_restart(sh, id, &err);
+        else if (!slash && strcmp(method, "DELETE") == 0)
+            rcode = abx__code_context_delete(sh, id, &err);
+        else
+            rcode = abx__error_set(&err, ABX_ENOTSUP, "unknown code-interpreter endpoint");
+        r = rcode < 0 ? send_abx_error(c, err, rcode) : send_json(c, 200, json_object());
+    }
+    json_decref(req);
+    return r;
+}
+
 static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
                                    req_ctx *rc)
 {
+    if (strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0)
+        return code_api(sh, c, url, method, rc);
     if (strncmp(url, "/abx/", 5) == 0) {
         json_t *req = rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object();
         if (!req)

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { runAbx, privateHome } from '../lib/harness.mjs';
 
 const H = privateHome('abx-e2b');
-let id, proxy, Sandbox, CommandExitError;
+let id, proxy, proxyCI, Sandbox, CommandExitError;
 
 before(async () => {
   ({ Sandbox, CommandExitError } = await import('e2b'));
@@ -31,12 +31,16 @@ before(async () => {
     req.pipe(up);
   });
   await new Promise((resolve, reject) => { proxy.once('error', reject); proxy.listen(49983, '127.0.0.1', resolve); });
+  // the code interpreter's port (49999) reaches the same shim, which serves /execute and /contexts
+  proxyCI = http.createServer(proxy.listeners('request')[0]);
+  await new Promise((resolve, reject) => { proxyCI.once('error', reject); proxyCI.listen(49999, '127.0.0.1', resolve); });
   process.env.E2B_DEBUG = 'true';
   process.env.E2B_API_KEY = 'e2b_' + '0'.repeat(40);
 });
 
 after(() => {
   proxy?.close();
+  proxyCI?.close();
   H.cleanup();
 });
 
@@ -89,4 +93,28 @@ test('files: write, read (text and bytes), list, exists, makeDir, rename, remove
   assert.equal(await sbx.files.read('/app/e2b/sub/renamed.txt'), 'from the e2b sdk');
   await sbx.files.remove('/app/e2b');
   assert.equal(await sbx.files.exists('/app/e2b'), false);
+});
+
+test('E2B code interpreter (@e2b/code-interpreter): runCode keeps state, reports errors, contexts per language', async () => {
+  const { Sandbox: CodeSandbox } = await import('@e2b/code-interpreter');
+  const sbx = await CodeSandbox.create();
+  let e = await sbx.runCode('x = 40\nprint("hi")');
+  assert.deepEqual(e.logs.stdout, ['hi\n']);
+  e = await sbx.runCode('x + 2');
+  assert.equal(e.results[0].text, '42');
+  assert.equal(e.error, undefined);
+  e = await sbx.runCode('1/0');
+  assert.equal(e.error.name, 'ZeroDivisionError');
+  assert.match(e.error.traceback, /ZeroDivisionError/);
+  e = await sbx.runCode('x');
+  assert.equal(e.results[0].text, '40', 'the kernel survived the error');
+  const ctx = await sbx.createCodeContext({ language: 'javascript' });
+  e = await sbx.runCode('let a = 20; a * 2', { context: ctx });
+  assert.equal(e.results[0].text, '40');
+  e = await sbx.runCode('a + 1', { context: ctx });
+  assert.equal(e.results[0].text, '21');
+  const contexts = await sbx.listCodeContexts();
+  assert.ok(contexts.some((c) => c.id === ctx.id && c.language === 'javascript'));
+  await sbx.removeCodeContext(ctx);
+  assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
 });
