@@ -250,12 +250,21 @@ int abx__fs_open_file(shim *sh, unsigned uid, const char *path, int flags, int *
         }
         close(pfd);
     }
-    *fd = resolve(sh, abs_path, flags, 0644);
+    /* O_NONBLOCK: a FIFO planted at path must not hang this thread; it is
+     * refused below like any other non-regular file */
+    *fd = resolve(sh, abs_path, flags | O_NONBLOCK | O_NOCTTY, 0644);
     if (*fd < 0) {
-        rc = fail_errno(err, errno, writing ? "writing" : "reading", path);
+        rc = errno == ENXIO ? abx__error_set(err, ABX_EINVAL, "%s: not a regular file", path)
+                            : fail_errno(err, errno, writing ? "writing" : "reading", path);
         goto out;
     }
     struct stat st;
+    if (fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && fcntl(*fd, F_SETFL, flags & O_APPEND) < 0) {
+        close(*fd);
+        *fd = -1;
+        rc = fail_errno(err, errno, "opening", path);
+        goto out;
+    }
     if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         bool dir = S_ISDIR(st.st_mode);
         close(*fd);

@@ -244,6 +244,12 @@ test('bad file requests on a live sandbox: a directory, a missing file, a file o
   assert.match(r.stderr, /^abx: E8019: /);
   r = abxh(['files', 'cat', id, '/app/missing']);
   assert.match(r.stderr, /^abx: E8023: /);
+  // a FIFO planted in the sandbox neither hangs the data plane nor is read or written
+  abxh(['exec', id, 'mkfifo /app/fifo']);
+  r = abxh(['files', 'cat', id, '/app/fifo'], { timeout: 10000 });
+  assert.match(r.stderr, /^abx: E8001: /);
+  r = runAbx(['files', 'put', id, '-', '/app/fifo'], { env: H.env, input: 'x', timeout: 10000 });
+  assert.match(r.stderr, /^abx: E8001: /);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-big-'));
   try {
     const big = path.join(dir, 'big');
