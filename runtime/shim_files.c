@@ -146,33 +146,60 @@ static int split(const char *abs_path, char *parent, size_t plen, char *base, si
     return 0;
 }
 
-/* Opens the directory at abs_path, creating it and its parents if asked. */
+/* Opens the directory at abs_path, creating it and its missing parents if
+ * asked. Iterative (a deep path must not exhaust a server thread's stack):
+ * each prefix is resolved inside the root; a missing one is made with
+ * mkdirat in its resolved parent, by a plain name. */
 static int open_dir(shim *sh, const char *abs_path, bool create, bool *created)
 {
     int fd = resolve(sh, abs_path, O_PATH | O_DIRECTORY, 0);
     if (fd >= 0 || errno != ENOENT || !create)
         return fd;
-    char parent[4096], base[256];
-    if (split(abs_path, parent, sizeof parent, base, sizeof base) < 0) {
-        errno = EINVAL;
+    size_t len = strlen(abs_path);
+    char *prefix = malloc(len + 2);
+    if (!prefix) {
+        errno = ENOMEM;
         return -1;
     }
-    int pfd = open_dir(sh, parent, true, NULL);
-    if (pfd < 0)
-        return -1;
-    if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST) {
+    int parent = resolve(sh, "/", O_PATH | O_DIRECTORY, 0);
+    size_t i = 0;
+    while (parent >= 0) {
+        while (i < len && abs_path[i] == '/')
+            i++;
+        if (i >= len)
+            break;
+        size_t start = i;
+        while (i < len && abs_path[i] != '/')
+            i++;
+        char name[256];
+        if (i - start >= sizeof name) {
+            close(parent);
+            parent = -1;
+            errno = ENAMETOOLONG;
+            break;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(i - start), abs_path + start);
+        snprintf(prefix, len + 2, "%.*s", (int)i, abs_path);
+        int next = resolve(sh, prefix, O_PATH | O_DIRECTORY, 0);
+        if (next < 0 && errno == ENOENT && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+            if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST) {
+                int e = errno;
+                close(parent);
+                parent = -1;
+                errno = e;
+                break;
+            }
+            if (created)
+                *created = true;
+            next = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
         int e = errno;
-        close(pfd);
+        close(parent);
+        parent = next;
         errno = e;
-        return -1;
     }
-    if (created)
-        *created = true;
-    fd = openat(pfd, base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
-    close(pfd);
-    errno = e;
-    return fd;
+    free(prefix);
+    return parent;
 }
 
 /* ---- EntryInfo ---------------------------------------------------------- */
