@@ -312,11 +312,12 @@ test('concurrency: a slow call does not block ping or another call; cancellation
     assert.equal(ok(await slow).stdout, 'slow\n');
     // cancellation: the SDK sends notifications/cancelled on abort
     const ac = new AbortController();
-    const p = s.client.callTool({ name: 'run_command', arguments: { command: 'sleep 7391' } }, undefined, { signal: ac.signal });
-    await waitFor(() => hostProcesses('sleep 7391').length > 0, 5000);
+    const tag = `sleep ${7000 + Math.floor(Math.random() * 2999)}1`;
+    const p = s.client.callTool({ name: 'run_command', arguments: { command: tag } }, undefined, { signal: ac.signal });
+    await waitFor(() => hostProcesses(tag).length > 0, 5000);
     ac.abort();
     await assert.rejects(p);
-    assert.ok(await waitFor(() => hostProcesses('sleep 7391').length === 0, 5000), 'the cancelled command still runs');
+    assert.ok(await waitFor(() => hostProcesses(tag).length === 0, 5000), 'the cancelled command still runs');
     await s.client.ping();
   } finally {
     await s.close();

@@ -172,12 +172,13 @@ test('a finished run leaves no process, mount, cgroup or state behind', () => {
   const mounts = mountCount();
   const home = path.join(os.homedir(), '.abx', 'sandboxes');
   const stateBefore = fs.existsSync(home) ? fs.readdirSync(home) : [];
-  const r = runAbx(['run', '--', 'sh', '-c', 'hostname; sleep 978 & sleep 977 & exit 0']);
+  const tag = String(1000 + Math.floor(Math.random() * 8999));
+  const r = runAbx(['run', '--', 'sh', '-c', `hostname; sleep ${tag}8 & sleep ${tag}7 & exit 0`]);
   assert.equal(r.status, 0);
   const id = idOf(r);
   assert.deepEqual(cgroupLeftovers(id), []);
   assert.equal(mountCount(), mounts);
-  assert.deepEqual(hostProcesses('sleep 97'), []);
+  assert.deepEqual(hostProcesses(`sleep ${tag}`), []);
   assert.deepEqual(fs.existsSync(home) ? fs.readdirSync(home) : [], stateBefore);
 });
 

@@ -25,6 +25,8 @@ function create(args = []) {
   return id;
 }
 const bare = (id) => id.replace(/^local:/, '');
+// sleep durations unique to this run, so that process checks cannot see another run's sandboxes
+const TAG = String(1000 + Math.floor(Math.random() * 8999));
 
 function assertGone(id) {
   assert.ok(!stateIds(H.home).includes(bare(id)), 'state directory left');
@@ -179,8 +181,8 @@ test('background tasks: ps, logs, logs --follow, signal, truncation', async () =
 test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout extends it', async () => {
   const short = create(['--timeout', '2']);
   const kept = create(['--timeout', '2']);
-  abxh(['exec', '--background', short, '(trap "" TERM; setsid sleep 6731 &) ; sleep 6732']);
-  await waitFor(() => hostProcesses('sleep 6731').length > 0, 3000);
+  abxh(['exec', '--background', short, `(trap "" TERM; setsid sleep ${TAG}31 &) ; sleep ${TAG}32`]);
+  await waitFor(() => hostProcesses(`sleep ${TAG}31`).length > 0, 3000);
   assert.equal(abxh(['timeout', kept, '60']).status, 0);
   await sleep(3500);
   const list = JSON.parse(abxh(['list', '--json']).stdout).map((s) => s.sandbox_id);
@@ -190,7 +192,7 @@ test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout ex
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /^abx: E8002: /);
   assertGone(short);
-  assert.deepEqual(hostProcesses('sleep 673'), [], 'processes outlived the sandbox');
+  assert.deepEqual(hostProcesses(`sleep ${TAG}3`), [], 'processes outlived the sandbox');
   abxh(['kill', kept]);
   assertGone(kept);
 });
@@ -198,12 +200,12 @@ test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout ex
 test('kill removes processes, mounts, cgroups and state; a killed id is unknown', async () => {
   const mounts = mountCount();
   const id = create();
-  abxh(['exec', '--background', id, 'sleep 6741 & sleep 6742']);
-  await waitFor(() => hostProcesses('sleep 6742').length > 0, 3000);
+  abxh(['exec', '--background', id, `sleep ${TAG}41 & sleep ${TAG}42`]);
+  await waitFor(() => hostProcesses(`sleep ${TAG}42`).length > 0, 3000);
   assert.ok(cgroupLeftovers(bare(id)).length > 0, 'the sandbox has cgroups while alive');
   assert.equal(abxh(['kill', id]).status, 0);
   assertGone(id);
-  assert.deepEqual(hostProcesses('sleep 674'), []);
+  assert.deepEqual(hostProcesses(`sleep ${TAG}4`), []);
   assert.equal(mountCount(), mounts);
   const r = abxh(['exec', id, 'true']);
   assert.equal(r.status, 125);
@@ -266,8 +268,8 @@ test('bad file requests on a live sandbox: a directory, a missing file, a file o
 
 test('fault: kill -9 of the shim; the next abx list reaps everything', async () => {
   const id = create();
-  abxh(['exec', '--background', id, 'sleep 6751']);
-  await waitFor(() => hostProcesses('sleep 6751').length > 0, 3000);
+  abxh(['exec', '--background', id, `sleep ${TAG}51`]);
+  await waitFor(() => hostProcesses(`sleep ${TAG}51`).length > 0, 3000);
   const pid = shimPid(H.home, bare(id));
   assert.ok(pid > 0);
   process.kill(pid, 'SIGKILL');
@@ -276,7 +278,7 @@ test('fault: kill -9 of the shim; the next abx list reaps everything', async () 
   assert.ok(!list.includes(id));
   await waitFor(() => cgroupLeftovers(bare(id)).length === 0, 3000);
   assertGone(id);
-  assert.deepEqual(hostProcesses('sleep 6751'), [], 'the sandbox outlived its shim');
+  assert.deepEqual(hostProcesses(`sleep ${TAG}51`), [], 'the sandbox outlived its shim');
 });
 
 test('fault: kill -9 of abx mid-exec and mid-upload leaves the sandbox usable, then nothing after kill', async () => {
