@@ -255,7 +255,7 @@ static int start(shim *sh, abx_error **err)
 
 static void on_control(shim *sh)
 {
-    static char buf[ABX_INIT_MSG_MAX + 1];
+    char *buf = sh->control_buf;
     ssize_t n;
     do
         n = recv(sh->jail.control_fd, buf, ABX_INIT_MSG_MAX, MSG_DONTWAIT);
@@ -292,7 +292,10 @@ static bool on_signal(shim *sh)
 
 __attribute__((noreturn)) static void event_loop(shim *sh)
 {
-    static struct pollfd pfd[MAX_POLL];
+    struct pollfd *pfd = calloc(MAX_POLL, sizeof *pfd);
+    sh->control_buf = malloc(ABX_INIT_MSG_MAX + 1);
+    if (!pfd || !sh->control_buf)
+        teardown(sh, 1);
     for (;;) {
         int n = 0;
         pfd[n++] = (struct pollfd){.fd = sh->sigfd, .events = POLLIN};

@@ -90,6 +90,7 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     void *httpd;         /* struct MHD_Daemon * */
+    char *control_buf;   /* the event loop's receive buffer for init's messages */
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
     int ncontexts;
     pthread_mutex_t code_mu; /* serialises executions and context changes */

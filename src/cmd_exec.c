@@ -72,7 +72,7 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     int rc = cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return rc > 0 ? 0 : CLI_EXIT_FAILED;
-    static char command[1 << 16];
+    char command[1 << 16];
     if (npos < 2 || join(pos, 1, npos, command, sizeof command) < 0 || !command[0]) {
         cli_fail(ctx, ABX_EUSAGE, "usage: abx exec ID \"CMD\"");
         return CLI_EXIT_FAILED;
