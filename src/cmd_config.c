@@ -54,9 +54,11 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
         else if (ctx->json)
             cli_print_json(json_pack("{s:s, s:b}", "key", pos[1], "set", 1));
     } else if (strcmp(op, "unset") == 0 && npos == 2) {
-        abx__kvs_unset(kvs, pos[1]);
+        bool was_set = abx__kvs_unset(kvs, pos[1]) == 0;
         if ((rc = abx__config_save(kvs, &err)) < 0)
             status = cli_fail_error(ctx, err, rc);
+        else if (ctx->json)
+            cli_print_json(json_pack("{s:s, s:b}", "key", pos[1], "was_set", was_set));
     } else if (strcmp(op, "get") == 0 && npos <= 2) {
         char shown[1100];
         if (npos == 2) {

@@ -1,5 +1,6 @@
 /* cmd_files.c: `abx files ls|cat|put|get|mkdir|rm|mv`. */
 #include "cli.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,8 @@ const char cmd_files_help[] =
     "\n"
     "  --user U    user (default) or root: whose permissions apply\n"
     "  --depth N   ls: levels to descend, 1-32 (default 1)\n"
-    "  --json      machine output\n";
+    "  --json      machine output (cat: {path, size, content} as UTF-8 text,\n"
+    "              up to 16 MiB)\n";
 
 typedef struct files_args {
     const char *user;
@@ -73,6 +75,15 @@ static int files_do(cli_ctx *ctx, abx_sandbox *s, const char *op, files_args *a)
         if (rc == 0) {
             print_entries(ctx, json);
             abx_free(json);
+        }
+    } else if (strcmp(op, "cat") == 0 && ctx->json) {
+        char *data = NULL;
+        size_t len = 0;
+        rc = abx_sandbox_read_file(s, a->pos[1], a->user, 16u << 20, &data, &len, &err);
+        if (rc == 0) {
+            cli_print_json(json_pack("{s:s, s:I, s:o}", "path", a->pos[1], "size", (json_int_t)len, "content",
+                                     mcp_text(data, len, (size_t)-1, NULL)));
+            abx_free(data);
         }
     } else if (strcmp(op, "cat") == 0) {
         unsigned long long n = 0;
