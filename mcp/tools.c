@@ -126,18 +126,25 @@ static json_t *ok(json_t *structured)
     return result_with(structured, NULL);
 }
 
-static json_t *tool_error(int code, const char *field)
+/* message: NULL for the code's own text, else one of this file's static
+ * sentences (never a provider's words). */
+static json_t *tool_error_with(int code, const char *field, const char *message)
 {
     if (code < 0)
         code = -code;
     json_t *e = json_pack("{s:s, s:s, s:i, s:s, s:s}", "code", abx_err_name(code), "category",
                           abx_err_category(code), "http_status", abx_err_http_status(code), "message",
-                          abx_strerror(code), "hint", abx_err_hint(code));
+                          message ? message : abx_strerror(code), "hint", abx_err_hint(code));
     if (field)
         json_object_set_new(e, "field", json_string(field));
     json_t *r = result_with(json_pack("{s:o}", "error", e), NULL);
     json_object_set_new(r, "isError", json_true());
     return r;
+}
+
+static json_t *tool_error(int code, const char *field)
+{
+    return tool_error_with(code, field, NULL);
 }
 
 /* A libabx failure: only its code crosses, never its message. */
@@ -421,6 +428,14 @@ static json_t *tool_run_code(mcp_call *c)
     progress(c, "running");
     rc = mcp_run_code(b, &req, &r, &err);
     mcp_session_release(c->session, b);
+    if (rc == -ABX_ECMDNOTFOUND && (strcmp(lang, "typescript") == 0 || strcmp(lang, "r") == 0)) {
+        abx_error_free(err);
+        return tool_error_with(ABX_ECMDNOTFOUND, "language",
+                               strcmp(lang, "r") == 0
+                                   ? "language r needs Rscript in the sandbox, and it is not installed"
+                                   : "language typescript needs a TypeScript runtime (tsx, ts-node, deno or bun) "
+                                     "in the sandbox, and none is installed");
+    }
     if (rc < 0)
         return abx_failure(err, rc);
     if (r.timed_out)

@@ -186,7 +186,7 @@ test('run_code on code-interpreter-v1: state persists; errors keep the kernel; t
     assert.equal(r.stdout, '42\n/app\n');
     for (const [language, runtime] of [['typescript', /TypeScript runtime/], ['r', /Rscript/]]) {
       r = await s.call('run_code', { language, code: '1' });
-      if (r.isError) failed(r, 'E8009');
+      if (r.isError) assert.match(failed(r, 'E8009', 'language').message, runtime); // else the runtime exists here
     }
   } finally {
     await s.close();
