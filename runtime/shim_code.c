@@ -311,9 +311,11 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, char **ndjson, abx_er
     json_t *lines = json_array();
     if (rc == 0) {
         unsigned id = ++c->executions;
-        /* env_vars: the sandbox's own variables apply; per-cell ones are not supported yet */
         json_t *msg = json_pack("{s:i, s:s, s:s, s:i}", "id", (int)id, "code", code, "cwd", c->cwd, "timeout",
                                 EXEC_TIMEOUT_S);
+        json_t *env = json_object_get(req, "env_vars"); /* for this cell only */
+        if (json_is_object(env))
+            json_object_set(msg, "env", env);
         char *text = json_dumps(msg, JSON_COMPACT);
         json_decref(msg);
         size_t n = text ? strlen(text) : 0;

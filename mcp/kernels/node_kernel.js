@@ -50,6 +50,9 @@ rl.on('line', (line) => {
   try { req = JSON.parse(line); } catch { return; }
   const cwd = req.cwd || process.cwd();
   try { process.chdir(cwd); } catch { /* keep */ }
+  const env = req.env || {};
+  const savedEnv = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
   const before = snapshot(cwd);
   out.length = 0; err.length = 0;
   const realOut = process.stdout.write, realErr = process.stderr.write;
@@ -65,6 +68,7 @@ rl.on('line', (line) => {
     err.push((e && e.stack ? e.stack : String(e)) + '\n');
   }
   process.stdout.write = realOut; process.stderr.write = realErr;
+  for (const [k, v] of Object.entries(savedEnv)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
   const after = snapshot(cwd);
   const files = [...after.keys()].sort().filter((p) => before.get(p) !== after.get(p))
     .map((p) => ({ name: path.basename(p), path: p, size: Number(after.get(p).split(':')[1]) }));

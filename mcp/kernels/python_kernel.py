@@ -1,5 +1,5 @@
 # python_kernel.py: abx's stateful Python kernel (runs inside a sandbox).
-# Protocol: one JSON request per stdin line, {"id", "code", "cwd"}; one reply
+# Protocol: one JSON request per stdin line, {"id", "code", "cwd", "env"?}; one reply
 # per request on the original stdout, MARKER + JSON + "\n", with the cell's
 # stdout and stderr (captured at the file-descriptor level, so subprocesses
 # are captured too) base64-encoded and capped, its exit code, the value of a
@@ -68,6 +68,9 @@ def serve():
             os.chdir(cwd)
         except OSError:
             pass
+        env = req.get("env") or {}
+        saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update({str(k): str(v) for k, v in env.items()})
         before = snapshot(cwd)
         out = tempfile.TemporaryFile()
         err = tempfile.TemporaryFile()
@@ -96,6 +99,11 @@ def serve():
         os.dup2(saved_err, 2)
         os.close(saved_out)
         os.close(saved_err)
+        for k, v in saved_env.items():  # per-cell variables end with the cell
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         after = snapshot(cwd)
         files = [{"name": os.path.basename(p), "path": p, "size": after[p][1]}
                  for p in sorted(after) if before.get(p) != after[p]]

@@ -108,6 +108,10 @@ test('E2B code interpreter (@e2b/code-interpreter): runCode keeps state, reports
   assert.match(e.error.traceback, /ZeroDivisionError/);
   e = await sbx.runCode('x');
   assert.equal(e.results[0].text, '40', 'the kernel survived the error');
+  e = await sbx.runCode('import os\nos.environ.get("CELL_VAR")', { envs: { CELL_VAR: 'only-here' } });
+  assert.equal(e.results[0].text, "'only-here'");
+  e = await sbx.runCode('os.environ.get("CELL_VAR")');
+  assert.equal(e.results.length, 0, 'a per-cell variable outlived its cell');
   const ctx = await sbx.createCodeContext({ language: 'javascript' });
   e = await sbx.runCode('let a = 20; a * 2', { context: ctx });
   assert.equal(e.results[0].text, '40');
