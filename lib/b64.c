@@ -44,3 +44,15 @@ long abx__b64_decode(const char *text, char **out)
     (*out)[len] = '\0';
     return len;
 }
+
+char *abx__b64_decode_or_empty(const char *text, size_t *len)
+{
+    char *out = NULL;
+    long n = abx__b64_decode(text ? text : "", &out);
+    if (n < 0) {
+        out = calloc(1, 1);
+        n = 0;
+    }
+    *len = (size_t)n;
+    return out;
+}

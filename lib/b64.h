@@ -12,4 +12,8 @@ char *abx__b64_encode(const void *data, size_t len);
  * on invalid input. */
 long abx__b64_decode(const char *text, char **out);
 
+/* The same, but invalid input decodes to nothing: never NULL unless out of
+ * memory; *len is the byte count. For data from our own peers. */
+char *abx__b64_decode_or_empty(const char *text, size_t *len);
+
 #endif

@@ -795,18 +795,6 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
     return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
 }
 
-static char *decode_b64(const char *in, size_t *len)
-{
-    char *out = NULL;
-    long n = abx__b64_decode(in ? in : "", &out);
-    if (n < 0) {
-        out = calloc(1, 1);
-        n = 0;
-    }
-    *len = (size_t)n;
-    return out;
-}
-
 void abx_process_output_clear(abx_process_output *o)
 {
     if (!o)
@@ -837,8 +825,8 @@ int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_o
     out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
     out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
                      json_is_true(json_object_get(doc, "stderr_truncated"));
-    out->stdout_data = decode_b64(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
-    out->stderr_data = decode_b64(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
+    out->stdout_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
+    out->stderr_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
     json_decref(doc);
     if (!out->stdout_data || !out->stderr_data) {
         abx_process_output_clear(out);

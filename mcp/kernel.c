@@ -75,19 +75,6 @@ static int fail(abx_error **err, int code)
     return code < 0 ? code : -code;
 }
 
-/* Decoded bytes of in (NUL-terminated; empty on invalid input). */
-static char *unb64(const char *in, size_t *len)
-{
-    char *out = NULL;
-    long n = abx__b64_decode(in ? in : "", &out);
-    if (n < 0) {
-        out = calloc(1, 1);
-        n = 0;
-    }
-    *len = (size_t)n;
-    return out;
-}
-
 /* ---- starting kernels ---------------------------------------------------- */
 
 static bool is_kernel_language(const char *lang)
@@ -212,7 +199,7 @@ static json_t *find_reply(reply_reader *r, unsigned id, size_t *prefix_len)
 static void fill_result(json_t *doc, reply_reader *r, size_t prefix_len, mcp_code_result *out)
 {
     size_t n;
-    char *o = unb64(json_string_value(json_object_get(doc, "stdout")), &n);
+    char *o = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &n);
     /* bytes on the kernel's real stdout before the reply came from processes
      * the cell started: they belong to its output */
     size_t cap = 0;
@@ -220,7 +207,7 @@ static void fill_result(json_t *doc, reply_reader *r, size_t prefix_len, mcp_cod
     if (o)
         grow_append(&out->stdout_data, &out->stdout_len, &cap, o, n);
     free(o);
-    char *e = unb64(json_string_value(json_object_get(doc, "stderr")), &n);
+    char *e = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &n);
     cap = 0;
     if (!out->stdout_data)
         out->stdout_data = calloc(1, 1);

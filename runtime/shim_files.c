@@ -252,17 +252,34 @@ static json_t *entry_info(int dirfd, const char *name, const char *abs_path)
 
 /* ---- operations --------------------------------------------------------- */
 
+/* Takes uid's file credentials, checked. On success the caller must
+ * restore(*c) when the operation is done. */
+static int take_creds(unsigned uid, fs_creds *c, abx_error **err)
+{
+    *c = become(uid);
+    if (c->failed) {
+        restore(*c);
+        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
+    }
+    return 0;
+}
+
+/* The start of most operations: the path made absolute for uid, then
+ * uid's credentials. */
+static int op_begin(unsigned uid, const char *path, char abs_path[4096], fs_creds *c, abx_error **err)
+{
+    if (abx__fs_absolute(uid, path, abs_path, 4096) < 0)
+        return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
+    return take_creds(uid, c, err);
+}
+
 int abx__fs_open_file(shim *sh, unsigned uid, const char *path, int flags, int *fd, abx_error **err)
 {
     char abs_path[4096];
-    if (abx__fs_absolute(uid, path, abs_path, sizeof abs_path) < 0)
-        return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = op_begin(uid, path, abs_path, &c, err);
+    if (rc < 0)
+        return rc;
     bool writing = (flags & O_ACCMODE) != O_RDONLY;
     if (writing) {
         char parent[4096], base[256];
@@ -306,14 +323,10 @@ out:
 int abx__fs_stat(shim *sh, unsigned uid, const char *path, json_t **entry, abx_error **err)
 {
     char abs_path[4096];
-    if (abx__fs_absolute(uid, path, abs_path, sizeof abs_path) < 0)
-        return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = op_begin(uid, path, abs_path, &c, err);
+    if (rc < 0)
+        return rc;
     int fd = resolve(sh, abs_path, O_PATH | O_NOFOLLOW, 0);
     if (fd < 0) {
         rc = fail_errno(err, errno, "stat", path);
@@ -367,12 +380,10 @@ int abx__fs_list(shim *sh, unsigned uid, const char *path, unsigned depth, json_
         depth = 1;
     if (depth > MAX_DEPTH)
         depth = MAX_DEPTH;
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = take_creds(uid, &c, err);
+    if (rc < 0)
+        return rc;
     int fd = resolve(sh, abs_path, O_PATH | O_DIRECTORY, 0);
     if (fd < 0) {
         rc = fail_errno(err, errno, "listing", path);
@@ -394,12 +405,10 @@ int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t
     *exists = false;
     if (abx__fs_absolute(uid, path, abs_path, sizeof abs_path) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = take_creds(uid, &c, err);
+    if (rc < 0)
+        return rc;
     bool created = false;
     int fd = open_dir(sh, abs_path, true, &created);
     if (fd < 0) {
@@ -422,12 +431,10 @@ int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_
     if (abx__fs_absolute(uid, from, src, sizeof src) < 0 || abx__fs_absolute(uid, to, dst, sizeof dst) < 0 ||
         split(src, sp, sizeof sp, sb, sizeof sb) < 0 || split(dst, dp, sizeof dp, db, sizeof db) < 0)
         return abx__error_set(err, ABX_EINVAL, "source and destination must name files inside the sandbox");
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = take_creds(uid, &c, err);
+    if (rc < 0)
+        return rc;
     int sfd = resolve(sh, sp, O_PATH | O_DIRECTORY, 0);
     int dfd = sfd >= 0 ? open_dir(sh, dp, true, NULL) : -1;
     if (sfd < 0 || dfd < 0)
@@ -481,12 +488,10 @@ int abx__fs_remove(shim *sh, unsigned uid, const char *path, abx_error **err)
     if (abx__fs_absolute(uid, path, abs_path, sizeof abs_path) < 0 ||
         split(abs_path, parent, sizeof parent, base, sizeof base) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must name a file or directory inside the sandbox");
-    fs_creds c = become(uid);
-    int rc = 0;
-    if (c.failed) {
-        restore(c);
-        return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
-    }
+    fs_creds c;
+    int rc = take_creds(uid, &c, err);
+    if (rc < 0)
+        return rc;
     int pfd = resolve(sh, parent, O_PATH | O_DIRECTORY, 0);
     struct stat st;
     if (pfd < 0 || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
