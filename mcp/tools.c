@@ -489,6 +489,21 @@ static json_t *tool_run_command(mcp_call *c)
     return ok(out);
 }
 
+/* Reads at most MAX bytes of PATH from the sandbox ID names (the default
+ * when ID is NULL). Returns NULL on success, with *DATA (the caller
+ * abx_free()s it) and *LEN set; otherwise the tool's error result. */
+static json_t *read_bytes(mcp_call *c, const char *id, const char *path, size_t max, char **data, size_t *len)
+{
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = use_sandbox(c, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    rc = abx_sandbox_read_file(b->handle, path, NULL, max, data, len, &err);
+    mcp_session_release(c->session, b);
+    return rc < 0 ? abx_failure(err, rc) : NULL;
+}
+
 static json_t *tool_read_file(mcp_call *c)
 {
     arg_fail f = {0};
@@ -498,17 +513,11 @@ static json_t *tool_read_file(mcp_call *c)
         return invalid(&f);
     if (strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0 && strcmp(enc, "UTF-8") != 0)
         return tool_error(ABX_EINVAL, "encoding");
-    mcp_sandbox *b = NULL;
-    abx_error *err = NULL;
-    int rc = use_sandbox(c, id, true, true, &b, &err);
-    if (rc < 0)
-        return abx_failure(err, rc);
     char *data = NULL;
     size_t len = 0;
-    rc = abx_sandbox_read_file(b->handle, path, NULL, FILE_MAX, &data, &len, &err);
-    mcp_session_release(c->session, b);
-    if (rc < 0)
-        return abx_failure(err, rc);
+    json_t *failure = read_bytes(c, id, path, FILE_MAX, &data, &len);
+    if (failure)
+        return failure;
     json_t *out = json_pack("{s:o, s:I}", "content", mcp_text(data, len, FILE_MAX, NULL), "size", (json_int_t)len);
     abx_free(data);
     return ok(out);
@@ -810,17 +819,11 @@ static json_t *tool_download_file(mcp_call *c)
     const char *path, *id;
     if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f))
         return invalid(&f);
-    mcp_sandbox *b = NULL;
-    abx_error *err = NULL;
-    int rc = use_sandbox(c, id, true, true, &b, &err);
-    if (rc < 0)
-        return abx_failure(err, rc);
     char *data = NULL;
     size_t len = 0;
-    rc = abx_sandbox_read_file(b->handle, path, NULL, TRANSFER_MAX, &data, &len, &err);
-    mcp_session_release(c->session, b);
-    if (rc < 0)
-        return abx_failure(err, rc);
+    json_t *failure = read_bytes(c, id, path, TRANSFER_MAX, &data, &len);
+    if (failure)
+        return failure;
     char *b64 = mcp_b64(data, len);
     const char *mime = image_type((const unsigned char *)data, len);
     abx_free(data);

@@ -64,7 +64,10 @@ bool cli_is_secret_key(const char *key);
 abx_client *cli_client(cli_ctx *ctx, int *exit_status);
 /* A sandbox's details as the JSON the CLI prints. */
 struct json_t *cli_info_json(const abx_sandbox_info *info);
-abx_sandbox *cli_connect(cli_ctx *ctx, abx_client *client, const char *id, int *exit_status);
+/* Connects to the sandbox ID names through a client for the resolved
+ * provider. The caller abx_sandbox_free()s the result; on failure the
+ * error is printed, *EXIT_STATUS set and NULL returned. */
+abx_sandbox *cli_connect(cli_ctx *ctx, const char *id, int *exit_status);
 
 /* If argv[*i] is a global flag (--json, --provider, --opt), consumes it (and
  * its value) and returns 1; returns 0 if not; on a malformed global flag

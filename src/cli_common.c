@@ -219,11 +219,15 @@ abx_client *cli_client(cli_ctx *ctx, int *exit_status)
     return c;
 }
 
-abx_sandbox *cli_connect(cli_ctx *ctx, abx_client *client, const char *id, int *exit_status)
+abx_sandbox *cli_connect(cli_ctx *ctx, const char *id, int *exit_status)
 {
+    abx_client *client = cli_client(ctx, exit_status);
+    if (!client)
+        return NULL;
     abx_sandbox *s = NULL;
     abx_error *err = NULL;
     int rc = abx_sandbox_connect(client, id, &s, &err);
+    abx_client_free(client);
     if (rc < 0) {
         *exit_status = cli_fail_error(ctx, err, rc);
         return NULL;

@@ -83,11 +83,7 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     }
     o.envs = envs;
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
-    if (!c)
-        return CLI_EXIT_FAILED;
-    abx_sandbox *s = cli_connect(ctx, c, pos[0], &status);
-    abx_client_free(c);
+    abx_sandbox *s = cli_connect(ctx, pos[0], &status);
     if (!s)
         return CLI_EXIT_FAILED;
     abx_error *err = NULL;

@@ -161,11 +161,7 @@ int cmd_files(cli_ctx *ctx, int argc, char **argv)
     if (a.user && strcmp(a.user, "root") != 0 && strcmp(a.user, "user") != 0)
         return cli_fail(ctx, ABX_EINVAL, "--user: expected 'root' or 'user'");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
-    if (!c)
-        return status;
-    abx_sandbox *s = cli_connect(ctx, c, a.pos[0], &status);
-    abx_client_free(c);
+    abx_sandbox *s = cli_connect(ctx, a.pos[0], &status);
     if (!s)
         return status;
     rc = files_do(ctx, s, op, &a);

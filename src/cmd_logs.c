@@ -30,11 +30,7 @@ int cmd_logs(cli_ctx *ctx, int argc, char **argv)
     if (abx__parse_uint(pos[1], 1, 4194304, &pid) < 0)
         return cli_fail(ctx, ABX_EINVAL, "task: expected a task id as printed by 'abx exec --background'");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
-    if (!c)
-        return status;
-    abx_sandbox *s = cli_connect(ctx, c, pos[0], &status);
-    abx_client_free(c);
+    abx_sandbox *s = cli_connect(ctx, pos[0], &status);
     if (!s)
         return status;
     unsigned long long so = 0, se = 0;

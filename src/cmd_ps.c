@@ -21,11 +21,7 @@ int cmd_ps(cli_ctx *ctx, int argc, char **argv)
     if (npos != 1)
         return cli_fail(ctx, ABX_EUSAGE, "usage: abx ps ID");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
-    if (!c)
-        return status;
-    abx_sandbox *s = cli_connect(ctx, c, pos[0], &status);
-    abx_client_free(c);
+    abx_sandbox *s = cli_connect(ctx, pos[0], &status);
     if (!s)
         return status;
     char *text = NULL;

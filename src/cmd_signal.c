@@ -47,11 +47,7 @@ int cmd_signal(cli_ctx *ctx, int argc, char **argv)
     if (sig < 0)
         return cli_fail(ctx, ABX_EINVAL, "signal: expected a number from 1 to 64 or a name such as TERM");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
-    if (!c)
-        return status;
-    abx_sandbox *s = cli_connect(ctx, c, pos[0], &status);
-    abx_client_free(c);
+    abx_sandbox *s = cli_connect(ctx, pos[0], &status);
     if (!s)
         return status;
     abx_error *err = NULL;
