@@ -102,6 +102,14 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
     return 0;
 }
 
+int mcp_server_calls_in_flight(mcp_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->ncalls;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 void mcp_server_shutdown(mcp_server *s)
 {
     pthread_mutex_lock(&s->mu);

@@ -2,14 +2,19 @@
  * stdout, logs only on stderr.
  *
  * A reader thread splits stdin into lines (a line over MAX_MESSAGE bytes is
- * dropped and answered with -32600) and hands each to the server; answers
- * from any thread are written whole under one lock. The main thread waits
- * for stdin's end or a termination signal, then shuts the server down,
- * which destroys every sandbox the session created, and only then returns.
+ * dropped and answered with -32600; a last line without a newline still
+ * counts) and hands each to the server; answers from any thread are written
+ * whole under one lock. The main thread waits for stdin's end or a
+ * termination signal. At the end of input, tool calls still running are
+ * let finish and answered (for up to DRAIN_SECONDS, or until a signal), so
+ * `printf '...' | abx mcp start` gets every answer; a signal cancels them
+ * at once. Then the server shuts down, which destroys every sandbox the
+ * session created, and only then does this return.
  */
 #include "transport_stdio.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #define MAX_MESSAGE (16u << 20)
+#define DRAIN_SECONDS 300
 
 typedef struct stdio_ctx {
     mcp_server *srv;
@@ -83,10 +89,26 @@ static void *reader(void *arg)
             overflow = false;
         }
     }
+    if (len > 0 && !overflow && !(len == 1 && buf[0] == '\r'))
+        mcp_server_handle(c->srv, buf, len, &sink);
     free(buf);
     uint64_t one = 1;
     (void)write(c->eof_fd, &one, sizeof one);
     return NULL;
+}
+
+/* Waits for the calls in flight to finish on their own. Returns true if a
+ * termination signal arrived first. */
+static bool drain(mcp_server *srv, int sigfd)
+{
+    struct pollfd p = {.fd = sigfd, .events = POLLIN};
+    for (int waited_ms = 0; waited_ms < DRAIN_SECONDS * 1000; waited_ms += 50) {
+        if (mcp_server_calls_in_flight(srv) == 0)
+            return false;
+        if (poll(&p, 1, 50) > 0)
+            return true;
+    }
+    return false;
 }
 
 int mcp_stdio_serve(mcp_server *srv)
@@ -110,8 +132,11 @@ int mcp_stdio_serve(mcp_server *srv)
     struct pollfd p[2] = {{.fd = c.eof_fd, .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
     while (poll(p, 2, -1) < 0 && errno == EINTR)
         ;
+    bool signalled = p[1].revents & POLLIN;
+    if (!signalled)
+        signalled = drain(srv, sigfd);
     fprintf(stderr, "abx mcp: session ending (%s); destroying its sandboxes\n",
-            (p[1].revents & POLLIN) ? "signal" : "end of input");
+            signalled ? "signal" : "end of input");
     mcp_server_shutdown(srv);
     return 0;
 }

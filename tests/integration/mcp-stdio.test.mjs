@@ -429,6 +429,26 @@ test('raw wire: JSON-RPC errors are right, never carry "id": null, and the serve
   }
 });
 
+test('piped input: calls still running at end of input are answered, a last line without newline counts, then cleanup', async () => {
+  const before = stateIds(H.home).length;
+  const child = spawn(abx, ['mcp', 'start', '--template', 'base'], { env: H.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stdin.end([
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 1; echo piped-ok"}}}',
+    '{"jsonrpc":"2.0","id":3,"method":"ping"}',
+  ].join('\n')); // no newline after the last message
+  const code = await new Promise((res) => child.on('close', res));
+  assert.equal(code, 0);
+  const replies = out.trim().split('\n').map((l) => JSON.parse(l));
+  const byId = Object.fromEntries(replies.map((r) => [r.id, r]));
+  assert.deepEqual(byId[3].result, {});
+  assert.equal(byId[2].result.structuredContent.stdout, 'piped-ok\n');
+  assert.equal(stateIds(H.home).length, before, 'the lazily created sandbox is destroyed after the answer');
+});
+
 test('SIGTERM ends the session and destroys its sandboxes', async () => {
   const before = stateIds(H.home).length;
   const w = rawServer();
