@@ -94,11 +94,11 @@ static int files_do(cli_ctx *ctx, abx_sandbox *s, const char *op, files_args *a)
         bool to_stdout = strcmp(local, "-") == 0;
         int fd = to_stdout ? STDOUT_FILENO : open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
-            return cli_fail(ctx, ABX_EIO, "cannot open the local file for writing: %s", strerror(errno));
+            return cli_fail(ctx, ABX_EIO, "cannot open %.200s for writing: %s", local, strerror(errno));
         unsigned long long n = 0;
         rc = abx_sandbox_read_file_to_fd(s, a->pos[1], fd, a->user, &n, &err);
         if (!to_stdout && close(fd) < 0 && rc == 0)
-            return cli_fail(ctx, ABX_EIO, "writing the local file: %s", strerror(errno));
+            return cli_fail(ctx, ABX_EIO, "writing %.200s: %s", local, strerror(errno));
         if (rc < 0 && !to_stdout)
             unlink(local);
         if (rc == 0 && ctx->json && !to_stdout)
@@ -107,7 +107,7 @@ static int files_do(cli_ctx *ctx, abx_sandbox *s, const char *op, files_args *a)
         const char *local = a->pos[1];
         int fd = strcmp(local, "-") == 0 ? STDIN_FILENO : open(local, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-            return cli_fail(ctx, ABX_EIO, "cannot open the local file: %s", strerror(errno));
+            return cli_fail(ctx, ABX_EIO, "cannot open %.200s: %s", local, strerror(errno));
         unsigned long long n = 0;
         rc = abx_sandbox_write_file_from_fd(s, a->pos[2], fd, a->user, &n, &err);
         if (fd != STDIN_FILENO)
