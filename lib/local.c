@@ -598,6 +598,7 @@ typedef struct exec_state {
     int pid;
     bool ended;
     bool stop_at_start;
+    bool cancelled_at_start; /* cancel came before the start event: stopped there */
     size_t out_cap, err_cap;
 } exec_state;
 
@@ -639,7 +640,9 @@ static int exec_event(json_t *msg, void *ud)
     json_t *start = json_object_get(ev, "start");
     if (start) {
         st->pid = (int)json_integer_value(json_object_get(start, "pid"));
-        return st->stop_at_start;
+        if (st->opts->should_cancel && st->opts->should_cancel(st->opts->userdata))
+            st->cancelled_at_start = true;
+        return st->stop_at_start || st->cancelled_at_start;
     }
     json_t *data = json_object_get(ev, "data");
     if (data) {
@@ -673,10 +676,13 @@ static int exec_event(json_t *msg, void *ud)
     return 0;
 }
 
+/* The transfer is only cut once the start event has named the process,
+ * so a cancelled command can always be killed; a cancel that comes
+ * earlier is honoured at the start event (exec_event). */
 static bool exec_cancel(void *ud)
 {
     exec_state *st = ud;
-    return st->opts->should_cancel(st->opts->userdata);
+    return st->pid > 0 && st->opts->should_cancel(st->opts->userdata);
 }
 
 void abx_exec_result_clear(abx_exec_result *r)
@@ -722,6 +728,8 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
     rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
                           opts->should_cancel ? exec_cancel : NULL, err);
     json_decref(req);
+    if (rc == 0 && st.cancelled_at_start)
+        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
     if (rc == -ABX_ECANCELLED && st.pid > 0)
         kill_pid(s, st.pid);
     if (rc == -ABX_ETIMEOUT && st.pid > 0) {

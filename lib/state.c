@@ -20,6 +20,9 @@
 #include "sandbox_id.h"
 
 #include <dirent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #define STARTING_GRACE_S 30
+#define DYING_WAIT_MS 2000
 
 int abx__state_root(char *out, size_t len, bool create, abx_error **err)
 {
@@ -75,13 +79,63 @@ static int try_lock(const char *dir)
     return fd;
 }
 
+/* True if PID is gone, a zombie, or has SIGKILL pending: a shim that was
+ * just killed still holds its lock for a moment while the kernel tears it
+ * down (and its init, by PDEATHSIG, after it). */
+static bool process_ending(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    bool ending = false;
+    while (!ending && fgets(line, sizeof line, f)) {
+        unsigned long long mask;
+        if (strncmp(line, "State:", 6) == 0)
+            ending = strchr(line, 'Z') || strchr(line, 'X');
+        else if ((sscanf(line, "SigPnd: %llx", &mask) == 1 || sscanf(line, "ShdPnd: %llx", &mask) == 1))
+            ending = mask & (1ull << (SIGKILL - 1));
+    }
+    fclose(f);
+    return ending;
+}
+
+static pid_t recorded_shim_pid(const char *dir)
+{
+    char path[960];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    json_int_t pid = json_integer_value(json_object_get(meta, "shim_pid"));
+    json_decref(meta);
+    return pid > 0 && pid < INT32_MAX ? (pid_t)pid : 0;
+}
+
+/* try_lock, but when the lock is held by a shim that is going away, waits
+ * (up to DYING_WAIT_MS) for the kernel to release it, so that "kill -9
+ * the shim, then abx list" reports the sandbox gone. */
+static int lock_unless_alive(const char *dir)
+{
+    int fd = try_lock(dir);
+    if (fd >= 0)
+        return fd;
+    pid_t pid = recorded_shim_pid(dir);
+    if (pid <= 0 || !process_ending(pid))
+        return -1;
+    for (int waited = 0; fd < 0 && waited < DYING_WAIT_MS; waited += 5) {
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+        fd = try_lock(dir);
+    }
+    return fd;
+}
+
 bool abx__state_shim_alive(const char *dir)
 {
     char path[960];
     snprintf(path, sizeof path, "%s/shim.lock", dir);
     if (access(path, F_OK) < 0)
         return false;
-    int fd = try_lock(dir);
+    int fd = lock_unless_alive(dir);
     if (fd < 0)
         return true;
     close(fd);
@@ -120,7 +174,7 @@ static bool dead_and_reapable(const char *dir)
     bool old = stat(dir, &st) == 0 && time(NULL) - st.st_mtime > STARTING_GRACE_S;
     if (!started && !old)
         return false; /* being created right now */
-    int fd = try_lock(dir);
+    int fd = lock_unless_alive(dir);
     char lockp[960];
     snprintf(lockp, sizeof lockp, "%s/shim.lock", dir);
     if (fd < 0 && access(lockp, F_OK) == 0)

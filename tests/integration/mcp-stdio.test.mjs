@@ -318,6 +318,17 @@ test('concurrency: a slow call does not block ping or another call; cancellation
     ac.abort();
     await assert.rejects(p);
     assert.ok(await waitFor(() => hostProcesses(tag).length === 0, 5000), 'the cancelled command still runs');
+    // a cancel that lands before the start event names the pid (the process may
+    // already be spawned) still stops it
+    for (const ms of [0, 4, 8, 12, 16]) {
+      const early = `sleep ${6000 + Math.floor(Math.random() * 999)}${ms}2`;
+      const ac2 = new AbortController();
+      const p2 = s.client.callTool({ name: 'run_command', arguments: { command: early } }, undefined, { signal: ac2.signal });
+      setTimeout(() => ac2.abort(), ms);
+      await assert.rejects(p2);
+      await sleep(1000); // time for a process the cancel missed to show up
+      assert.ok(await waitFor(() => hostProcesses(early).length === 0, 5000), 'a command cancelled early still runs');
+    }
     await s.client.ping();
   } finally {
     await s.close();
