@@ -77,7 +77,7 @@ test('exec: output, exit status, env, cwd, user, and the sandbox persists betwee
 
 test('exec streams output live, and --timeout kills with 124', async () => {
   const id = create();
-  const child = spawn(abx, ['exec', id, 'echo first; sleep 2; echo second'], { env: H.env });
+  const child = spawn(abx, ['exec', id, 'echo first; sleep 3; echo second'], { env: H.env });
   let out = '';
   const t0 = Date.now();
   let firstAt = 0;
@@ -85,7 +85,7 @@ test('exec streams output live, and --timeout kills with 124', async () => {
   const code = await new Promise((r) => child.on('close', r));
   assert.equal(code, 0);
   assert.equal(out, 'first\nsecond\n');
-  assert.ok(firstAt - t0 < 1500, `first line after ${firstAt - t0} ms: not streamed`);
+  assert.ok(firstAt - t0 < 2500, `first line after ${firstAt - t0} ms: not streamed`);
   const t1 = Date.now();
   const r = await runAbxAsync(['exec', '--timeout', '1', id, 'sleep 30'], { env: H.env });
   assert.equal(r.status, 124);
