@@ -3,6 +3,8 @@
 #include "text.h"
 
 #include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,40 @@ const char cmd_exec_help[] =
     "  --user U        user (uid 1000, default) or root\n"
     "  --background    start CMD and print its task id (see 'abx logs',\n"
     "                  'abx signal', 'abx ps') instead of waiting\n"
-    "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n";
+    "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
+    "\n"
+    "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
+    "exits 128+N; the sandbox itself lives on.\n";
+
+/* The one piece of process state exec needs: the signal that interrupted
+ * a foreground exec (0: none). Written only by on_interrupt. */
+static volatile sig_atomic_t exec_interrupted_by;
+
+static void on_interrupt(int sig)
+{
+    exec_interrupted_by = sig;
+}
+
+static bool interrupted(void *ud)
+{
+    (void)ud;
+    return exec_interrupted_by != 0;
+}
+
+/* Catches SIGINT, SIGTERM and SIGHUP, except those abx was started with
+ * ignored (a background job's SIGINT, nohup's SIGHUP), as a shell would. */
+static void catch_interrupts(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_interrupt;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 static void to_stdout(const char *data, size_t len, void *ud)
 {
@@ -109,9 +144,15 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
         o.on_stderr = to_stderr;
     }
     o.keep_output = ctx->json;
+    o.should_cancel = interrupted;
+    catch_interrupts();
     abx_exec_result r;
     rc = abx_sandbox_exec(s, command, &o, &r, &err);
     abx_sandbox_free(s);
+    if (rc == -ABX_ECANCELLED && exec_interrupted_by) {
+        abx_error_free(err);
+        return 128 + exec_interrupted_by;
+    }
     if (rc < 0) {
         cli_fail_error(ctx, err, rc);
         return CLI_EXIT_FAILED;

@@ -75,6 +75,21 @@ test('exec: output, exit status, env, cwd, user, and the sandbox persists betwee
   abxh(['kill', id]);
 });
 
+test('interrupting abx exec (Ctrl-C) kills the command inside, exits 130, and leaves the sandbox usable', async () => {
+  const id = create();
+  const tag = `sleep ${TAG}61`;
+  const child = spawn(abx, ['exec', id, `echo started; ${tag}`], { env: H.env });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  assert.ok(await waitFor(() => out.includes('started') && hostProcesses(tag).length > 0, 5000));
+  child.kill('SIGINT');
+  const code = await new Promise((r) => child.on('close', r));
+  assert.equal(code, 130);
+  assert.ok(await waitFor(() => hostProcesses(tag).length === 0, 5000), 'the command outlived the interrupted abx');
+  assert.equal(abxh(['exec', id, 'echo alive']).stdout, 'alive\n');
+  abxh(['kill', id]);
+});
+
 test('exec streams output live, and --timeout kills with 124', async () => {
   const id = create();
   const child = spawn(abx, ['exec', id, 'echo first; sleep 3; echo second'], { env: H.env });
