@@ -10,22 +10,26 @@
  *   supervisor                          init (pid 1 in new user, pid, mount,
  *                                            net, UTS and IPC namespaces)
  *   cgroup create, seccomp filter built
- *   clone(NEWUSER|NEWPID|NEWNS|...) --> PDEATHSIG=SIGKILL, wait for "go"
+ *   clone(NEWUSER|NEWPID|NEWNS|...) --> wait for "go"
  *   uid/gid maps, cgroup attach
  *   "go" ----------------------------> become uid 0 inside, unshare(NEWCGROUP)
  *                                       rootfs (rootfs.c), hostname, lo up
  *                                       fork --> command: setsid, rlimits, drop
  *                                                privileges (privs.c), chdir,
  *                                                fds cloexec, seccomp, exec
- *                                       drop own privileges, non-dumpable,
- *                                       seccomp; reap until the command exits
+ *                                       drop own privileges, non-dumpable;
+ *                                       arm PDEATHSIG=SIGKILL; reap until the
+ *                                       command exits
  *   read report pipe (EOF = exec'd)
  *   wait for init; its exit is the command's status
  *
  * Root inside maps to an unprivileged host range (ABX_HOST_ID_BASE...) when
  * abx runs as root, or to the caller's own uid/gid only otherwise. Killing
  * init (or the supervisor dying, through PDEATHSIG) kills the whole pid
- * namespace.
+ * namespace. Every credential change clears a process's parent-death
+ * signal, so init arms it after its last one, then checks the lifeline (the
+ * "go" pipe, whose write end the supervisor holds until abx__jail_destroy)
+ * in case the supervisor died before that.
  */
 #include "jail.h"
 #include "error_internal.h"
@@ -38,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -210,15 +215,26 @@ static void scrub_command_line(void)
     }
 }
 
-__attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
-                                                int control_fd, scmp_filter_ctx filter, bool full_id_range)
+/* Arms init's parent-death signal (after its last credential change, which
+ * would clear it), then exits if the supervisor is already gone: its end
+ * of the lifeline pipe then reads as hung up. Killing init takes the whole
+ * pid namespace with it. */
+static void tie_life_to_supervisor(int lifeline_fd, int report_fd)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "PR_SET_PDEATHSIG: %s", strerror(errno));
+    struct pollfd p = {.fd = lifeline_fd, .events = POLLIN};
+    if (poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLERR)))
+        _exit(125);
+    close(lifeline_fd);
+}
+
+__attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
+                                                int control_fd, scmp_filter_ctx filter, bool full_id_range)
+{
     char go;
     if (abx__read_full(go_fd, &go, 1) != 1)
         _exit(125); /* the supervisor gave up or died */
-    close(go_fd);
     scrub_inherited_environment();
     if (full_id_range && setgroups(0, NULL) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "setgroups: %s", strerror(errno));
@@ -243,6 +259,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
 
     if (!cfg->argv) {
         scrub_command_line();
+        tie_life_to_supervisor(go_fd, report_fd);
         close(report_fd); /* EOF tells the supervisor we are serving */
         abx__init_serve(control_fd, full_id_range);
     }
@@ -261,6 +278,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         kill(command, SIGKILL);
         report_fail(report_fd, ABX_EJAIL, 125, "init privileges: %s", strerror(errno));
     }
+    tie_life_to_supervisor(go_fd, report_fd);
     close(report_fd);
     init_reap_loop(command);
 }
@@ -326,6 +344,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     jail->init_pid = -1;
     jail->report_fd = -1;
     jail->control_fd = -1;
+    jail->lifeline_fd = -1;
     bool full_id_range = geteuid() == 0;
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
@@ -390,7 +409,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         kill_and_reap((pid_t)pid);
         goto out_filter;
     }
-    close(go[1]);
+    jail->lifeline_fd = go[1];
     seccomp_release(filter);
     jail->init_pid = (pid_t)pid;
     jail->report_fd = report[0];
@@ -429,6 +448,10 @@ int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err)
 
 void abx__jail_destroy(abx_jail *jail)
 {
+    if (jail->lifeline_fd >= 0) {
+        close(jail->lifeline_fd);
+        jail->lifeline_fd = -1;
+    }
     if (jail->control_fd >= 0) {
         close(jail->control_fd);
         jail->control_fd = -1;

@@ -26,6 +26,8 @@ typedef struct abx_jail {
     pid_t init_pid;   /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */
     int report_fd;    /* read end: setup and exec failures from inside */
     int control_fd;   /* persistent sandboxes: our end of init's control socket (init_proto.h) */
+    int lifeline_fd;  /* write end of the "go" pipe, held open for our whole life: init
+                         sees it hang up if we die before its parent-death signal is armed */
     abx_cgroup cgroup;
     bool reaped;
     int init_status;  /* wait status of init once reaped */

@@ -79,6 +79,20 @@ test('SIGINT and SIGTERM reach the command', async () => {
   }
 });
 
+test('kill -9 of abx run takes the whole sandbox with it, even a command that ignores signals', async () => {
+  const tag = `sleep 9${Math.floor(Math.random() * 99999)}7`;
+  const child = spawn(abx, ['run', '--', 'sh', '-c', `trap "" INT TERM HUP; echo ready; ${tag}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  assert.ok(await waitFor(() => out.includes('ready') && hostProcesses(tag).length > 0, 5000));
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('exit', r)); // not 'close': a surviving sandbox would hold the pipes
+  const gone = await waitFor(() => hostProcesses(tag).length === 0, 5000);
+  child.stdout.destroy();
+  child.stderr.destroy();
+  assert.ok(gone, 'the sandbox outlived abx run');
+});
+
 test('host interpreters run inside', { skip: !fs.existsSync('/usr/bin/python3') && 'skipped: no /usr/bin/python3 on this host' }, () => {
   const r = runAbx(['run', '--', 'python3', '-c', 'import os; print(6*7, os.getcwd())']);
   assert.equal(r.status, 0, r.stderr);
