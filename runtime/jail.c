@@ -229,6 +229,20 @@ static void tie_life_to_supervisor(int lifeline_fd, int report_fd)
     close(lifeline_fd);
 }
 
+/* init was forked from the supervisor without an exec, so it still holds
+ * the supervisor's descriptors (state-directory files, pipes, signalfds).
+ * Closes every one above stderr but KEEP (-1: none); failure is fatal. */
+static void close_inherited_fds(int keep)
+{
+    int rc = 0;
+    if (keep > 3)
+        rc = (int)syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u);
+    if (rc == 0)
+        rc = (int)syscall(SYS_close_range, keep >= 3 ? (unsigned)keep + 1 : 3u, ~0u, 0u);
+    if (rc < 0)
+        _exit(125);
+}
+
 __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
                                                 int control_fd, scmp_filter_ctx filter, bool full_id_range)
 {
@@ -261,6 +275,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         scrub_command_line();
         tie_life_to_supervisor(go_fd, report_fd);
         close(report_fd); /* EOF tells the supervisor we are serving */
+        close_inherited_fds(control_fd);
         abx__init_serve(control_fd, full_id_range);
     }
     pid_t command = fork();
@@ -280,6 +295,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     }
     tie_life_to_supervisor(go_fd, report_fd);
     close(report_fd);
+    close_inherited_fds(-1);
     init_reap_loop(command);
 }
 

@@ -281,6 +281,18 @@ test('bad file requests on a live sandbox: a directory, a missing file, a file o
   }
 });
 
+test('the sandbox init keeps no descriptor of the host beyond stdio, its control socket and signalfd', () => {
+  const id = create();
+  const shim = shimPid(H.home, bare(id));
+  const init = fs.readFileSync(`/proc/${shim}/task/${shim}/children`, 'utf8').trim().split(/\s+/).map(Number)
+    .find((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('abx-init'));
+  assert.ok(init > 0, 'no abx-init child of the shim');
+  const fds = fs.readdirSync(`/proc/${init}/fd`).map(Number).filter((fd) => fd > 2)
+    .map((fd) => fs.readlinkSync(`/proc/${init}/fd/${fd}`));
+  for (const target of fds) assert.match(target, /^(socket:|anon_inode:\[signalfd\])/, `init holds ${target}`);
+  abxh(['kill', id]);
+});
+
 test('fault: kill -9 of the shim; the next abx list reaps everything', async () => {
   const id = create();
   abxh(['exec', '--background', id, `sleep ${TAG}51`]);
