@@ -12,6 +12,8 @@
  */
 #include "abx/abx.h"
 #include "b64.h"
+#include "bounds.h"
+#include "capbuf.h"
 #include "config.h"
 #include "envd_client.h"
 #include "error_internal.h"
@@ -43,7 +45,6 @@
 #endif
 #define READY_TIMEOUT_MS 15000
 #define KILL_WAIT_MS 5000
-#define MAX_EXEC_OUTPUT (256u << 20)
 
 struct abx_client {
     char provider[64];
@@ -284,11 +285,8 @@ static int validate_create(const abx_create_options *o, abx_error **err)
         return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
     if (o->timeout_s > 86400)
         return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
-    if (o->cpu_count > 1024)
-        return abx__error_set(err, ABX_EINVAL, "cpu: must be from 1 to 1024");
-    if (o->memory_mb && (o->memory_mb < 16 || o->memory_mb > 1048576))
-        return abx__error_set(err, ABX_EINVAL, "memory: must be from 16 to 1048576 MB");
-    return 0;
+    abx_limits l = {.memory_mb = o->memory_mb, .cpu_count = o->cpu_count};
+    return abx_limits_check(&l, err);
 }
 
 int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
@@ -599,26 +597,17 @@ typedef struct exec_state {
     bool ended;
     bool stop_at_start;
     bool cancelled_at_start; /* cancel came before the start event: stopped there */
-    size_t out_cap, err_cap;
+    abx_capbuf out, err; /* kept output: head and tail (lib/bounds.h) */
 } exec_state;
 
-static void keep(char **data, size_t *len, size_t *cap, const char *bytes, size_t n)
+/* Moves what st kept into its result (exec_state's buffers are empty after). */
+static void exec_keep_result(exec_state *st)
 {
-    if (*len + n + 1 > *cap) {
-        size_t want = *cap ? *cap * 2 : 4096;
-        while (want < *len + n + 1)
-            want *= 2;
-        if (want > MAX_EXEC_OUTPUT + 1)
-            return;
-        char *grown = realloc(*data, want);
-        if (!grown)
-            return;
-        *data = grown;
-        *cap = want;
-    }
-    memcpy(*data + *len, bytes, n);
-    *len += n;
-    (*data)[*len] = '\0';
+    abx_exec_result *r = st->result;
+    r->stdout_total = st->out.total;
+    r->stderr_total = st->err.total;
+    r->stdout_data = abx__capbuf_take(&st->out, &r->stdout_len, &r->stdout_cut);
+    r->stderr_data = abx__capbuf_take(&st->err, &r->stderr_len, &r->stderr_cut);
 }
 
 static int signal_from_status(const char *status)
@@ -654,13 +643,8 @@ static int exec_event(json_t *msg, void *ud)
             abx_output_fn fn = out ? st->opts->on_stdout : st->opts->on_stderr;
             if (fn)
                 fn(raw, (size_t)len, st->opts->userdata);
-            if (st->opts->keep_output) {
-                abx_exec_result *r = st->result;
-                if (out)
-                    keep(&r->stdout_data, &r->stdout_len, &st->out_cap, raw, (size_t)len);
-                else
-                    keep(&r->stderr_data, &r->stderr_len, &st->err_cap, raw, (size_t)len);
-            }
+            if (st->opts->keep_output)
+                abx__capbuf_append(out ? &st->out : &st->err, raw, (size_t)len);
         }
         free(raw);
         return 0;
@@ -724,12 +708,22 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
         return rc;
     }
     exec_state st = {.opts = opts, .result = out};
+    abx__capbuf_init(&st.out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&st.err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
     rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
                           opts->should_cancel ? exec_cancel : NULL, err);
     json_decref(req);
-    if (rc == 0 && st.cancelled_at_start)
+    /* output is handed over only with success: a failed call leaves nothing
+     * in *out for its caller to free */
+    if (rc == 0 || rc == -ABX_ETIMEOUT)
+        exec_keep_result(&st);
+    abx__capbuf_free(&st.out);
+    abx__capbuf_free(&st.err);
+    if (rc == 0 && st.cancelled_at_start) {
+        abx_exec_result_clear(out);
         rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    }
     if (rc == -ABX_ECANCELLED && st.pid > 0)
         kill_pid(s, st.pid);
     if (rc == -ABX_ETIMEOUT && st.pid > 0) {
@@ -741,11 +735,11 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
         out->exit_code = 124;
         return 0;
     }
+    if (rc == 0 && !st.ended)
+        rc = abx__error_set(err, ABX_ENOTRUNNING, "the command's stream ended without its exit");
     if (rc < 0)
-        return rc;
-    if (!st.ended)
-        return abx__error_set(err, ABX_ENOTRUNNING, "the command's stream ended without its exit");
-    return 0;
+        abx_exec_result_clear(out);
+    return rc;
 }
 
 int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts, abx_exec_result *out,

@@ -38,14 +38,11 @@ static int validate(const abx_run_options *o, abx_error **err)
     if (!o || !o->argv || !o->argv[0] || !o->argv[0][0])
         return abx__error_set(err, ABX_EINVAL, "command: a command to run is required");
     const abx_limits *l = &o->limits;
-    if (l->memory_mb < 16 || l->memory_mb > 1048576)
-        return abx__error_set(err, ABX_EINVAL, "memory: must be from 16 to 1048576 MB");
-    if (l->cpu_count < 1 || l->cpu_count > 1024)
-        return abx__error_set(err, ABX_EINVAL, "cpu: must be from 1 to 1024");
-    if (l->pids < 8 || l->pids > 4194304)
-        return abx__error_set(err, ABX_EINVAL, "pids: must be from 8 to 4194304");
-    if (l->disk_mb < 1 || l->disk_mb > 1048576)
-        return abx__error_set(err, ABX_EINVAL, "disk: must be from 1 to 1048576 MB");
+    if (!l->memory_mb || !l->cpu_count || !l->pids || !l->disk_mb)
+        return abx__error_set(err, ABX_EINVAL, "limits: every limit must be set (abx_limits_default)");
+    int rc = abx_limits_check(l, err);
+    if (rc < 0)
+        return rc;
     if (o->timeout_s > 86400)
         return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
     if (o->cwd && o->cwd[0] != '/')

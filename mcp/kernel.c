@@ -18,6 +18,8 @@
 #include "kernel.h"
 #include "kernel_sources.h"
 #include "b64.h"
+#include "bounds.h"
+#include "reply_scan.h"
 #include "error_internal.h"
 
 #include <errno.h>
@@ -27,7 +29,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MARKER "\x1e\x1f" "abx-result:"
 #define KILL_GRACE_MS 3000
 #define MAX_WAIT_SLICE_MS 250
 
@@ -152,74 +153,70 @@ static void kernel_forget(mcp_sandbox *b, mcp_kernel *k)
 
 /* ---- one request --------------------------------------------------------- */
 
+/* What a call reads from the kernel: its stdout through the bounded reply
+ * scanner (bytes outside the reply came from processes the cell started:
+ * they belong to its output) and its own stderr (a crash, a subprocess),
+ * both capped (lib/bounds.h). */
 typedef struct reply_reader {
-    char *buf;
-    size_t len, cap;
-    char *extra_err; /* the kernel's own stderr (a crash, a subprocess) */
-    size_t extra_err_len, extra_err_cap;
+    abx_reply_scan scan;
+    abx_capbuf extra_err;
 } reply_reader;
 
-static void grow_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+/* Appends a capbuf's kept bytes to out, marking the cut (the dropped bytes)
+ * by counting them into *total. */
+static void move_kept(abx_capbuf *from, abx_capbuf *to)
 {
-    if (*len + n + 1 > *cap) {
-        size_t want = *cap ? *cap * 2 : 4096;
-        while (want < *len + n + 1)
-            want *= 2;
-        char *g = realloc(*buf, want);
-        if (!g)
-            return;
-        *buf = g;
-        *cap = want;
+    size_t len = 0, cut = 0;
+    uint64_t dropped = abx__capbuf_dropped(from);
+    char *kept = abx__capbuf_take(from, &len, &cut);
+    if (kept) {
+        abx__capbuf_append(to, kept, cut);
+        abx__capbuf_skip(to, dropped); /* counted where they were dropped */
+        abx__capbuf_append(to, kept + cut, len - cut);
     }
-    if (n)
-        memcpy(*buf + *len, data, n);
-    *len += n;
-    (*buf)[*len] = '\0';
+    free(kept);
 }
 
-/* Finds the reply for id in r->buf; returns it parsed, or NULL. */
-static json_t *find_reply(reply_reader *r, unsigned id, size_t *prefix_len)
+static char *take_all(abx_capbuf *b, size_t *len, size_t *total, size_t *cut)
 {
-    char *p = r->buf;
-    while (p && (p = memmem(p, r->len - (size_t)(p - r->buf), MARKER, strlen(MARKER)))) {
-        char *nl = memchr(p, '\n', r->len - (size_t)(p - r->buf));
-        if (!nl)
-            return NULL;
-        json_t *doc = json_loadb(p + strlen(MARKER), (size_t)(nl - p) - strlen(MARKER), 0, NULL);
-        if (doc && (unsigned)json_integer_value(json_object_get(doc, "id")) == id) {
-            *prefix_len = (size_t)(p - r->buf);
-            return doc;
-        }
-        json_decref(doc);
-        p = nl + 1;
-    }
-    return NULL;
+    *total = (size_t)b->total;
+    char *data = abx__capbuf_take(b, len, cut);
+    return data ? data : calloc(1, 1);
 }
 
-static void fill_result(json_t *doc, reply_reader *r, size_t prefix_len, mcp_code_result *out)
+/* Appends a stream the kernel capped itself (its head and tail, with the
+ * total it saw and where it cut) to to. */
+static void append_kernel_stream(abx_capbuf *to, json_t *doc, const char *name)
 {
+    char key[32];
     size_t n;
-    char *o = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &n);
-    /* bytes on the kernel's real stdout before the reply came from processes
-     * the cell started: they belong to its output */
-    size_t cap = 0;
-    grow_append(&out->stdout_data, &out->stdout_len, &cap, r->buf, prefix_len);
-    if (o)
-        grow_append(&out->stdout_data, &out->stdout_len, &cap, o, n);
-    free(o);
-    char *e = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &n);
-    cap = 0;
-    if (!out->stdout_data)
-        out->stdout_data = calloc(1, 1);
-    if (e)
-        grow_append(&out->stderr_data, &out->stderr_len, &cap, e, n);
-    if (r->extra_err_len)
-        grow_append(&out->stderr_data, &out->stderr_len, &cap, r->extra_err, r->extra_err_len);
-    free(e);
-    if (!out->stderr_data)
-        out->stderr_data = calloc(1, 1);
-    out->stdout_total = (size_t)json_integer_value(json_object_get(doc, "stdout_bytes")) + prefix_len;
-    out->stderr_total = (size_t)json_integer_value(json_object_get(doc, "stderr_bytes")) + r->extra_err_len;
+    char *data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, name)), &n);
+    snprintf(key, sizeof key, "%s_bytes", name);
+    json_int_t total = json_integer_value(json_object_get(doc, key));
+    snprintf(key, sizeof key, "%s_cut", name);
+    json_int_t cut = json_integer_value(json_object_get(doc, key));
+    if (cut < 0 || cut > (json_int_t)n)
+        cut = (json_int_t)n;
+    if (data) {
+        abx__capbuf_append(to, data, (size_t)cut);
+        if (total > (json_int_t)n)
+            abx__capbuf_skip(to, (uint64_t)total - n);
+        abx__capbuf_append(to, data + cut, n - (size_t)cut);
+    }
+    free(data);
+}
+
+static void fill_result(json_t *doc, reply_reader *r, mcp_code_result *out)
+{
+    abx_capbuf so, se;
+    abx__capbuf_init(&so, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&se, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    move_kept(&r->scan.other, &so);
+    append_kernel_stream(&so, doc, "stdout");
+    append_kernel_stream(&se, doc, "stderr");
+    move_kept(&r->extra_err, &se);
+    out->stdout_data = take_all(&so, &out->stdout_len, &out->stdout_total, &out->stdout_cut);
+    out->stderr_data = take_all(&se, &out->stderr_len, &out->stderr_total, &out->stderr_cut);
     out->exit_code = (int)json_integer_value(json_object_get(doc, "exit_code"));
     const char *res = json_string_value(json_object_get(doc, "result"));
     out->result = res ? strdup(res) : NULL;
@@ -247,7 +244,9 @@ static int send_request(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_co
 static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_code_request *req,
                        mcp_code_result *out, abx_error **err)
 {
-    reply_reader r = {0};
+    reply_reader r;
+    abx__reply_scan_init(&r.scan, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&r.extra_err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     uint64_t deadline = now_ms() + (uint64_t)req->timeout_s * 1000u;
     bool interrupted = false;
     int rc = 0;
@@ -275,20 +274,21 @@ static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_cod
         rc = abx_sandbox_read_output(b->handle, k->pid, k->out_off, k->err_off, slice, &o, err);
         if (rc < 0)
             break;
-        k->out_off = o.stdout_offset;
+        /* bytes the shim's ring dropped before this read still count as output */
+        unsigned long long first = o.stdout_offset - o.stdout_len;
+        if (first > k->out_off)
+            abx__capbuf_skip(&r.scan.other, first - k->out_off);
+        if (o.stderr_offset - o.stderr_len > k->err_off)
+            abx__capbuf_skip(&r.extra_err, o.stderr_offset - o.stderr_len - k->err_off);
+        size_t used = 0;
+        json_t *doc = abx__reply_scan_feed(&r.scan, o.stdout_data, o.stdout_len, (long long)id, &used);
+        k->out_off = o.stdout_offset - (o.stdout_len - used); /* the rest is the next call's */
         k->err_off = o.stderr_offset;
-        size_t cap = r.cap;
-        grow_append(&r.buf, &r.len, &cap, o.stdout_data, o.stdout_len);
-        r.cap = cap;
-        cap = r.extra_err_cap;
-        grow_append(&r.extra_err, &r.extra_err_len, &cap, o.stderr_data, o.stderr_len);
-        r.extra_err_cap = cap;
+        abx__capbuf_append(&r.extra_err, o.stderr_data, o.stderr_len);
         bool running = o.running;
         abx_process_output_clear(&o);
-        size_t prefix = 0;
-        json_t *doc = r.len ? find_reply(&r, id, &prefix) : NULL;
         if (doc) {
-            fill_result(doc, &r, prefix, out);
+            fill_result(doc, &r, out);
             json_decref(doc);
             break;
         }
@@ -297,8 +297,8 @@ static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_cod
             break;
         }
     }
-    free(r.buf);
-    free(r.extra_err);
+    abx__reply_scan_free(&r.scan);
+    abx__capbuf_free(&r.extra_err);
     return rc;
 }
 

@@ -15,6 +15,7 @@
  * is omitted, never sent as null.
  */
 #include "server.h"
+#include "text.h"
 #include "session.h"
 #include "tools.h"
 
@@ -70,8 +71,7 @@ static void send_result(const mcp_sink *sink, json_t *id, json_t *result)
 static void send_error(const mcp_sink *sink, json_t *id, int code, const char *message)
 {
     json_t *msg = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message", message);
-    if (id)
-        json_object_set(msg, "id", id);
+    json_object_set(msg, "id", id ? id : json_null()); /* JSON-RPC: null when it could not be read */
     send_msg(sink, msg);
 }
 
@@ -295,9 +295,13 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
         send_error(sink, id, -32602, "Invalid params: params must be an object");
     } else if (strcmp(method, "initialize") == 0) {
         pthread_mutex_lock(&s->mu);
+        bool again = s->initialized;
         s->initialized = true;
         pthread_mutex_unlock(&s->mu);
-        send_result(sink, id, initialize_result(s, params));
+        if (again)
+            send_error(sink, id, -32600, "Invalid request: the session is already initialized");
+        else
+            send_result(sink, id, initialize_result(s, params));
     } else if (strcmp(method, "ping") == 0) {
         send_result(sink, id, json_object());
     } else if (!s->initialized) {
@@ -337,6 +341,11 @@ static void handle_notification(mcp_server *s, const char *method, json_t *param
 void mcp_server_handle(mcp_server *s, const char *text, size_t len, const mcp_sink *sink)
 {
     json_error_t jerr;
+    if (!mcp_json_depth_ok(text, len, MCP_JSON_MAX_DEPTH)) {
+        send_error(sink, NULL, -32600, "Invalid request: nested too deeply");
+        sink_done(sink);
+        return;
+    }
     json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!msg) {
         send_error(sink, NULL, -32700, "Parse error");

@@ -31,6 +31,41 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
+/* Appends data as UTF-8 to out at *o (room: 3 bytes per input byte). */
+static void utf8_copy(char *out, size_t *o, const char *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_seq(p + i, len - i);
+        if (n == 0 || (n == 1 && p[i] == 0)) {
+            memcpy(out + *o, "\xEF\xBF\xBD", 3); /* U+FFFD (NUL too: C strings end there) */
+            *o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + *o, p + i, n);
+        *o += n;
+        i += n;
+    }
+}
+
+/* Builds the string head + marker + tail (each part may be empty). */
+static json_t *text_parts(const char *head, size_t head_len, const char *marker, const char *tail, size_t tail_len)
+{
+    size_t mlen = strlen(marker);
+    char *out = malloc(mlen + (head_len + tail_len) * 3 + 1);
+    if (!out)
+        return json_string("");
+    size_t o = 0;
+    utf8_copy(out, &o, head, head_len);
+    memcpy(out + o, marker, mlen);
+    o += mlen;
+    utf8_copy(out, &o, tail, tail_len);
+    json_t *s = json_stringn(out, o);
+    free(out);
+    return s ? s : json_string("");
+}
+
 json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
 {
     char marker[128] = "";
@@ -48,28 +83,61 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
             len--;
         }
     }
-    size_t mlen = strlen(marker);
-    char *out = malloc(mlen + len * 3 + 1);
-    if (!out)
-        return json_string("");
-    memcpy(out, marker, mlen);
-    size_t o = mlen;
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq(p + i, len - i);
-        if (n == 0 || (n == 1 && p[i] == 0)) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD (NUL too: C strings end there) */
-            o += 3;
-            i++;
-            continue;
-        }
-        memcpy(out + o, p + i, n);
-        o += n;
-        i += n;
+    return text_parts("", 0, marker, data, len);
+}
+
+json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, int *truncated)
+{
+    if (!data)
+        data = "";
+    if (cut > len)
+        cut = len;
+    if (truncated)
+        *truncated = total > len;
+    if (total <= len)
+        return text_parts(data, len, "", "", 0);
+    char marker[192];
+    snprintf(marker, sizeof marker,
+             "\n[abx: output truncated: %llu bytes dropped here; showing the first %zu and the last %zu of %llu "
+             "bytes]\n",
+             total - len, cut, len - cut, total);
+    /* neither part starts or ends inside a multi-byte character */
+    size_t head_len = cut, start = cut;
+    while (start > 0 && cut - start < 4 && ((unsigned char)data[start - 1] & 0xC0) == 0x80)
+        start--;
+    if (start > 0 && ((unsigned char)data[start - 1] & 0xC0) == 0xC0 &&
+        utf8_seq((const unsigned char *)data + start - 1, cut - start + 1) == 0)
+        head_len = start - 1; /* the head ends inside a character: drop its start */
+    const char *tail = data + cut;
+    size_t tail_len = len - cut;
+    while (tail_len > 0 && ((unsigned char)*tail & 0xC0) == 0x80) {
+        tail++;
+        tail_len--;
     }
-    json_t *s = json_stringn(out, o);
-    free(out);
-    return s ? s : json_string("");
+    return text_parts(data, head_len, marker, tail, tail_len);
+}
+
+bool mcp_json_depth_ok(const char *text, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++; /* the escaped character cannot end the string */
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > max)
+                return false;
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return true;
 }
 
 char *mcp_b64(const void *data, size_t len)

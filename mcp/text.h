@@ -3,12 +3,24 @@
 #define ABX_MCP_TEXT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A JSON string of data as UTF-8: invalid sequences become U+FFFD. When
  * len exceeds max, keeps the last max bytes behind a marker naming the
  * total, and sets *truncated. */
 json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated);
+/* The same for a command's kept output (lib/bounds.h): data holds the
+ * stream's first cut bytes and its last len - cut; when total > len, a
+ * marker at the cut says how many bytes were dropped there, and
+ * *truncated is set. */
+json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, int *truncated);
+/* The deepest JSON nesting abx parses from a client: deeper input is
+ * refused before jansson (which recurses) sees it. */
+#define MCP_JSON_MAX_DEPTH 64
+/* True when the arrays and objects in text nest at most max deep (strings
+ * are skipped; the text need not be valid JSON). Linear, no recursion. */
+bool mcp_json_depth_ok(const char *text, size_t len, unsigned max);
 /* Base64 of data (caller frees), and its decoding (-1 on invalid input). */
 char *mcp_b64(const void *data, size_t len);
 long mcp_unb64(const char *text, char **out);

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #define OUTPUT_MAX (1u << 20)
+#define PROGRESS_EVERY_MS 250
 #define FILE_MAX (10u << 20)
 #define TRANSFER_MAX (12u << 20)
 #define MAX_ENVS 256
@@ -81,7 +82,15 @@ static void build_tools(void)
     json_t *list = json_array();
     size_t i;
     json_t *t;
+    abx_limit_maxima max;
+    abx_limit_maxima_get(&max);
     json_array_foreach(json_object_get(doc, "tools"), i, t) {
+        if (strcmp(json_string_value(json_object_get(t, "name")), "create_sandbox") == 0) {
+            /* this host's bounds (lib/limits.c) */
+            json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
+            json_object_set_new(json_object_get(props, "cpu"), "maximum", json_integer(max.cpu_count));
+            json_object_set_new(json_object_get(props, "memory"), "maximum", json_integer(max.memory_mb));
+        }
         json_t *tool = json_pack("{s:O, s:O, s:O, s:O, s:o, s:O}", "name", json_object_get(t, "name"), "title",
                                  json_object_get(t, "title"), "description", json_object_get(t, "description"),
                                  "inputSchema", json_object_get(t, "inputSchema"), "outputSchema",
@@ -319,13 +328,22 @@ static bool cancelled(void *ud)
     return atomic_load(&c->cancelled) != 0;
 }
 
-/* Output callbacks of exec: progress notifications as output arrives. */
+/* Output callbacks of exec: progress notifications as output arrives, at
+ * most one per PROGRESS_EVERY_MS (a flood must not become a flood of
+ * notifications). */
 static void on_output(const char *data, size_t len, void *ud)
 {
     (void)data;
     mcp_call *c = ud;
+    c->output_bytes += len;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (c->last_progress_ms && now - c->last_progress_ms < PROGRESS_EVERY_MS)
+        return;
+    c->last_progress_ms = now;
     char msg[64];
-    snprintf(msg, sizeof msg, "%zu bytes of output", len);
+    snprintf(msg, sizeof msg, "%llu bytes of output", (unsigned long long)c->output_bytes);
     progress(c, msg);
 }
 
@@ -377,11 +395,16 @@ static json_t *tool_create_sandbox(mcp_call *c)
     const char *tmpl, *provider, *region;
     long long timeout, cpu, memory;
     char **envs = NULL;
+    abx_limit_maxima max;
+    abx_limit_maxima_get(&max);
     if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && (f.field = "template")) ||
         !arg_int(c, "timeout", 1, 86400, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
-        !arg_int(c, "cpu", 1, 1024, 0, &cpu, false, &f) || !arg_int(c, "memory", 1, 1048576, 0, &memory, false, &f) ||
-        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
+        !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
+        !arg_int(c, "memory", 1, max.memory_mb, 0, &memory, false, &f) ||
+        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f)) {
+        free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
+    }
     if (provider && strcmp(provider, "local") != 0) {
         free_pairs(envs);
         return tool_error(ABX_EPROVIDER, "provider");
@@ -441,8 +464,10 @@ static json_t *tool_run_code(mcp_call *c)
     if (r.timed_out)
         r.exit_code = 124;
     int t_out = 0, t_err = 0;
-    json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout", mcp_text(r.stdout_data, r.stdout_len, OUTPUT_MAX, &t_out),
-                            "stderr", mcp_text(r.stderr_data, r.stderr_len, OUTPUT_MAX, &t_err), "exit_code",
+    json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout",
+                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &t_out),
+                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &t_err),
+                            "exit_code",
                             r.exit_code, "output_files", r.output_files, "result",
                             r.result ? mcp_text(r.result, strlen(r.result), OUTPUT_MAX, NULL) : json_null(),
                             "timed_out", r.timed_out);
@@ -480,10 +505,10 @@ static json_t *tool_run_command(mcp_call *c)
         return abx_failure(err, rc);
     int t_out = 0, t_err = 0;
     json_t *out = json_pack("{s:o, s:o, s:i, s:b, s:I, s:I}", "stdout",
-                            mcp_text(r.stdout_data ? r.stdout_data : "", r.stdout_len, OUTPUT_MAX, &t_out), "stderr",
-                            mcp_text(r.stderr_data ? r.stderr_data : "", r.stderr_len, OUTPUT_MAX, &t_err),
+                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &t_out),
+                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &t_err),
                             "exit_code", r.exit_code, "timed_out", r.timed_out, "stdout_bytes",
-                            (json_int_t)r.stdout_len, "stderr_bytes", (json_int_t)r.stderr_len);
+                            (json_int_t)r.stdout_total, "stderr_bytes", (json_int_t)r.stderr_total);
     json_object_set_new(out, "truncated", json_boolean(t_out || t_err));
     abx_exec_result_clear(&r);
     return ok(out);

@@ -11,6 +11,8 @@ typedef struct mcp_call {
     json_t *args;            /* borrowed; an object */
     json_t *progress_token;  /* borrowed; NULL without one */
     double progress;         /* the last progress value sent */
+    uint64_t output_bytes;   /* output seen so far (progress messages) */
+    uint64_t last_progress_ms;
     atomic_int cancelled;
     mcp_sink sink;
     int log_level;           /* the server's, at the call's start */

@@ -19,6 +19,7 @@
  * another token's), protocol version header (400).
  */
 #include "transport_http.h"
+#include "text.h"
 #include "error_internal.h"
 #include "parse.h"
 
@@ -98,7 +99,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, int code, const char *message)
 {
     char body[512];
-    snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":%d,\"message\":\"%s\"}}", code, message);
+    snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}", code,
+             message);
     return reply(c, status, "application/json", body, NULL);
 }
 
@@ -556,6 +558,8 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return reply_error(c, 415, -32600, "Content-Type must be application/json");
+    if (!mcp_json_depth_ok(rq->body ? rq->body : "", rq->len, MCP_JSON_MAX_DEPTH))
+        return reply_error(c, 400, -32600, "Invalid request: nested too deeply");
     json_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_DECODE_ANY, NULL);
     if (!msg)
         return reply_error(c, 400, -32700, "Parse error");

@@ -306,8 +306,8 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         bool ending = sh->ending;
         for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
             shim_proc *p = sh->procs[i];
-            bool read_out = p->out_fd >= 0 && abx__shim_proc_should_read_locked(p, false);
-            bool read_err = p->err_fd >= 0 && abx__shim_proc_should_read_locked(p, true);
+            bool read_out = p->out_fd >= 0 && abx__shim_proc_read_room_locked(p, false) > 0;
+            bool read_err = p->err_fd >= 0 && abx__shim_proc_read_room_locked(p, true) > 0;
             p->paused = (p->out_fd >= 0 && !read_out) || (p->err_fd >= 0 && !read_err);
             if (read_out)
                 pfd[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
@@ -354,6 +354,7 @@ int abx__shim_main(int argc, char **argv)
     memset(&sh, 0, sizeof sh);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", argv[1]);
+    sh.ring_pool = ABX_BOUND_SHIM_RINGS;
     pthread_mutex_init(&sh.mu, NULL);
     pthread_mutex_init(&sh.code_mu, NULL);
     pthread_condattr_t ca;

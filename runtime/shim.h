@@ -28,7 +28,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define ABX_OUTBUF_CAP (1u << 20) /* bytes kept per stream */
+#include "bounds.h"
+
+#define ABX_OUTBUF_CAP ABX_BOUND_RING /* bytes kept per stream */
 #define ABX_SHIM_MAX_PROCS 1024
 #define ABX_ENVD_VERSION "0.6.4"
 #define ABX_SHIM_MAX_STREAMS 8
@@ -39,6 +41,7 @@ typedef struct abx_outbuf {
     char *data;      /* ring of `cap` bytes, grown on demand up to ABX_OUTBUF_CAP */
     size_t cap;
     uint64_t total;
+    size_t *pool;    /* bytes the sandbox's rings may still grow by (shim.ring_pool); NULL: no pool */
 } abx_outbuf;
 
 typedef struct shim_proc {
@@ -86,6 +89,7 @@ typedef struct shim {
     pthread_cond_t cv;
     shim_proc *procs[ABX_SHIM_MAX_PROCS];
     int nprocs;
+    size_t ring_pool;    /* ABX_BOUND_SHIM_RINGS less what the rings hold (lock: mu) */
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
@@ -128,7 +132,11 @@ int abx__shim_proc_close_stdin(shim *sh, int pid);
  * copied and advances *off; sets *truncated when bytes before *off were
  * dropped (then *off first jumps to the oldest byte kept). Lock held. */
 size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated);
+/* Appends, growing the ring while its pool allows (at least to
+ * ABX_BOUND_RING_MIN); lock held. */
 void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len);
+/* Frees the ring and gives its bytes back to its pool; lock held. */
+void abx__outbuf_release(abx_outbuf *b);
 /* True when the process has exited and its output is complete (pipes at
  * EOF, or a short grace after exit for descendants holding them). Lock held. */
 bool abx__shim_proc_finished_locked(const shim_proc *p);
@@ -138,8 +146,9 @@ void abx__shim_proc_free(shim_proc *p);
 /* Registers (or unregisters) a stream's offsets with process pid. Lock held. */
 bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, const uint64_t *err_off);
 void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off);
-/* Whether the event loop should read fd of p now. Lock held. */
-bool abx__shim_proc_should_read_locked(shim_proc *p, bool err_stream);
+/* How many bytes the event loop may read from p's stream now without
+ * overwriting what a stream has not sent yet (0: paused). Lock held. */
+size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream);
 /* Wakes the event loop (a stream caught up). */
 void abx__shim_wake(shim *sh);
 /* Event loop helpers: handle a message from init; read one output fd. */

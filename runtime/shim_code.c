@@ -13,6 +13,7 @@
 #include "b64.h"
 #include "error_internal.h"
 #include "kernel_sources.h"
+#include "reply_scan.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -21,7 +22,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define MARKER "\x1e\x1f" "abx-result:"
 #define EXEC_TIMEOUT_S 300
 #define KILL_GRACE_MS 3000
 
@@ -173,42 +173,33 @@ static uint64_t now_ms(void)
 }
 
 /* Waits for the reply to id in c's kernel stdout; NULL on timeout or death.
+ * The channel is read through a bounded scanner (reply_scan.h): a kernel
+ * or cell that floods it costs the shim at most ABX_BOUND_KERNEL_LINE.
  * Lock: code_mu held; takes sh->mu while reading. */
 static json_t *await_reply(shim *sh, code_context *c, unsigned id, bool *interrupted)
 {
     uint64_t deadline = now_ms() + EXEC_TIMEOUT_S * 1000u;
-    char *acc = NULL;
-    size_t len = 0;
+    abx_reply_scan scan;
+    abx__reply_scan_init(&scan, 0, 0); /* bytes outside replies are not kept */
     json_t *reply = NULL;
+    char *buf = malloc(65536);
     pthread_mutex_lock(&sh->mu);
-    for (;;) {
+    while (buf) {
         shim_proc *p = abx__shim_proc_find_locked(sh, c->pid, NULL);
         if (!p)
             break;
-        char buf[65536];
-        bool trunc = false;
+        bool trunc = false, got = false;
         size_t n;
-        while ((n = abx__outbuf_read_locked(&p->out, &c->out_off, buf, sizeof buf, &trunc)) > 0) {
-            char *grown = realloc(acc, len + n + 1);
-            if (!grown)
-                break;
-            acc = grown;
-            memcpy(acc + len, buf, n);
-            len += n;
-            acc[len] = '\0';
+        while (!reply && (n = abx__outbuf_read_locked(&p->out, &c->out_off, buf, 65536, &trunc)) > 0) {
+            size_t used = 0;
+            reply = abx__reply_scan_feed(&scan, buf, n, id, &used);
+            c->out_off -= n - used; /* what follows the reply is the next call's */
+            got = true;
         }
-        char *m = acc ? strstr(acc, MARKER) : NULL;
-        char *nl = m ? strchr(m, '\n') : NULL;
-        if (nl) {
-            reply = json_loadb(m + strlen(MARKER), (size_t)(nl - m) - strlen(MARKER), 0, NULL);
-            if (reply && (unsigned)json_integer_value(json_object_get(reply, "id")) == id)
-                break;
-            json_decref(reply);
-            reply = NULL;
-            memmove(acc, nl + 1, len - (size_t)(nl + 1 - acc) + 1);
-            len -= (size_t)(nl + 1 - acc);
-            continue;
-        }
+        if (reply)
+            break;
+        if (got)
+            abx__shim_wake(sh); /* the kernel may be paused on a full ring */
         if (p->exited || sh->ending)
             break;
         uint64_t now = now_ms();
@@ -232,7 +223,8 @@ static json_t *await_reply(shim *sh, code_context *c, unsigned id, bool *interru
         pthread_cond_timedwait(&sh->cv, &sh->mu, &ts);
     }
     pthread_mutex_unlock(&sh->mu);
-    free(acc);
+    free(buf);
+    abx__reply_scan_free(&scan);
     return reply;
 }
 

@@ -28,20 +28,28 @@
 
 #define FINISH_GRACE_MS 100
 #define SPAWN_WAIT_S 15
+#define SHIM_READ_CHUNK 65536
 
 void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len)
 {
     if (len == 0)
         return;
-    if (b->total + len > b->cap && b->cap < ABX_OUTBUF_CAP) {
-        /* still linear (nothing wrapped yet): grow in place */
-        size_t want = b->cap ? b->cap * 2 : 4096;
+    if (b->total + len > b->cap && b->cap < ABX_OUTBUF_CAP && b->total <= b->cap) {
+        /* still linear (nothing wrapped yet): grow in place, within the pool */
+        size_t want = b->cap ? b->cap * 2 : ABX_BOUND_RING_MIN;
         while (want < b->total + len && want < ABX_OUTBUF_CAP)
             want *= 2;
         if (want > ABX_OUTBUF_CAP)
             want = ABX_OUTBUF_CAP;
-        char *grown = realloc(b->data, want);
+        /* the first ABX_BOUND_RING_MIN bytes of a ring are not charged */
+        size_t charged = b->cap > ABX_BOUND_RING_MIN ? b->cap : ABX_BOUND_RING_MIN;
+        size_t grow = want > charged ? want - charged : 0;
+        if (b->pool && grow > *b->pool) /* the pool is spent: keep this size */
+            want = b->cap ? b->cap : ABX_BOUND_RING_MIN;
+        char *grown = want > b->cap ? realloc(b->data, want) : NULL;
         if (grown) {
+            if (b->pool && want > charged)
+                *b->pool -= want - charged;
             b->data = grown;
             b->cap = want;
         }
@@ -60,6 +68,15 @@ void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len)
     memcpy(b->data + pos, data, first);
     memcpy(b->data, data + first, len - first);
     b->total += len;
+}
+
+void abx__outbuf_release(abx_outbuf *b)
+{
+    if (b->pool && b->cap > ABX_BOUND_RING_MIN)
+        *b->pool += b->cap - ABX_BOUND_RING_MIN; /* the first RING_MIN never came from the pool */
+    free(b->data);
+    b->data = NULL;
+    b->cap = 0;
 }
 
 size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated)
@@ -119,15 +136,26 @@ void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off)
     abx__shim_wake(sh);
 }
 
-bool abx__shim_proc_should_read_locked(shim_proc *p, bool err_stream)
+/* The size b can reach without dropping: its full size while it has not
+ * wrapped and its pool can pay for that, else the size it has. */
+static size_t ring_capacity_locked(const abx_outbuf *b)
+{
+    size_t now = b->cap > ABX_BOUND_RING_MIN ? b->cap : ABX_BOUND_RING_MIN;
+    bool can_grow = b->total <= b->cap && (!b->pool || *b->pool >= ABX_OUTBUF_CAP - now);
+    return can_grow ? ABX_OUTBUF_CAP : now;
+}
+
+size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream)
 {
     const abx_outbuf *b = err_stream ? &p->err : &p->out;
+    size_t room = SHIM_READ_CHUNK, cap = ring_capacity_locked(b);
     for (int i = 0; i < p->nstreams; i++) {
-        uint64_t off = *(err_stream ? p->stream_err[i] : p->stream_out[i]);
-        if (b->total > off && b->total - off + 65536 > ABX_OUTBUF_CAP)
-            return false;
+        uint64_t lag = b->total - *(err_stream ? p->stream_err[i] : p->stream_out[i]);
+        size_t free_bytes = lag < cap ? cap - (size_t)lag : 0;
+        if (free_bytes < room)
+            room = free_bytes;
     }
-    return true;
+    return room;
 }
 
 void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len)
@@ -159,8 +187,8 @@ void abx__shim_proc_free(shim_proc *p)
         close(p->out_fd);
     if (p->err_fd >= 0)
         close(p->err_fd);
-    free(p->out.data);
-    free(p->err.data);
+    abx__outbuf_release(&p->out);
+    abx__outbuf_release(&p->err);
     json_decref(p->config);
     free(p);
 }
@@ -303,6 +331,7 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
         json_decref(msg);
         return abx__error_set(err, ABX_ENOMEM, "process");
     }
+    p->out.pool = p->err.pool = &sh->ring_pool;
     p->stdin_fd = in[1];
     p->out_fd = out[0];
     p->err_fd = errp[0];
@@ -407,25 +436,29 @@ void abx__shim_on_init_message(shim *sh, json_t *msg)
     pthread_mutex_unlock(&sh->mu);
 }
 
-/* The event loop: fd is readable (or at EOF). */
+/* The event loop: fd is readable (or at EOF). Reads no more than the
+ * process's streams have room for (the fd is non-blocking, so the lock is
+ * held across the read). */
 void abx__shim_on_output(shim *sh, int fd)
 {
-    char buf[65536];
-    ssize_t n;
-    do
-        n = read(fd, buf, sizeof buf);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN)
-        return;
+    char buf[SHIM_READ_CHUNK];
     pthread_mutex_lock(&sh->mu);
     for (int i = 0; i < sh->nprocs; i++) {
         shim_proc *p = sh->procs[i];
         int *slot = p->out_fd == fd ? &p->out_fd : p->err_fd == fd ? &p->err_fd : NULL;
         if (!slot)
             continue;
-        if (n > 0) {
-            abx__outbuf_append(slot == &p->out_fd ? &p->out : &p->err, buf, (size_t)n);
-        } else {
+        bool is_err = slot == &p->err_fd;
+        size_t room = abx__shim_proc_read_room_locked(p, is_err);
+        ssize_t n = 1;
+        if (room > 0) {
+            do
+                n = read(fd, buf, room);
+            while (n < 0 && errno == EINTR);
+        }
+        if (n > 0 && room > 0) {
+            abx__outbuf_append(is_err ? &p->err : &p->out, buf, (size_t)n);
+        } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
             close(fd);
             *slot = -1;
         }

@@ -77,6 +77,20 @@ typedef struct abx_limits {
 /* Fills *limits with the defaults above. */
 ABX_API void abx_limits_default(abx_limits *limits);
 
+/* The most a client may ask for, on this host: memory <= the host's memory,
+ * cpu <= its online CPUs, pids <= 32768, disk <= the memory maximum (the
+ * writable layer is memory-backed); each lowered by config.toml's
+ * [limits] max_memory_mb, max_cpu, max_pids, max_disk_mb. Every surface
+ * (CLI, MCP, REST) checks against these. */
+typedef struct abx_limit_maxima {
+    unsigned memory_mb, cpu_count, pids, disk_mb;
+} abx_limit_maxima;
+ABX_API void abx_limit_maxima_get(abx_limit_maxima *out);
+/* Checks limits against the minima (memory 16 MB, cpu 1, pids 8, disk 1 MB)
+ * and abx_limit_maxima_get(); a field of 0 means "the default" and passes.
+ * The error names the field and its range. */
+ABX_API int abx_limits_check(const abx_limits *limits, abx_error **err);
+
 typedef struct abx_run_options {
     abx_limits limits;
     unsigned timeout_s;       /* 0: none; else the sandbox is killed after it */
@@ -184,14 +198,22 @@ typedef struct abx_exec_options {
 typedef struct abx_exec_result {
     int exit_code;              /* the command's; 128+N for signal N; 124 on timeout */
     bool timed_out;
-    char *stdout_data;          /* NUL-terminated, when keep_output; free with abx_exec_result_clear */
+    /* When keep_output: the first and last bytes of each stream (at most
+     * 256 KiB kept per stream), NUL-terminated; free with abx_exec_result_clear.
+     * When *_total > *_len, the bytes in between were dropped at *_cut. */
+    char *stdout_data;
     size_t stdout_len;
     char *stderr_data;
     size_t stderr_len;
+    unsigned long long stdout_total; /* bytes the command wrote to the stream */
+    unsigned long long stderr_total;
+    size_t stdout_cut;
+    size_t stderr_cut;
 } abx_exec_result;
 
 /* Runs command through `bash -l -c` (`sh -c` where there is no bash) and
- * waits for it. Returns 0 when it ran (whatever its exit code). */
+ * waits for it. Returns 0 when it ran (whatever its exit code); on an error
+ * *out holds nothing to free. */
 ABX_API int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts,
                              abx_exec_result *out, abx_error **err);
 ABX_API void abx_exec_result_clear(abx_exec_result *r);

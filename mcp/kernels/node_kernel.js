@@ -12,7 +12,8 @@ const util = require('util');
 const readline = require('readline');
 
 const MARKER = '\x1e\x1fabx-result:';
-const CAP = 300 * 1024;
+const HEAD = 128 * 1024, TAIL = 128 * 1024; // bytes of each stream sent back (lib/bounds.h)
+const RESULT_MAX = 1024 * 1024, FILES_MAX = 1000;
 const protoWrite = process.stdout.write.bind(process.stdout);
 let out = [], err = [];
 const sink = (buf) => (...args) => { buf.push(util.format(...args) + '\n'); };
@@ -39,9 +40,12 @@ function snapshot(root) {
   return seen;
 }
 
+// The first HEAD and last TAIL bytes, the total, and where the cut is.
 function capped(chunks) {
   const buf = Buffer.from(chunks.join(''));
-  return [buf.subarray(0, CAP).toString('base64'), buf.length];
+  const head = buf.subarray(0, HEAD);
+  const tail = buf.length > HEAD ? buf.subarray(Math.max(HEAD, buf.length - TAIL)) : Buffer.alloc(0);
+  return [Buffer.concat([head, tail]).toString('base64'), buf.length, head.length];
 }
 
 const rl = readline.createInterface({ input: process.stdin });
@@ -62,7 +66,7 @@ rl.on('line', (line) => {
   try {
     const value = vm.runInContext(req.code || '', context, {
       filename: 'cell.js', timeout: Math.max(1, (req.timeout || 30) * 1000), displayErrors: false });
-    if (value !== undefined) result = util.inspect(value);
+    if (value !== undefined) { result = util.inspect(value); if (result.length > RESULT_MAX) result = result.slice(0, RESULT_MAX) + '...'; }
   } catch (e) {
     code = 1;
     err.push((e && e.stack ? e.stack : String(e)) + '\n');
@@ -71,9 +75,9 @@ rl.on('line', (line) => {
   for (const [k, v] of Object.entries(savedEnv)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
   const after = snapshot(cwd);
   const files = [...after.keys()].sort().filter((p) => before.get(p) !== after.get(p))
-    .map((p) => ({ name: path.basename(p), path: p, size: Number(after.get(p).split(':')[1]) }));
-  const [o, oTotal] = capped(out), [e, eTotal] = capped(err);
-  protoWrite(MARKER + JSON.stringify({ id: req.id, stdout: o, stdout_bytes: oTotal, stderr: e,
-    stderr_bytes: eTotal, exit_code: code, result, files }) + '\n');
+    .slice(0, FILES_MAX).map((p) => ({ name: path.basename(p), path: p, size: Number(after.get(p).split(':')[1]) }));
+  const [o, oTotal, oCut] = capped(out), [e, eTotal, eCut] = capped(err);
+  protoWrite(MARKER + JSON.stringify({ id: req.id, stdout: o, stdout_bytes: oTotal, stdout_cut: oCut, stderr: e,
+    stderr_bytes: eTotal, stderr_cut: eCut, exit_code: code, result, files }) + '\n');
 });
 process.on('SIGINT', () => { /* vm's timeout stops cells; a stray SIGINT must not kill the kernel */ });

@@ -9,7 +9,9 @@
 import ast, base64, json, os, sys, tempfile, traceback
 
 MARKER = "\x1e\x1fabx-result:"
-CAP = 300 * 1024
+HEAD = TAIL = 128 * 1024  # bytes of each stream sent back: the first and last (lib/bounds.h)
+RESULT_MAX = 1024 * 1024  # a final expression's repr is cut past this
+FILES_MAX = 1000
 proto = os.fdopen(os.dup(1), "w", buffering=1)
 namespace = {"__name__": "__main__", "__builtins__": __builtins__}
 
@@ -40,7 +42,8 @@ def run_cell(code):
         value = eval(compile(last, "<cell>", "eval"), namespace)
         if value is not None:
             namespace["_"] = value
-            return repr(value)
+            text = repr(value)
+            return text if len(text) <= RESULT_MAX else text[:RESULT_MAX] + "..."
     return None
 
 
@@ -51,10 +54,16 @@ def cell_traceback(etype, value, tb):
 
 
 def read_capped(f):
+    """The first HEAD and last TAIL bytes of f, the total, and where the cut is."""
     f.seek(0, os.SEEK_END)
     total = f.tell()
     f.seek(0)
-    return base64.b64encode(f.read(CAP)).decode(), total
+    data = f.read(HEAD)
+    cut = len(data)
+    if total > HEAD:
+        f.seek(max(HEAD, total - TAIL))
+        data += f.read(TAIL)
+    return base64.b64encode(data).decode(), total, cut
 
 
 def serve():
@@ -106,13 +115,13 @@ def serve():
                 os.environ[k] = v
         after = snapshot(cwd)
         files = [{"name": os.path.basename(p), "path": p, "size": after[p][1]}
-                 for p in sorted(after) if before.get(p) != after[p]]
-        o, o_total = read_capped(out)
-        e, e_total = read_capped(err)
+                 for p in sorted(after) if before.get(p) != after[p]][:FILES_MAX]
+        o, o_total, o_cut = read_capped(out)
+        e, e_total, e_cut = read_capped(err)
         out.close()
         err.close()
-        reply = {"id": req.get("id"), "stdout": o, "stdout_bytes": o_total, "stderr": e,
-                 "stderr_bytes": e_total, "exit_code": code, "result": result, "files": files}
+        reply = {"id": req.get("id"), "stdout": o, "stdout_bytes": o_total, "stdout_cut": o_cut,
+                 "stderr": e, "stderr_bytes": e_total, "stderr_cut": e_cut, "exit_code": code, "result": result, "files": files}
         proto.write(MARKER + json.dumps(reply) + "\n")
         proto.flush()
 

@@ -22,10 +22,14 @@ function typeOf(schema) {
   return schema.type || 'object';
 }
 
-function range(s) {
+// Maxima the server computes from the host it runs on (lib/limits.c).
+const HOST_BOUND = new Set(['create_sandbox.cpu', 'create_sandbox.memory']);
+
+function range(s, key) {
   const parts = [];
   if (s.minimum !== undefined) parts.push(`≥ ${s.minimum}`);
-  if (s.maximum !== undefined) parts.push(`≤ ${s.maximum}`);
+  if (HOST_BOUND.has(key)) parts.push('≤ the host\'s maximum');
+  else if (s.maximum !== undefined) parts.push(`≤ ${s.maximum}`);
   return parts.join(', ');
 }
 
@@ -51,7 +55,7 @@ export function render(tools) {
     const required = new Set(t.inputSchema.required || []);
     out.push('| argument | type | required | default | range | meaning |', '| --- | --- | --- | --- | --- | --- |');
     for (const [name, s] of Object.entries(props)) {
-      out.push(`| \`${name}\` | ${typeOf(s)} | ${required.has(name) ? 'yes' : 'no'} | ${s.default !== undefined ? `\`${JSON.stringify(s.default)}\`` : ''} | ${range(s)} | ${s.description || ''} |`);
+      out.push(`| \`${name}\` | ${typeOf(s)} | ${required.has(name) ? 'yes' : 'no'} | ${s.default !== undefined ? `\`${JSON.stringify(s.default)}\`` : ''} | ${range(s, `${t.name}.${name}`)} | ${s.description || ''} |`);
     }
     out.push('');
     const oprops = t.outputSchema.properties || {};

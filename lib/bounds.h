@@ -1,0 +1,38 @@
+/* bounds.h: every bound on what a sandbox or a client can make abx hold,
+ * in one place. docs/security.md ("Memory ceilings") lists them; change
+ * both together.
+ *
+ * Sandbox output is hostile: a command can write gigabytes, a kernel can
+ * flood its reply channel. abx keeps a bounded amount of each stream (the
+ * first and last bytes, with a count of what was dropped) and streams the
+ * rest through, so the host memory it holds for one sandbox has a ceiling
+ * whatever the sandbox does:
+ *
+ *   abx-shim, per sandbox  ABX_BOUND_SHIM_RINGS (process output rings)
+ *                          + ABX_SHIM_MAX_PROCS * 2 * ABX_BOUND_RING_MIN
+ *                          + ABX_BOUND_KERNEL_LINE (one code-interpreter reply)
+ *   libabx, per exec call  2 * (ABX_BOUND_KEEP_HEAD + ABX_BOUND_KEEP_TAIL)
+ *   MCP, per run_code      the same, + ABX_BOUND_KERNEL_LINE
+ */
+#ifndef ABX_BOUNDS_H
+#define ABX_BOUNDS_H
+
+/* Output a finished command reports (exec results, run_command, run_code):
+ * the first HEAD and the last TAIL bytes of each stream; what lies between
+ * is dropped and counted. */
+#define ABX_BOUND_KEEP_HEAD (128u << 10)
+#define ABX_BOUND_KEEP_TAIL (128u << 10)
+
+/* The shim's per-process output rings (background tasks, streams): the
+ * last RING bytes of each stream. Rings grow on demand; all rings of one
+ * sandbox together grow to at most SHIM_RINGS; past that a ring keeps the
+ * size it has (at least RING_MIN) and wraps sooner. */
+#define ABX_BOUND_RING (1u << 20)
+#define ABX_BOUND_RING_MIN (4u << 10)
+#define ABX_BOUND_SHIM_RINGS (32u << 20)
+
+/* One reply line of a code-interpreter kernel (MARKER + JSON). A longer
+ * line is not a reply: it is dropped without being held. */
+#define ABX_BOUND_KERNEL_LINE (4u << 20)
+
+#endif
