@@ -93,7 +93,8 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
     snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
     s->tools = cfg && cfg->tools ? cfg->tools : &mcp_abx_tools;
     s->log_level = 8; /* nothing is sent until the client sets a level */
-    int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL, err);
+    int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL,
+                              cfg ? cfg->tenant : NULL, err);
     if (rc < 0) {
         free(s);
         return rc;

@@ -31,6 +31,7 @@ typedef struct mcp_server_config {
     const char *template_name; /* for sandboxes the session creates ("base" if NULL) */
     const char *provider;      /* --provider (NULL: resolve) */
     const char *name;          /* serverInfo.name ("agent-sandbox" if NULL) */
+    const char *tenant;        /* whose sandboxes the session reaches (session.h); NULL: the user's */
 } mcp_server_config;
 
 typedef struct mcp_server mcp_server;

@@ -13,6 +13,9 @@
  *      timeout (or the last set_sandbox_timeout).
  *   External ids (not created by this session) can be read, used and
  *   re-timed, but are never adopted: the session's end leaves them alone.
+ *   6. A session with a tenant (HTTP: its token) reaches only the
+ *      sandboxes of its tenant; another id is answered as one that does not
+ *      exist (the same error, from the same call), so ids are no oracle.
  *
  * State per sandbox: ALIVE (in boxes[]) -> KILLED (removed from boxes[],
  * killed flag set; freed when the last reference goes).
@@ -20,6 +23,7 @@
 #include "session.h"
 #include "kernel.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +43,52 @@ static int fail(abx_error **err, int code)
     return -code;
 }
 
-int mcp_session_init(mcp_session *s, const char *template_name, const char *provider, abx_error **err)
+int mcp_session_init(mcp_session *s, const char *template_name, const char *provider, const char *tenant,
+                     abx_error **err)
 {
     memset(s, 0, sizeof *s);
+    snprintf(s->tenant, sizeof s->tenant, "%s", tenant ? tenant : "");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     snprintf(s->template_name, sizeof s->template_name, "%s", template_name ? template_name : "base");
     abx_client_options o = {.cli_provider = provider};
     return abx_client_new(&o, &s->client, err);
+}
+
+bool mcp_session_may_see(const mcp_session *s, const char *metadata_json)
+{
+    if (!s->tenant[0])
+        return true;
+    json_t *m = metadata_json ? json_loads(metadata_json, 0, NULL) : NULL;
+    const char *t = json_string_value(json_object_get(m, MCP_TENANT_KEY));
+    bool mine = t && strcmp(t, s->tenant) == 0;
+    json_decref(m);
+    return mine;
+}
+
+/* The answer for an id that does not exist (or is another tenant's). */
+static int no_such_sandbox(abx_error **err)
+{
+    return fail(err, ABX_ENOTFOUND);
+}
+
+/* Connects to an id the session did not create, if its tenant may reach it. */
+static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, abx_sandbox_info *info, bool *have_info,
+                            abx_error **err)
+{
+    *have_info = false;
+    int rc = abx_sandbox_connect(s->client, id, out, err);
+    if (rc < 0)
+        return rc;
+    *have_info = abx_sandbox_get_info(*out, info, NULL) == 0;
+    if (!s->tenant[0] || (*have_info && mcp_session_may_see(s, info->metadata_json)))
+        return 0;
+    if (*have_info)
+        abx_sandbox_info_clear(info);
+    *have_info = false;
+    abx_sandbox_free(*out);
+    *out = NULL;
+    return no_such_sandbox(err);
 }
 
 static void box_free(mcp_sandbox *b)
@@ -111,7 +153,11 @@ static mcp_sandbox *find_locked(mcp_session *s, const char *id)
 
 static int create_box(mcp_session *s, const mcp_create_args *a, mcp_sandbox **out, abx_error **err)
 {
+    char tag[sizeof MCP_TENANT_KEY + sizeof s->tenant + 1];
+    snprintf(tag, sizeof tag, "%s=%s", MCP_TENANT_KEY, s->tenant);
+    const char *metadata[] = {tag, NULL};
     abx_create_options o = {
+        .metadata = s->tenant[0] ? metadata : NULL,
         .template_id = a && a->template_name ? a->template_name : s->template_name,
         .timeout_s = a && a->timeout_s ? a->timeout_s : ABX_DEFAULT_TIMEOUT_S,
         .envs = a ? a->envs : NULL,
@@ -229,11 +275,11 @@ static int use_explicit(mcp_session *s, const char *id, mcp_sandbox **out, abx_e
     pthread_mutex_unlock(&s->mu);
     /* an external id: connect for this call only, never adopted */
     abx_sandbox *h = NULL;
-    int rc = abx_sandbox_connect(s->client, id, &h, err);
+    abx_sandbox_info info;
+    bool have_info = false;
+    int rc = connect_external(s, id, &h, &info, &have_info, err);
     if (rc < 0)
         return rc;
-    abx_sandbox_info info;
-    bool have_info = abx_sandbox_get_info(h, &info, NULL) == 0;
     b = box_new(abx_sandbox_id(h), h, false, 0, have_info ? info.template_id : "base");
     if (have_info)
         abx_sandbox_info_clear(&info);
@@ -301,7 +347,16 @@ int mcp_session_kill(mcp_session *s, const char *id, abx_error **err)
         mcp_session_release(s, b);
         return rc;
     }
-    return abx_kill_by_id(s->client, id, err);
+    abx_sandbox *h = NULL;
+    abx_sandbox_info info;
+    bool have_info = false;
+    int rc = connect_external(s, id, &h, &info, &have_info, err);
+    if (have_info)
+        abx_sandbox_info_clear(&info);
+    if (rc == 0)
+        rc = abx_sandbox_kill(h, err);
+    abx_sandbox_free(h);
+    return rc;
 }
 
 int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, char *qualified, size_t len,
@@ -319,9 +374,17 @@ int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, ch
         pthread_mutex_unlock(&s->mu);
         if (!b) {
             /* external: re-time it directly, never adopt it */
-            rc = abx_set_timeout_by_id(s->client, id, seconds, err);
+            abx_sandbox *h = NULL;
+            abx_sandbox_info info;
+            bool have_info = false;
+            rc = connect_external(s, id, &h, &info, &have_info, err);
+            if (have_info)
+                abx_sandbox_info_clear(&info);
             if (rc == 0)
-                snprintf(qualified, len, "%s%s", strchr(id, ':') ? "" : "local:", id);
+                rc = abx_sandbox_set_timeout(h, seconds, err);
+            if (rc == 0)
+                snprintf(qualified, len, "%s", abx_sandbox_id(h));
+            abx_sandbox_free(h);
             return rc;
         }
         rc = 0;

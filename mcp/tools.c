@@ -619,6 +619,30 @@ static json_t *tool_kill_sandbox(mcp_call *c)
     return ok(json_pack("{s:b}", "success", 1));
 }
 
+/* Appends to arr the sandboxes the session may see, offset and limit
+ * counted among those only (a tenant's listing pages through its own). */
+static int list_visible(mcp_session *ses, const char *status, size_t limit, size_t offset, json_t *arr, abx_error **err)
+{
+    size_t seen = 0;
+    for (unsigned page = 0;; page += 100) {
+        abx_sandbox_info *items = NULL;
+        size_t n = 0;
+        unsigned want = ses->tenant[0] ? 100 : (unsigned)limit, at = ses->tenant[0] ? page : (unsigned)offset;
+        int rc = abx_list(ses->client, status, want, at, &items, &n, err);
+        if (rc < 0)
+            return rc;
+        for (size_t i = 0; i < n && json_array_size(arr) < limit; i++) {
+            if (!mcp_session_may_see(ses, items[i].metadata_json))
+                continue;
+            if (!ses->tenant[0] || seen++ >= offset)
+                json_array_append_new(arr, sandbox_meta(&items[i]));
+        }
+        abx_sandbox_info_list_free(items, n);
+        if (!ses->tenant[0] || n < 100 || json_array_size(arr) >= limit)
+            return 0;
+    }
+}
+
 static json_t *tool_list_sandboxes(mcp_call *c)
 {
     arg_fail f = {0};
@@ -632,16 +656,13 @@ static json_t *tool_list_sandboxes(mcp_call *c)
         return tool_error(ABX_EINVAL, "status");
     if (provider && strcmp(provider, "local") != 0)
         return tool_error(ABX_EPROVIDER, "provider");
-    abx_sandbox_info *items = NULL;
-    size_t n = 0;
-    abx_error *err = NULL;
-    int rc = abx_list(c->session->client, status, (unsigned)limit, (unsigned)offset, &items, &n, &err);
-    if (rc < 0)
-        return abx_failure(err, rc);
     json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, sandbox_meta(&items[i]));
-    abx_sandbox_info_list_free(items, n);
+    abx_error *err = NULL;
+    int rc = list_visible(c->session, status, (size_t)limit, (size_t)offset, arr, &err);
+    if (rc < 0) {
+        json_decref(arr);
+        return abx_failure(err, rc);
+    }
     return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset", (json_int_t)offset));
 }
 
@@ -657,6 +678,10 @@ static json_t *tool_get_sandbox(mcp_call *c)
     int rc;
     if (id) {
         rc = abx_get_info_by_id(c->session->client, id, &info, &err);
+        if (rc == 0 && !mcp_session_may_see(c->session, info.metadata_json)) {
+            abx_sandbox_info_clear(&info); /* another tenant's: as if it did not exist */
+            rc = -ABX_ENOTFOUND;
+        }
     } else {
         rc = use_sandbox(c, NULL, false, false, &b, &err);
         if (rc == 0) {

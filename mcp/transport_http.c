@@ -28,6 +28,7 @@
 #include "netlibs.h"
 #include <netdb.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -181,6 +182,24 @@ static void session_end(http_session *hs)
     free(hs);
 }
 
+/* The tenant a token stands for: "t" + the first 128 bits of its SHA-256
+ * (the token itself is never stored with a sandbox); "noauth" when the
+ * server runs without authentication. */
+static void tenant_of(const http_server *s, int token, char *out, size_t len)
+{
+    if (token < 0) {
+        snprintf(out, len, "noauth");
+        return;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    const char *t = s->cfg->tokens[token];
+    EVP_Digest(t, strlen(t), md, &mdlen, EVP_sha256(), NULL);
+    size_t o = (size_t)snprintf(out, len, "t");
+    for (unsigned i = 0; i < 16 && i < mdlen && o + 3 <= len; i++)
+        o += (size_t)snprintf(out + o, len - o, "%02x", md[i]);
+}
+
 /* Creates a session bound to token; NULL when the limit is reached. */
 static http_session *session_new(http_server *s, int token, abx_error **err)
 {
@@ -197,7 +216,11 @@ static http_session *session_new(http_server *s, int token, abx_error **err)
     hs->token = token;
     hs->last_used_ms = now_ms();
     hs->refs = 1;
-    if (mcp_server_new(&s->cfg->server, &hs->srv, err) < 0) {
+    char tenant[80];
+    tenant_of(s, token, tenant, sizeof tenant);
+    mcp_server_config cfg = s->cfg->server;
+    cfg.tenant = tenant;
+    if (mcp_server_new(&cfg, &hs->srv, err) < 0) {
         free(hs);
         return NULL;
     }

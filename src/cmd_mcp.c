@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@
 
 const char cmd_mcp_help[] =
     "Usage: abx mcp start [--template T] [--provider P]\n"
-    "       abx mcp serve [--listen ADDR:PORT] [--auth-token-file F] [--session-ttl S]\n"
+    "       abx mcp serve [--listen ADDR:PORT] [--auth-token-file F | --no-auth] [--session-ttl S]\n"
     "                     [--allow-host NAME]... [--max-sessions N] [--template T] [--provider P]\n"
     "       abx mcp deploy [--name N] [--region R] [--template T] [--memory MB] [--timeout S]\n"
     "                      [--auth-token-file F | --generate-token] [--sandbox-api-key K]\n"
@@ -40,9 +41,13 @@ const char cmd_mcp_help[] =
     "         session (Mcp-Session-Id) has its own sandboxes, destroyed on DELETE,\n"
     "         after --session-ttl idle seconds (default 1800), or on SIGTERM.\n"
     "         Bearer tokens: $ABX_MCP_AUTH_TOKEN (comma-separated) and/or the\n"
-    "         lines of --auth-token-file; a session belongs to its token. A\n"
-    "         non-loopback --listen without a token is refused. Host and Origin\n"
-    "         must be loopback, the listen host, or an --allow-host name.\n"
+    "         lines of --auth-token-file; with neither, the token in\n"
+    "         $ABX_HOME/mcp-token (generated, mode 0600, its path printed, never\n"
+    "         its value). A token is a tenant: its sessions see and use only the\n"
+    "         sandboxes its sessions created; any other id answers as unknown.\n"
+    "         --no-auth serves loopback only, without a token (with a warning).\n"
+    "         Host and Origin must be loopback, the listen host, or an\n"
+    "         --allow-host name.\n"
     "deploy   write a function-compute custom-runtime bundle to --output-dir\n"
     "         (default ./mcp-artifact): bootstrap (runs abx mcp serve on the\n"
     "         platform's port), the abx binaries, config.yaml; then print the\n"
@@ -337,8 +342,67 @@ static int load_tokens(cli_ctx *ctx, const char *file, char **tokens, size_t *n)
     return 0;
 }
 
+/* With no token configured, abx mcp serve still authenticates: it uses the
+ * token in $ABX_HOME/mcp-token, creating it (256 bits from the CSPRNG, mode
+ * 0600) the first time. The user is told where the token is, never what. */
+static int default_token(cli_ctx *ctx, char **tokens, size_t *n)
+{
+    char home[512], path[600];
+    if (abx__home(home, sizeof home) < 0)
+        return cli_fail(ctx, ABX_ECONFIG, "no home for the generated token: set ABX_HOME or a token");
+    mkdir(home, 0700);
+    snprintf(path, sizeof path, "%s/mcp-token", home);
+    bool created = false;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        unsigned char raw[32];
+        char hex[65];
+        if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+            return cli_fail(ctx, ABX_ESYS, "no randomness for a token");
+        for (size_t i = 0; i < sizeof raw; i++)
+            snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        explicit_bzero(raw, sizeof raw);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        bool ok = fd >= 0 && write(fd, hex, 64) == 64 && write(fd, "\n", 1) == 1;
+        explicit_bzero(hex, sizeof hex);
+        if (fd >= 0)
+            close(fd);
+        if (!ok)
+            return cli_fail(ctx, ABX_ECONFIG, "cannot write the generated token file %s: %s", path, strerror(errno));
+        created = true;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return cli_fail(ctx, ABX_ECONFIG, "cannot read the token file %s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        close(fd);
+        return cli_fail(ctx, ABX_ECONFIG, "%s must be a regular file of yours with mode 0600", path);
+    }
+    char line[256] = "";
+    ssize_t got = read(fd, line, sizeof line - 1);
+    close(fd);
+    line[got > 0 ? got : 0] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strlen(line) < 16) {
+        explicit_bzero(line, sizeof line);
+        return cli_fail(ctx, ABX_ECONFIG, "%s: the token must be at least 16 characters", path);
+    }
+    tokens[(*n)++] = strdup(line);
+    explicit_bzero(line, sizeof line);
+    fprintf(stderr,
+            "abx mcp: no token configured: %s the Bearer token in %s (mode 0600); clients send "
+            "'Authorization: Bearer <its content>' (--no-auth serves loopback without one)\n",
+            created ? "generated" : "using", path);
+    return 0;
+}
+
 static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, unsigned ttl, unsigned max_sessions,
-                     const char *const *allow, const char *template_name)
+                     const char *const *allow, const char *template_name, bool no_auth)
 {
     if (!template_name)
         template_name = getenv("ABX_DEFAULT_TEMPLATE");
@@ -347,8 +411,20 @@ static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, u
     char *tokens[MAX_TOKENS + 1] = {NULL};
     size_t ntokens = 0;
     int rc = load_tokens(ctx, token_file, tokens, &ntokens);
-    if (rc != 0)
+    if (rc == 0 && no_auth && ntokens > 0)
+        rc = cli_fail(ctx, ABX_EUSAGE, "--no-auth: a token is configured too (ABX_MCP_AUTH_TOKEN or --auth-token-file)");
+    else if (rc == 0 && no_auth)
+        fprintf(stderr, "abx mcp: WARNING: --no-auth: every local user and program that can reach the port can "
+                        "use this server's sandboxes\n");
+    else if (rc == 0 && ntokens == 0)
+        rc = default_token(ctx, tokens, &ntokens);
+    if (rc != 0) {
+        for (size_t i = 0; i < ntokens; i++) {
+            explicit_bzero(tokens[i], strlen(tokens[i]));
+            free(tokens[i]);
+        }
         return rc;
+    }
     mcp_http_config cfg = {.listen = listen, .tokens = (const char *const *)tokens, .session_ttl_s = ttl,
                            .max_sessions = max_sessions, .allowed_hosts = allow,
                            .server = {.template_name = template_name, .provider = ctx->provider}};
@@ -368,8 +444,9 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
     size_t npos = 0, nallow = 0;
     unsigned ttl = 1800, max_sessions = 256;
     mcp_deploy_opts d = {.memory_mb = 512, .timeout_s = 600};
-    bool affinity = false;
+    bool affinity = false, no_auth = false;
     const cli_flag flags[] = {
+        {"--no-auth", CLI_BOOL, &no_auth, 0, 0, NULL, 0, NULL},
         {"--name", CLI_STRING, &d.name, 0, 0, NULL, 0, NULL},
         {"--region", CLI_STRING, &d.region, 0, 0, NULL, 0, NULL},
         {"--memory", CLI_UINT, &d.memory_mb, 128, 32768, NULL, 0, NULL},
@@ -403,7 +480,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         return abx_mcp_deploy(ctx, &d);
     }
     if (strcmp(pos[0], "serve") == 0)
-        return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name);
+        return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name, no_auth);
     if (strcmp(pos[0], "install") == 0)
         return mcp_install(ctx, target);
     if (strcmp(pos[0], "status") == 0)

@@ -36,7 +36,7 @@ test('the whole suite against the test tools: every applicable scenario passes',
 });
 
 test('abx mcp serve itself passes the scenarios that need no test tools', async () => {
-  const srv = await startHttpServer(['--template', 'base'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
   try {
     for (const s of ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'dns-rebinding-protection']) {
       const r = run(['--url', `http://localhost:${srv.port}/mcp`, '--scenario', s]);

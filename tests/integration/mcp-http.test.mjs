@@ -31,7 +31,7 @@ const post = (url, body, headers = {}) => fetch(url, {
 });
 
 test('several clients at once, each with its own default sandbox; DELETE destroys only its own', async () => {
-  const srv = await startHttpServer(['--template', 'base'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
   try {
     const clients = await Promise.all([1, 2, 3].map(() => client(srv.url)));
     const hosts = await Promise.all(clients.map(async (k) => (await k.call('run_command', { command: 'hostname' })).stdout.trim()));
@@ -54,7 +54,7 @@ test('several clients at once, each with its own default sandbox; DELETE destroy
 });
 
 test('raw wire: every status code the transport promises', async () => {
-  const srv = await startHttpServer(['--template', 'base'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
   const u = srv.url;
   try {
     let r = await post(u, init);
@@ -144,13 +144,13 @@ test('auth: Bearer tokens, 401 with WWW-Authenticate, sessions bound to their to
   assert.equal((await post(srv2.url, init)).status, 401);
   assert.equal((await post(srv2.url, init, { Authorization: `Bearer ${tokA}` })).status, 200);
   await stopServer(srv2);
-  const refused = runAbx(['mcp', 'serve', '--listen', '0.0.0.0:0'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: '' }, timeout: 10000 });
+  const refused = runAbx(['mcp', 'serve', '--no-auth', '--listen', '0.0.0.0:0'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: '' }, timeout: 10000 });
   assert.notEqual(refused.status, 0);
   assert.match(refused.stderr, /^abx: E8020: refusing to serve a non-loopback address without a token/m);
 });
 
 test('idle sessions expire after the TTL and their sandboxes are destroyed', async () => {
-  const srv = await startHttpServer(['--template', 'base', '--session-ttl', '2'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base', '--session-ttl', '2'], { env: H.env });
   try {
     let r = await post(srv.url, init);
     const sid = r.headers.get('mcp-session-id');
@@ -169,7 +169,7 @@ function fdCount(pid) {
 }
 
 test('soak: 50 concurrent sessions x 40 tool calls, zero errors, nothing left behind', async () => {
-  const srv = await startHttpServer(['--template', 'base'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
   try {
     const fdsBefore = fdCount(srv.child.pid);
     // the clients run in a process of their own, so that when it exits its
@@ -248,7 +248,7 @@ test('mcp deploy writes the bundle; its bootstrap starts a working, token-protec
 
 test('a slow client (slow loris) is cut off while other sessions keep working', async () => {
   const net = await import('node:net');
-  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_CONNECTION_TIMEOUT: '2' } });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: { ...H.env, ABX_MCP_CONNECTION_TIMEOUT: '2' } });
   try {
     const sock = net.connect(srv.port, '127.0.0.1');
     await new Promise((r) => sock.on('connect', r));
@@ -267,7 +267,7 @@ test('a slow client (slow loris) is cut off while other sessions keep working', 
 });
 
 test('the session limit answers a clear error and spares existing sessions', async () => {
-  const srv = await startHttpServer(['--template', 'base', '--max-sessions', '2'], { env: H.env });
+  const srv = await startHttpServer(['--no-auth', '--template', 'base', '--max-sessions', '2'], { env: H.env });
   try {
     const a = await post(srv.url, init), b = await post(srv.url, init);
     assert.equal(a.status, 200);

@@ -395,31 +395,46 @@ function rawServer() {
   return { child, send, next };
 }
 
-test('raw wire: JSON-RPC errors are right, never carry "id": null, and the server keeps serving', async () => {
+test('raw wire: an unknown protocol version is answered with the newest', async () => {
+  const w = rawServer();
+  try {
+    w.send('{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}');
+    assert.equal((await w.next()).result.protocolVersion, '2025-11-25');
+  } finally {
+    w.child.stdin.end();
+    await new Promise((r) => w.child.on('close', r));
+  }
+});
+
+test('raw wire: JSON-RPC errors are right ("id": null where the id could not be read), and the server keeps serving', async () => {
   const w = rawServer();
   try {
     w.send('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}');
     assert.equal((await w.next()).result.protocolVersion, '2024-11-05');
-    w.send('{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}');
-    assert.equal((await w.next()).result.protocolVersion, '2025-11-25');
+    // a second initialize in the same session is refused; the session keeps its version
+    w.send('{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}');
+    const again = await w.next();
+    assert.equal(again.error?.code, -32600, JSON.stringify(again));
+    assert.equal(again.id, 2);
     w.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
     const cases = [
-      ['{not json', -32700, undefined],
-      ['[{"jsonrpc":"2.0","id":3,"method":"ping"}]', -32600, undefined],
-      ['{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, undefined],
+      ['{not json', -32700, null],
+      ['[{"jsonrpc":"2.0","id":3,"method":"ping"}]', -32600, null],
+      ['{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, null],
+      ['['.repeat(100000) + ']'.repeat(100000), -32600, null], // nested past the bound: refused before parsing
       ['{"jsonrpc":"1.0","id":4,"method":"ping"}', -32600, 4],
       ['{"jsonrpc":"2.0","id":5,"method":42}', -32600, 5],
       ['{"jsonrpc":"2.0","id":6,"method":"no/such/method"}', -32601, 6],
       ['{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope"}}', -32602, 7],
       ['{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}}', -32602, 8],
       ['{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"loud"}}', -32602, 9],
-      ['"just a string"', -32600, undefined],
+      ['"just a string"', -32600, null],
     ];
     for (const [line, code, id] of cases) {
       w.send(line);
       const r = await w.next();
-      assert.equal(r.error?.code, code, `${line} -> ${JSON.stringify(r)}`);
-      assert.ok(!('id' in r) || r.id !== null, `"id": null in ${JSON.stringify(r)}`);
+      assert.equal(r.error?.code, code, `${line.slice(0, 80)} -> ${JSON.stringify(r)}`);
+      assert.ok('id' in r, `JSON-RPC 2.0: an error reply always has an id (null when unreadable): ${JSON.stringify(r)}`);
       assert.equal(r.id, id);
       w.send('{"jsonrpc":"2.0","id":"p","method":"ping"}');
       assert.deepEqual((await w.next()).result, {});
