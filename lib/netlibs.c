@@ -60,7 +60,8 @@ static void load_mhd(void)
                                         "MHD_create_response_from_callback", "MHD_create_response_from_fd",
                                         "MHD_add_response_header", "MHD_queue_response", "MHD_destroy_response",
                                         "MHD_lookup_connection_value", "MHD_create_post_processor",
-                                        "MHD_post_process", "MHD_destroy_post_processor"};
+                                        "MHD_post_process", "MHD_destroy_post_processor",
+                                        "MHD_get_connection_info"};
     void *slots[sizeof names / sizeof names[0]];
     if (!load(sonames, names, slots, sizeof names / sizeof names[0]))
         return;
@@ -76,6 +77,7 @@ static void load_mhd(void)
     *(void **)&mhd_api.create_post_processor = slots[9];
     *(void **)&mhd_api.post_process = slots[10];
     *(void **)&mhd_api.destroy_post_processor = slots[11];
+    *(void **)&mhd_api.get_connection_info = slots[12];
     mhd_ok = true;
 }
 

@@ -47,6 +47,8 @@ typedef struct abx_mhd_api {
                                                        MHD_PostDataIterator iter, void *iter_cls);
     enum MHD_Result (*post_process)(struct MHD_PostProcessor *pp, const char *data, size_t len);
     enum MHD_Result (*destroy_post_processor)(struct MHD_PostProcessor *pp);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c,
+                                                           enum MHD_ConnectionInfoType type, ...);
 } abx_mhd_api;
 
 /* The loaded library, or NULL when it cannot be loaded (callers report
@@ -81,6 +83,7 @@ const abx_mhd_api *abx__mhd(void);
 #define MHD_create_post_processor (abx__mhd()->create_post_processor)
 #define MHD_post_process (abx__mhd()->post_process)
 #define MHD_destroy_post_processor (abx__mhd()->destroy_post_processor)
+#define MHD_get_connection_info (abx__mhd()->get_connection_info)
 #endif
 
 #endif

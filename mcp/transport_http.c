@@ -44,6 +44,8 @@
 
 #define MAX_BODY (8u << 20)
 #define IDLE_CONNECTION_S 60
+#define HEADER_DEADLINE_S 10   /* to send a request's headers; ABX_MCP_HEADER_TIMEOUT */
+#define PER_CLIENT_CONNECTIONS 64 /* per client address */
 #define SSE_KEEPALIVE_MS 15000
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
@@ -57,8 +59,20 @@ typedef struct http_session {
     bool ended;
 } http_session;
 
+/* One TCP connection, from accept to close (NOTIFY_CONNECTION): until the
+ * headers of its current request are in, it is on a deadline. */
+typedef struct http_conn {
+    int fd;
+    uint64_t since_ms;     /* accept, or the end of its last request */
+    bool headers_in;       /* the access handler has seen this request */
+    struct http_conn *next;
+} http_conn;
+
 typedef struct http_server {
     const mcp_http_config *cfg;
+    pthread_mutex_t conn_mu;
+    http_conn *conns;      /* live connections (conn_mu) */
+    unsigned header_deadline_s;
     size_t ntokens;
     char listen_host[256];
     pthread_mutex_t mu;
@@ -286,11 +300,76 @@ static void session_kill(http_server *s, http_session *hs)
     session_put(s, hs);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    http_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        http_conn *hc = calloc(1, sizeof *hc);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!hc)
+            return;
+        hc->fd = ci ? ci->connect_fd : -1;
+        hc->since_ms = now_ms();
+        pthread_mutex_lock(&s->conn_mu);
+        hc->next = s->conns;
+        s->conns = hc;
+        pthread_mutex_unlock(&s->conn_mu);
+        *socket_context = hc;
+        return;
+    }
+    http_conn *hc = *socket_context;
+    pthread_mutex_lock(&s->conn_mu);
+    for (http_conn **p = &s->conns; hc && *p; p = &(*p)->next) {
+        if (*p == hc) {
+            *p = hc->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    free(hc);
+    *socket_context = NULL;
+}
+
+/* Marks the connection's request as having its headers in (in = true), or
+ * starts the deadline for the next one (in = false). */
+static void connection_headers(http_server *s, struct MHD_Connection *c, bool in)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    http_conn *hc = ci ? ci->socket_context : NULL;
+    if (!hc)
+        return;
+    pthread_mutex_lock(&s->conn_mu);
+    hc->headers_in = in;
+    if (!in)
+        hc->since_ms = now_ms();
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+/* Cuts connections that took longer than the deadline to send a request's
+ * headers (a slow loris holding a connection slot before any auth). The
+ * fd is shut down, not closed: libmicrohttpd's thread sees the end and
+ * closes it, and the CLOSED notification (same lock) removes the entry
+ * before the fd can be reused. */
+static void sweep_slow_headers(http_server *s)
+{
+    uint64_t now = now_ms(), limit = (uint64_t)s->header_deadline_s * 1000u;
+    pthread_mutex_lock(&s->conn_mu);
+    for (http_conn *hc = s->conns; hc; hc = hc->next) {
+        if (!hc->headers_in && hc->fd >= 0 && now - hc->since_ms >= limit) {
+            shutdown(hc->fd, SHUT_RDWR);
+            hc->fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
 static void *reaper(void *arg)
 {
     http_server *s = arg;
     for (;;) {
         sleep(1);
+        sweep_slow_headers(s);
         uint64_t now = now_ms();
         http_session *expired = NULL;
         pthread_mutex_lock(&s->mu);
@@ -648,6 +727,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     http_server *s = cls;
     http_req *rq = *con_cls;
     if (!rq) {
+        connection_headers(s, c, true);
         if (strcmp(url, "/mcp") != 0)
             return reply_error(c, 404, -32600, "Not found: the endpoint is /mcp");
         bool post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;
@@ -692,7 +772,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
-    (void)cls, (void)c, (void)t;
+    (void)t;
+    connection_headers(cls, c, false); /* the next request on it is on the clock */
     http_req *rq = *con_cls;
     if (rq) {
         free(rq->body);
@@ -796,10 +877,17 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     const char *idle_env = getenv("ABX_MCP_CONNECTION_TIMEOUT");
     if (idle_env && abx__parse_uint(idle_env, 1, 3600, &idle_s) < 0)
         idle_s = IDLE_CONNECTION_S;
+    s.header_deadline_s = HEADER_DEADLINE_S;
+    const char *hd_env = getenv("ABX_MCP_HEADER_TIMEOUT");
+    if (hd_env && abx__parse_uint(hd_env, 1, 3600, &s.header_deadline_s) < 0)
+        s.header_deadline_s = HEADER_DEADLINE_S;
+    pthread_mutex_init(&s.conn_mu, NULL);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, &s,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_CLIENT_CONNECTIONS,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
     if (!d || sigfd < 0) {
         close(fd);

@@ -137,3 +137,38 @@ test('a JSON-RPC batch nested 100000 deep is refused; the server lives on', asyn
     await stopServer(srv);
   }
 });
+
+test('1100 unauthenticated connections trickling headers do not lock out a token holder', { timeout: 60000 }, async () => {
+  const net = await import('node:net');
+  const tok = 'tenant-flood-' + 'f'.repeat(24);
+  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: tok, ABX_MCP_HEADER_TIMEOUT: '3' } });
+  const socks = [];
+  let closedByServer = 0, trickle;
+  try {
+    // the attacker: another loopback address, 1100 connections, a byte now and then
+    for (let i = 0; i < 1100; i++) {
+      const sk = net.connect({ host: '127.0.0.1', port: srv.port, localAddress: '127.0.0.2' });
+      sk.on('error', () => {});
+      sk.on('close', () => { closedByServer++; });
+      sk.on('connect', () => sk.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: '));
+      socks.push(sk);
+    }
+    trickle = setInterval(() => { for (const sk of socks) if (!sk.destroyed) sk.write('a'); }, 500);
+    await new Promise((r) => setTimeout(r, 1000));
+    // the token holder, meanwhile, on the usual address: served, end to end
+    const k = await client(srv.url, tok);
+    const t0 = Date.now();
+    const r = await k.call('run_command', { command: 'echo still-served' });
+    assert.equal(r.structuredContent.stdout, 'still-served\n');
+    assert.ok(Date.now() - t0 < 20000);
+    await k.c.close();
+    // connections past the per-address limit were refused at once, and those
+    // held open by trickling were cut at the header deadline
+    await new Promise((r) => setTimeout(r, 4500));
+    assert.equal(closedByServer, 1100, `${closedByServer} of 1100 attacker connections closed`);
+  } finally {
+    clearInterval(trickle);
+    for (const sk of socks) sk.destroy();
+    await stopServer(srv);
+  }
+});
