@@ -219,7 +219,12 @@ static void permissions_string(mode_t m, char out[11])
     out[10] = '\0';
 }
 
-static json_t *entry_info(int dirfd, const char *name, const char *abs_path)
+static int resolve(shim *sh, const char *abs_path, int flags, mode_t mode);
+
+/* An entry's metadata. A symlink's type is its target's, looked up inside
+ * the sandbox root (never through the host's: an absolute target such as
+ * /etc/shadow names the sandbox's file, and a missing one stays a link). */
+static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs_path)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
@@ -229,9 +234,12 @@ static json_t *entry_info(int dirfd, const char *name, const char *abs_path)
     if (is_link) {
         ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
         target[n > 0 ? n : 0] = '\0';
+        int tfd = resolve(sh, abs_path, O_PATH, 0);
         struct stat tst;
-        if (fstatat(dirfd, name, &tst, 0) == 0)
+        if (tfd >= 0 && fstat(tfd, &tst) == 0)
             st.st_mode = (st.st_mode & ~S_IFMT) | (tst.st_mode & S_IFMT);
+        if (tfd >= 0)
+            close(tfd);
     }
     char perms[11], mtime[40], size[32];
     permissions_string(st.st_mode, perms);
@@ -331,7 +339,7 @@ int abx__fs_stat(shim *sh, unsigned uid, const char *path, json_t **entry, abx_e
     if (fd < 0) {
         rc = fail_errno(err, errno, "stat", path);
     } else {
-        *entry = entry_info(fd, "", abs_path);
+        *entry = entry_info(sh, fd, "", abs_path);
         close(fd);
         if (!*entry)
             rc = abx__error_set(err, ABX_EIO, "stat %s", path);
@@ -340,7 +348,7 @@ int abx__fs_stat(shim *sh, unsigned uid, const char *path, json_t **entry, abx_e
     return rc;
 }
 
-static void list_into(int dir_fd, const char *abs_path, unsigned depth, json_t *out)
+static void list_into(shim *sh, int dir_fd, const char *abs_path, unsigned depth, json_t *out)
 {
     int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -355,7 +363,7 @@ static void list_into(int dir_fd, const char *abs_path, unsigned depth, json_t *
             continue;
         char child[4096];
         snprintf(child, sizeof child, "%s%s%s", abs_path, strcmp(abs_path, "/") ? "/" : "", de->d_name);
-        json_t *e = entry_info(dirfd(d), de->d_name, child);
+        json_t *e = entry_info(sh, dirfd(d), de->d_name, child);
         if (!e)
             continue;
         json_array_append_new(out, e);
@@ -363,7 +371,7 @@ static void list_into(int dir_fd, const char *abs_path, unsigned depth, json_t *
             int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0) {
                 if (!on_pseudo_fs(sub))
-                    list_into(sub, child, depth - 1, out);
+                    list_into(sh, sub, child, depth - 1, out);
                 close(sub);
             }
         }
@@ -392,7 +400,7 @@ int abx__fs_list(shim *sh, unsigned uid, const char *path, unsigned depth, json_
         while (n > 1 && abs_path[n - 1] == '/')
             abs_path[--n] = '\0';
         *entries = json_array();
-        list_into(fd, abs_path, depth, *entries);
+        list_into(sh, fd, abs_path, depth, *entries);
         close(fd);
     }
     restore(c);
@@ -414,7 +422,7 @@ int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t
     if (fd < 0) {
         rc = fail_errno(err, errno, "creating directory", path);
     } else {
-        *entry = entry_info(fd, "", abs_path);
+        *entry = entry_info(sh, fd, "", abs_path);
         close(fd);
         if (!created) {
             *exists = true;
@@ -442,7 +450,7 @@ int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_
     else if (renameat(sfd, sb, dfd, db) < 0)
         rc = fail_errno(err, errno, "moving", from);
     else
-        *entry = entry_info(dfd, db, dst);
+        *entry = entry_info(sh, dfd, db, dst);
     if (sfd >= 0)
         close(sfd);
     if (dfd >= 0)

@@ -675,6 +675,37 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
 
 /* ---- /files ------------------------------------------------------------- */
 
+/* A file sent by GET /files: exactly the size it had when opened, read as
+ * the client takes it. A file that shrinks meanwhile (sandbox code can
+ * truncate it) ends the transfer with an error (the client sees a short
+ * body and a closed connection), never a thread spinning on a short read;
+ * a client that leaves frees it at once (file_stream_free). */
+typedef struct file_stream {
+    int fd;
+    uint64_t size;
+} file_stream;
+
+static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    file_stream *fs = cls;
+    if (pos >= fs->size)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (max > fs->size - pos)
+        max = (size_t)(fs->size - pos);
+    ssize_t n;
+    do
+        n = pread(fs->fd, buf, max, (off_t)pos);
+    while (n < 0 && errno == EINTR);
+    return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void file_stream_free(void *cls)
+{
+    file_stream *fs = cls;
+    close(fs->fd);
+    free(fs);
+}
+
 static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
 {
     unsigned uid;
@@ -691,8 +722,14 @@ static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
         close(fd);
         return send_error(c, ABX_EIO, "stat failed");
     }
-    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* takes fd */
+    file_stream *fs = malloc(sizeof *fs);
+    struct MHD_Response *r = fs ? MHD_create_response_from_callback((uint64_t)st.st_size, 65536, file_read, fs,
+                                                                     file_stream_free)
+                                : NULL;
+    if (fs)
+        *fs = (file_stream){.fd = fd, .size = (uint64_t)st.st_size};
     if (!r) {
+        free(fs);
         close(fd);
         return MHD_NO;
     }

@@ -1,0 +1,79 @@
+// files-api.test.mjs: the shim's file API against a hostile sandbox. Code
+// inside plants symlinks to host-only paths (a listing must not reveal
+// whether they exist on the host) and shrinks a file while it is being
+// downloaded (the transfer must end, and no shim thread may spin).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { runAbx, privateHome, shimPid, randomName, sleep } from '../lib/harness.mjs';
+
+const H = privateHome('abx-files');
+after(() => H.cleanup());
+
+const cpuSeconds = (pid) => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
+
+test('a listing stats symlink targets inside the sandbox, never on the host', () => {
+  const hostOnly = path.join('/tmp', randomName('abx-hostonly'));
+  fs.mkdirSync(hostOnly, { mode: 0o700 });
+  const id = runAbx(['create', '--timeout', '120'], { env: H.env }).stdout.trim();
+  try {
+    const r = runAbx(['exec', id, `ln -s ${hostOnly} /app/to-host-dir; ln -s /etc/shadow /app/to-shadow; ln -s /missing-${process.pid} /app/to-nothing; mkdir /app/real-dir; ln -s /app/real-dir /app/to-real-dir`], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    const ls = JSON.parse(runAbx(['--json', 'files', 'ls', id, '/app'], { env: H.env }).stdout);
+    const by = Object.fromEntries(ls.map((e) => [e.name, e]));
+    const shape = (e) => [e.type, e.permissions[0]];
+    assert.deepEqual(shape(by['to-host-dir']), shape(by['to-nothing']), 'a host-only directory showed through');
+    assert.deepEqual(shape(by['to-shadow']), shape(by['to-nothing']), '/etc/shadow of the host showed through');
+    assert.equal(by['to-real-dir'].type, 'FILE_TYPE_DIRECTORY', 'a link to a directory inside still reads as one');
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+    fs.rmSync(hostOnly, { recursive: true, force: true });
+  }
+});
+
+test('a file that shrinks during GET /files ends the transfer; no shim thread spins', { timeout: 60000 }, async () => {
+  const id = runAbx(['create', '--timeout', '120'], { env: H.env }).stdout.trim().replace(/^local:/, '');
+  try {
+    assert.equal(runAbx(['exec', id, 'head -c 67108864 /dev/zero > /app/big'], { env: H.env }).status, 0);
+    const dir = path.join(H.home, 'sandboxes', id);
+    const token = fs.readFileSync(path.join(dir, 'token'), 'utf8');
+    const pid = shimPid(H.home, id);
+    let got = 0;
+    const done = new Promise((resolve) => {
+      const req = http.request({ socketPath: path.join(dir, 'envd.sock'), path: '/files?path=/app/big&username=user',
+        headers: { 'x-access-token': token } }, (res) => {
+        assert.equal(res.statusCode, 200);
+        res.once('data', (d) => {
+          got += d.length;
+          res.pause(); // a slow client: the file shrinks under the transfer
+          runAbx(['exec', id, 'truncate -s 4096 /app/big'], { env: H.env });
+          res.on('data', (x) => { got += x.length; });
+          res.resume();
+        });
+        res.on('end', () => resolve('end'));
+        res.on('error', () => resolve('error'));
+        res.on('aborted', () => resolve('aborted'));
+      });
+      req.on('error', () => resolve('error'));
+      req.end();
+    });
+    let timer;
+    const how = await Promise.race([done, new Promise((r) => { timer = setTimeout(() => r('hung'), 20000); })]);
+    clearTimeout(timer);
+    assert.notEqual(how, 'hung', 'the transfer never ended');
+    assert.ok(got < 67108864, `got all ${got} bytes of a file that shrank`);
+    const cpu0 = cpuSeconds(pid);
+    await sleep(2000);
+    const spent = cpuSeconds(pid) - cpu0;
+    assert.ok(spent < 0.5, `the shim spent ${spent} s of CPU in 2 s after the transfer`);
+    // and the data plane still serves
+    assert.equal(runAbx(['files', 'cat', id, '/app/big'], { env: H.env, encoding: 'buffer' }).stdout.length, 4096);
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
