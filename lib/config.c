@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +465,47 @@ int abx__home(char *out, size_t len)
     return n < 0 || (size_t)n >= len ? -ABX_ECONFIG : 0;
 }
 
+/* One directory on the way to $ABX_HOME: owned by us or root, and not
+ * writable by group or others (a root-owned sticky directory such as /tmp
+ * is fine: nobody else can replace what we put in it). */
+static int check_component(const char *path, bool is_home, abx_error **err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return abx__error_errno(err, ABX_EUNSAFEHOME, errno, path);
+    uid_t me = geteuid();
+    if (!S_ISDIR(st.st_mode))
+        return abx__error_set(err, ABX_EUNSAFEHOME, "%s is not a directory", path);
+    if (is_home && st.st_uid != me)
+        return abx__error_set(err, ABX_EUNSAFEHOME, "%s belongs to uid %u, not to you (uid %u)", path,
+                              (unsigned)st.st_uid, (unsigned)me);
+    if (!is_home && st.st_uid != me && st.st_uid != 0)
+        return abx__error_set(err, ABX_EUNSAFEHOME, "%s (a parent of ABX_HOME) belongs to uid %u", path,
+                              (unsigned)st.st_uid);
+    bool sticky_root = (st.st_mode & S_ISVTX) && st.st_uid == 0 && !is_home;
+    if ((st.st_mode & 022) && !sticky_root)
+        return abx__error_set(err, ABX_EUNSAFEHOME, "%s is writable by group or others", path);
+    return 0;
+}
+
+int abx__home_check(const char *home, abx_error **err)
+{
+    char real[PATH_MAX];
+    if (!realpath(home, real))
+        return errno == ENOENT ? 0 : abx__error_errno(err, ABX_EUNSAFEHOME, errno, home);
+    int rc = check_component(real, true, err);
+    /* then each parent, up to / */
+    for (char *slash = strrchr(real, '/'); rc == 0 && slash; slash = strrchr(real, '/')) {
+        if (slash == real) {
+            rc = check_component("/", false, err);
+            break;
+        }
+        *slash = '\0';
+        rc = check_component(real, false, err);
+    }
+    return rc;
+}
+
 /* Reads path into a new NUL-terminated buffer; NULL with errno if absent. */
 static char *slurp(const char *path)
 {
@@ -505,12 +547,15 @@ int abx__config_load(abx_kvs *kvs, abx_error **err)
     kvs->n = 0;
     if (abx__home(home, sizeof home) < 0)
         return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
+    int rc = abx__home_check(home, err);
+    if (rc < 0)
+        return rc;
     snprintf(path, sizeof path, "%s/config.toml", home);
     char *text = slurp(path);
     if (!text)
         return 0;
     int line = 0;
-    int rc = abx__toml_parse(text, kvs, &line);
+    rc = abx__toml_parse(text, kvs, &line);
     free(text);
     if (rc < 0)
         return abx__error_set(err, ABX_ECONFIG, "config.toml: line %d is not valid (abx reads a TOML subset)", line);
@@ -524,6 +569,9 @@ int abx__config_save(const abx_kvs *kvs, abx_error **err)
         return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
     if (mkdir(home, 0700) < 0 && errno != EEXIST)
         return abx__error_errno(err, ABX_EIO, errno, "creating ABX_HOME");
+    int checked = abx__home_check(home, err);
+    if (checked < 0)
+        return checked;
     snprintf(path, sizeof path, "%s/config.toml", home);
     snprintf(tmp, sizeof tmp, "%s/config.toml.tmp", home);
     char *text = abx__toml_format(kvs);

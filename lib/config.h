@@ -38,6 +38,10 @@ bool abx__config_key_valid(const char *key);
 
 /* $ABX_HOME, else $HOME/.abx. Returns 0 or -ABX_ECONFIG. */
 int abx__home(char *out, size_t len);
+/* Refuses (E8025) a state directory that is not the caller's or is
+ * writable by group or others, or one with such a parent (ssh's
+ * StrictModes). A home that does not exist yet passes (abx creates it 0700). */
+int abx__home_check(const char *home, abx_error **err);
 
 /* The provider id, first match wins: arg > cli_flag > $ABX_PROVIDER >
  * ./.env ABX_PROVIDER > $ABX_HOME/.env ABX_PROVIDER > config.toml

@@ -49,7 +49,10 @@ int abx__state_root(char *out, size_t len, bool create, abx_error **err)
         if (mkdir(out, 0700) < 0 && errno != EEXIST)
             return abx__error_errno(err, ABX_EIO, errno, "creating the sandboxes directory");
     }
-    return 0;
+    int rc = abx__home_check(home, err);
+    if (rc == 0 && access(out, F_OK) == 0)
+        rc = abx__home_check(out, err);
+    return rc;
 }
 
 int abx__state_dir(const char *id, char *out, size_t len, abx_error **err)
@@ -142,27 +145,47 @@ bool abx__state_shim_alive(const char *dir)
     return false;
 }
 
-static void remove_dir_files(const char *dir)
+/* Removes the state directory `name` of root_fd: its files, then itself.
+ * Never follows a symlink: the directory is opened O_NOFOLLOW relative to
+ * its parent, must be a real directory owned by us, and its entries are
+ * unlinked relative to it (a planted symlink is removed, not followed). */
+static void remove_state_dir(int root_fd, const char *name)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+        if (fd >= 0)
+            close(fd);
+        unlinkat(root_fd, name, 0); /* a symlink or file where a directory should be: only the entry goes */
         return;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
             continue;
-        unlinkat(dirfd(d), e->d_name, 0);
+        if (unlinkat(dirfd(d), e->d_name, 0) < 0 && errno == EISDIR)
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR); /* only if empty: never a walk into it */
     }
     closedir(d);
-    rmdir(dir);
+    unlinkat(root_fd, name, AT_REMOVEDIR);
 }
 
 void abx__state_reap(const char *id)
 {
     abx__cgroup_reap_id(id);
-    char dir[700];
-    if (abx__state_dir(id, dir, sizeof dir, NULL) == 0)
-        remove_dir_files(dir);
+    char root[560];
+    if (!abx__sandbox_id_valid(id) || abx__state_root(root, sizeof root, false, NULL) < 0)
+        return;
+    int root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root_fd < 0)
+        return;
+    remove_state_dir(root_fd, id);
+    close(root_fd);
 }
 
 static bool dead_and_reapable(const char *dir)
@@ -170,6 +193,12 @@ static bool dead_and_reapable(const char *dir)
     char meta[960];
     snprintf(meta, sizeof meta, "%s/meta.json", dir);
     struct stat st;
+    if (lstat(dir, &st) < 0)
+        return false;
+    if (S_ISLNK(st.st_mode))
+        return true; /* a planted symlink: reaping removes the entry, never what it points to */
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+        return false; /* not ours: left alone */
     bool started = access(meta, F_OK) == 0;
     bool old = stat(dir, &st) == 0 && time(NULL) - st.st_mtime > STARTING_GRACE_S;
     if (!started && !old)

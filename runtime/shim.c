@@ -225,9 +225,9 @@ static int start(shim *sh, abx_error **err)
     int ignored;
     if ((rc = abx__jail_wait_started(&sh->jail, &ignored, err)) < 0)
         return rc;
-    /* init must outlive any OOM kill inside: it is the sandbox */
-    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)sh->jail.init_pid);
-    abx__write_file_at(AT_FDCWD, path, "-1000");
+    /* init keeps the default OOM score (0), as does everything it starts:
+     * an adjustment would be inherited by every sandbox process, and init
+     * is the smallest process inside, never the OOM killer's choice */
     snprintf(path, sizeof path, "/proc/%d/root", (int)sh->jail.init_pid);
     sh->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sh->rootfd < 0)

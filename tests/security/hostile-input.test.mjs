@@ -119,3 +119,14 @@ test('file operations refuse /proc magic links (/proc/1/root, /proc/1/fd, /proc/
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('sandbox processes start with an OOM score adjustment of 0 or more (never init\'s protection)', () => {
+  const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim();
+  try {
+    const r = runAbx(['exec', id, 'cat /proc/1/oom_score_adj /proc/self/oom_score_adj; sh -c "cat /proc/self/oom_score_adj"'], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    for (const v of r.stdout.trim().split('\n')) assert.ok(Number(v) >= 0, `oom_score_adj ${v}`);
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
