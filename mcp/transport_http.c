@@ -45,7 +45,7 @@
 #define MAX_BODY (8u << 20)
 #define IDLE_CONNECTION_S 60
 #define HEADER_DEADLINE_S 10   /* to send a request's headers; ABX_MCP_HEADER_TIMEOUT */
-#define PER_CLIENT_CONNECTIONS 64 /* per client address */
+#define PER_CLIENT_CONNECTIONS 256 /* per client address; ABX_MCP_CLIENT_CONNECTIONS */
 #define SSE_KEEPALIVE_MS 15000
 
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
@@ -882,11 +882,15 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     if (hd_env && abx__parse_uint(hd_env, 1, 3600, &s.header_deadline_s) < 0)
         s.header_deadline_s = HEADER_DEADLINE_S;
     pthread_mutex_init(&s.conn_mu, NULL);
+    unsigned per_client = PER_CLIENT_CONNECTIONS;
+    const char *pc_env = getenv("ABX_MCP_CLIENT_CONNECTIONS");
+    if (pc_env && abx__parse_uint(pc_env, 1, 1024, &per_client) < 0)
+        per_client = PER_CLIENT_CONNECTIONS;
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, &s,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_CLIENT_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
     if (!d || sigfd < 0) {

@@ -23,8 +23,12 @@
  *   read report pipe (EOF = exec'd)
  *   wait for init; its exit is the command's status
  *
- * Root inside maps to an unprivileged host range (ABX_HOST_ID_BASE...) when
- * abx runs as root, or to the caller's own uid/gid only otherwise. Killing
+ * Root inside maps to the first id of a host range of the sandbox's own
+ * (uid_pool.c) when abx runs as root, or to the caller's own uid/gid only
+ * otherwise. As root, the user namespace is created while the supervisor's
+ * thread has that first id as its effective uid, so the namespace is owned
+ * by it and not by host root: what the kernel counts against a
+ * namespace's owner (inotify instances, ...) is the sandbox's alone. Killing
  * init (or the supervisor dying, through PDEATHSIG) kills the whole pid
  * namespace. Every credential change clears a process's parent-death
  * signal, so init arms it after its last one, then checks the lifeline (the
@@ -38,6 +42,9 @@
 #include "rootfs.h"
 #include "seccomp_policy.h"
 #include "sysutil.h"
+#include "uid_pool.h"
+
+#include <linux/securebits.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,6 +250,29 @@ static void close_inherited_fds(int keep)
         _exit(125);
 }
 
+/* The sandbox's own user namespace limits (/proc/sys/user, per
+ * namespace): no namespaces of any kind inside (seccomp refuses them too),
+ * and inotify bounded as the host bounds one user. A limit this kernel
+ * does not have is skipped; any other failure is fatal. */
+static int limit_user_namespace(char *why, size_t len)
+{
+    static const char *const limits[][2] = {
+        {"max_user_namespaces", "0"}, {"max_pid_namespaces", "0"},  {"max_net_namespaces", "0"},
+        {"max_mnt_namespaces", "0"},  {"max_ipc_namespaces", "0"},  {"max_uts_namespaces", "0"},
+        {"max_cgroup_namespaces", "0"}, {"max_time_namespaces", "0"}, {"max_inotify_instances", "128"},
+        {"max_inotify_watches", "65536"}, {"max_fanotify_groups", "16"}, {"max_fanotify_marks", "8192"},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/proc/sys/user/%s", limits[i][0]);
+        if (abx__write_file_at(AT_FDCWD, path, limits[i][1]) < 0 && errno != ENOENT) {
+            snprintf(why, len, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
                                                 int control_fd, scmp_filter_ctx filter, bool full_id_range)
 {
@@ -250,6 +280,9 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (abx__read_full(go_fd, &go, 1) != 1)
         _exit(125); /* the supervisor gave up or died */
     scrub_inherited_environment();
+    /* the supervisor's borrowed owner id came with SECBIT_NO_SETUID_FIXUP */
+    if (full_id_range && prctl(PR_SET_SECUREBITS, 0UL) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "securebits: %s", strerror(errno));
     if (full_id_range && setgroups(0, NULL) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "setgroups: %s", strerror(errno));
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
@@ -257,6 +290,8 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (unshare(CLONE_NEWCGROUP) < 0)
         report_fail(report_fd, ABX_EHOSTSUPPORT, 125, "cgroup namespace: %s", strerror(errno));
     char why[256];
+    if (full_id_range && limit_user_namespace(why, sizeof why) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "user namespace limits: %s", why);
     abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
                             .full_id_range = full_id_range};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
@@ -320,11 +355,11 @@ static int check_host(abx_error **err)
     return 0;
 }
 
-static int write_id_maps(pid_t pid, bool full_id_range, abx_error **err)
+static int write_id_maps(pid_t pid, bool full_id_range, uid_t base, abx_error **err)
 {
     char path[64], map[64];
     if (full_id_range) {
-        snprintf(map, sizeof map, "0 %u %u\n", ABX_HOST_ID_BASE, ABX_HOST_ID_COUNT);
+        snprintf(map, sizeof map, "0 %u %u\n", (unsigned)base, ABX_HOST_ID_COUNT);
         snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
         if (abx__write_file_at(AT_FDCWD, path, map) < 0)
             return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "writing the uid map");
@@ -347,6 +382,33 @@ static int write_id_maps(pid_t pid, bool full_id_range, abx_error **err)
     return 0;
 }
 
+/* The calling thread (only: raw system calls, not glibc's all-thread
+ * wrappers) takes owner as its effective uid, keeping its capabilities
+ * (SECBIT_NO_SETUID_FIXUP), so that a user namespace it creates is owned
+ * by owner. restore_owner undoes both; if it cannot, the process must not
+ * go on with borrowed credentials, so it aborts. */
+static int borrow_owner(uid_t owner, int *saved_bits)
+{
+    *saved_bits = prctl(PR_GET_SECUREBITS);
+    if (*saved_bits < 0 || prctl(PR_SET_SECUREBITS, (unsigned long)*saved_bits | SECBIT_NO_SETUID_FIXUP) < 0)
+        return -1;
+    if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+        int e = errno;
+        if (prctl(PR_SET_SECUREBITS, (unsigned long)*saved_bits) < 0)
+            abort();
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static void restore_owner(int saved_bits)
+{
+    if (syscall(SYS_setresuid, -1, 0, -1) < 0 || prctl(PR_SET_SECUREBITS, (unsigned long)saved_bits) < 0 ||
+        geteuid() != 0)
+        abort();
+}
+
 static void kill_and_reap(pid_t pid)
 {
     kill(pid, SIGKILL);
@@ -361,6 +423,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     jail->report_fd = -1;
     jail->control_fd = -1;
     jail->lifeline_fd = -1;
+    jail->uid_range_fd = -1;
     bool full_id_range = geteuid() == 0;
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
@@ -368,8 +431,12 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     int rc = check_host(err);
     if (rc < 0)
         return rc;
-    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->id, &cfg->limits, err)) < 0)
+    if (full_id_range && (rc = abx__uid_range_take(&jail->host_id_base, &jail->uid_range_fd, err)) < 0)
         return rc;
+    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->id, &cfg->limits, err)) < 0) {
+        abx__jail_release_ids(jail);
+        return rc;
+    }
     scmp_filter_ctx filter = abx__seccomp_policy_new();
     if (!filter) {
         abx__cgroup_destroy(&jail->cgroup);
@@ -389,9 +456,20 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
         goto out_go;
     }
+    int saved_bits = 0;
+    if (full_id_range && borrow_owner(jail->host_id_base, &saved_bits) < 0) {
+        rc = abx__error_errno(err, ABX_EJAIL, errno, "taking the sandbox's owner id");
+        close(go[0]);
+        close(go[1]);
+        close(report[0]);
+        close(report[1]);
+        goto out_filter;
+    }
     long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
                                       CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD,
                        NULL, NULL, NULL, NULL);
+    if (pid != 0 && full_id_range)
+        restore_owner(saved_bits);
     if (pid == 0) {
         close(go[1]);
         close(report[0]);
@@ -411,7 +489,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         close(report[0]);
         goto out_filter;
     }
-    if ((rc = write_id_maps((pid_t)pid, full_id_range, err)) < 0 ||
+    if ((rc = write_id_maps((pid_t)pid, full_id_range, jail->host_id_base, err)) < 0 ||
         (rc = abx__cgroup_attach(&jail->cgroup, (pid_t)pid, err)) < 0) {
         close(go[1]);
         close(report[0]);
@@ -442,6 +520,7 @@ out_filter:
     jail->control_fd = -1;
     seccomp_release(filter);
     abx__cgroup_destroy(&jail->cgroup);
+    abx__jail_release_ids(jail);
     return rc;
 }
 
@@ -485,4 +564,12 @@ void abx__jail_destroy(abx_jail *jail)
         jail->init_status = status;
     }
     abx__cgroup_destroy(&jail->cgroup);
+    abx__jail_release_ids(jail);
+}
+
+void abx__jail_release_ids(abx_jail *jail)
+{
+    if (jail->uid_range_fd >= 0)
+        close(jail->uid_range_fd); /* the range is free for the next sandbox */
+    jail->uid_range_fd = -1;
 }

@@ -7,9 +7,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Root inside maps to this host uid/gid (and uid N to BASE+N) when abx runs
- * as root; unprivileged, the caller's own ids are the only ones mapped. */
-#define ABX_HOST_ID_BASE 1000000000u
+/* When abx runs as root, each sandbox gets ABX_HOST_ID_COUNT host ids of
+ * its own from the pool (uid_pool.h): root inside is the range's first id,
+ * uid N inside is first + N. Unprivileged, the caller's own ids are the
+ * only ones mapped. */
 #define ABX_HOST_ID_COUNT 65536u
 
 typedef struct abx_jail_config {
@@ -29,6 +30,8 @@ typedef struct abx_jail {
     int lifeline_fd;  /* write end of the "go" pipe, held open for our whole life: init
                          sees it hang up if we die before its parent-death signal is armed */
     abx_cgroup cgroup;
+    uid_t host_id_base;  /* host id of root inside (0 when unprivileged: the caller's ids) */
+    int uid_range_fd;    /* holds the sandbox's id range (uid_pool.c); closed after init is reaped */
     bool reaped;
     int init_status;  /* wait status of init once reaped */
 } abx_jail;
@@ -48,6 +51,10 @@ int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err);
 /* Kills the whole sandbox (SIGKILL to its init, which takes its pid
  * namespace with it), reaps init, removes the cgroups. Idempotent. */
 void abx__jail_destroy(abx_jail *jail);
+
+/* Gives the sandbox's host id range back to the pool (abx__jail_destroy
+ * does, after init is reaped). Idempotent. */
+void abx__jail_release_ids(abx_jail *jail);
 
 /* Encodes a wait status as a shell would: code, or 128+signal. */
 int abx__jail_exit_code(int wait_status);

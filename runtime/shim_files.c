@@ -46,12 +46,12 @@ typedef struct fs_creds {
 } fs_creds;
 
 /* setfsuid/setfsgid report no error: read the ids back to be sure. */
-static fs_creds become(unsigned uid)
+static fs_creds become(const shim *sh, unsigned uid)
 {
     fs_creds c = {false, false};
     if (geteuid() != 0)
         return c; /* unprivileged abx: the caller's id is the sandbox root */
-    uid_t want = ABX_HOST_ID_BASE + uid;
+    uid_t want = sh->jail.host_id_base + uid;
     setfsgid(want);
     setfsuid(want);
     c.switched = true;
@@ -204,9 +204,10 @@ static int open_dir(shim *sh, const char *abs_path, bool create, bool *created)
 
 /* ---- EntryInfo ---------------------------------------------------------- */
 
-static const char *user_name(uid_t host_id)
+static const char *user_name(const shim *sh, uid_t host_id)
 {
-    unsigned id = host_id >= ABX_HOST_ID_BASE ? host_id - ABX_HOST_ID_BASE : host_id;
+    uid_t base = sh->jail.host_id_base;
+    unsigned id = base && host_id >= base ? host_id - base : host_id;
     return id == 0 ? "root" : id == 1000 ? "user" : id == 65534 ? "nobody" : "unknown";
 }
 
@@ -252,7 +253,7 @@ static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs
                           slash && slash[1] ? slash + 1 : abs_path, "type",
                           S_ISDIR(st.st_mode) ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path", abs_path,
                           "size", size, "mode", (int)(st.st_mode & 07777), "permissions", perms, "owner",
-                          user_name(st.st_uid), "group", user_name(st.st_gid), "modifiedTime", mtime);
+                          user_name(sh, st.st_uid), "group", user_name(sh, st.st_gid), "modifiedTime", mtime);
     if (is_link && e)
         json_object_set_new(e, "symlinkTarget", json_string(target));
     return e;
@@ -262,9 +263,9 @@ static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs
 
 /* Takes uid's file credentials, checked. On success the caller must
  * restore(*c) when the operation is done. */
-static int take_creds(unsigned uid, fs_creds *c, abx_error **err)
+static int take_creds(const shim *sh, unsigned uid, fs_creds *c, abx_error **err)
 {
-    *c = become(uid);
+    *c = become(sh, uid);
     if (c->failed) {
         restore(*c);
         return abx__error_set(err, ABX_EPERM, "cannot take the sandbox user's file credentials");
@@ -274,18 +275,18 @@ static int take_creds(unsigned uid, fs_creds *c, abx_error **err)
 
 /* The start of most operations: the path made absolute for uid, then
  * uid's credentials. */
-static int op_begin(unsigned uid, const char *path, char abs_path[4096], fs_creds *c, abx_error **err)
+static int op_begin(const shim *sh, unsigned uid, const char *path, char abs_path[4096], fs_creds *c, abx_error **err)
 {
     if (abx__fs_absolute(uid, path, abs_path, 4096) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
-    return take_creds(uid, c, err);
+    return take_creds(sh, uid, c, err);
 }
 
 int abx__fs_open_file(shim *sh, unsigned uid, const char *path, int flags, int *fd, abx_error **err)
 {
     char abs_path[4096];
     fs_creds c;
-    int rc = op_begin(uid, path, abs_path, &c, err);
+    int rc = op_begin(sh, uid, path, abs_path, &c, err);
     if (rc < 0)
         return rc;
     bool writing = (flags & O_ACCMODE) != O_RDONLY;
@@ -332,7 +333,7 @@ int abx__fs_stat(shim *sh, unsigned uid, const char *path, json_t **entry, abx_e
 {
     char abs_path[4096];
     fs_creds c;
-    int rc = op_begin(uid, path, abs_path, &c, err);
+    int rc = op_begin(sh, uid, path, abs_path, &c, err);
     if (rc < 0)
         return rc;
     int fd = resolve(sh, abs_path, O_PATH | O_NOFOLLOW, 0);
@@ -389,7 +390,7 @@ int abx__fs_list(shim *sh, unsigned uid, const char *path, unsigned depth, json_
     if (depth > MAX_DEPTH)
         depth = MAX_DEPTH;
     fs_creds c;
-    int rc = take_creds(uid, &c, err);
+    int rc = take_creds(sh, uid, &c, err);
     if (rc < 0)
         return rc;
     int fd = resolve(sh, abs_path, O_PATH | O_DIRECTORY, 0);
@@ -414,7 +415,7 @@ int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t
     if (abx__fs_absolute(uid, path, abs_path, sizeof abs_path) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
     fs_creds c;
-    int rc = take_creds(uid, &c, err);
+    int rc = take_creds(sh, uid, &c, err);
     if (rc < 0)
         return rc;
     bool created = false;
@@ -440,7 +441,7 @@ int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_
         split(src, sp, sizeof sp, sb, sizeof sb) < 0 || split(dst, dp, sizeof dp, db, sizeof db) < 0)
         return abx__error_set(err, ABX_EINVAL, "source and destination must name files inside the sandbox");
     fs_creds c;
-    int rc = take_creds(uid, &c, err);
+    int rc = take_creds(sh, uid, &c, err);
     if (rc < 0)
         return rc;
     int sfd = resolve(sh, sp, O_PATH | O_DIRECTORY, 0);
@@ -497,7 +498,7 @@ int abx__fs_remove(shim *sh, unsigned uid, const char *path, abx_error **err)
         split(abs_path, parent, sizeof parent, base, sizeof base) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must name a file or directory inside the sandbox");
     fs_creds c;
-    int rc = take_creds(uid, &c, err);
+    int rc = take_creds(sh, uid, &c, err);
     if (rc < 0)
         return rc;
     int pfd = resolve(sh, parent, O_PATH | O_DIRECTORY, 0);

@@ -1,0 +1,67 @@
+/* uid_pool.c: per-sandbox host id ranges, like Podman's --userns=auto.
+ *
+ * Owns: the pool's bounds and the claim on one range. A range is claimed by
+ * holding an exclusive flock on a file named by its first id in
+ * ABX_UID_POOL_DIR (root-only, host-wide, so every abx on the host shares
+ * one pool whatever its $ABX_HOME); the kernel drops the claim when its
+ * holder dies, so a crashed supervisor never leaks a range. Claims start
+ * at a random slot and probe linearly.
+ *
+ * Why: kernel counters kept per user (inotify instances, message-queue
+ * bytes, pipe buffers, fds in flight) would otherwise be shared by every
+ * sandbox; with a range each, one sandbox exhausting them leaves the others
+ * and the host untouched. The sandbox's user namespace is owned by the
+ * range's first id (jail.c), so what the kernel charges to the owner is
+ * the sandbox's too.
+ */
+#include "uid_pool.h"
+#include "error_internal.h"
+#include "jail.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static unsigned env_uint(const char *name, unsigned min, unsigned max, unsigned def)
+{
+    const char *v = getenv(name);
+    unsigned out = def;
+    if (v && *v && abx__parse_uint(v, min, max, &out) < 0)
+        out = def;
+    return out;
+}
+
+int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
+{
+    unsigned pool_base = env_uint("ABX_UID_POOL_BASE", 100000, 4000000000u, ABX_UID_POOL_BASE_DEFAULT);
+    unsigned slots = env_uint("ABX_UID_POOL_SLOTS", 1, 65535, ABX_UID_POOL_SLOTS_DEFAULT);
+    if ((unsigned long long)pool_base + (unsigned long long)slots * ABX_HOST_ID_COUNT > 4294967294ull)
+        return abx__error_set(err, ABX_ECONFIG, "ABX_UID_POOL_BASE + ABX_UID_POOL_SLOTS ranges pass the last uid");
+    if ((mkdir("/run/abx", 0700) < 0 && errno != EEXIST) || (mkdir(ABX_UID_POOL_DIR, 0700) < 0 && errno != EEXIST))
+        return abx__error_errno(err, ABX_ESYS, errno, "creating " ABX_UID_POOL_DIR);
+    unsigned start = 0;
+    if (getrandom(&start, sizeof start, 0) != (ssize_t)sizeof start)
+        start = (unsigned)getpid();
+    for (unsigned i = 0; i < slots; i++) {
+        unsigned slot = (start + i) % slots;
+        uid_t first = (uid_t)(pool_base + slot * ABX_HOST_ID_COUNT);
+        char path[96];
+        snprintf(path, sizeof path, ABX_UID_POOL_DIR "/%u", (unsigned)first);
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return abx__error_errno(err, ABX_ESYS, errno, "opening a uid range's lock");
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            *base = first;
+            *lock_fd = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return abx__error_set(err, ABX_ELIMIT, "every host uid range of the pool is in use (%u sandboxes)", slots);
+}
