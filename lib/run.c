@@ -12,6 +12,7 @@
 #include "parse.h"
 #include "sandbox_env.h"
 #include "sandbox_id.h"
+#include "tty_relay.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -52,7 +53,7 @@ static int validate(const abx_run_options *o, abx_error **err)
 
 /* Waits for init while forwarding signals and enforcing the timeout.
  * Returns the command's status as a shell reports it. */
-static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s)
+static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s, abx_tty_relay *tty)
 {
     int timerfd = -1;
     if (timeout_s > 0) {
@@ -63,12 +64,19 @@ static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s)
     }
     bool timed_out = false;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = timerfd, .events = POLLIN}};
-        if (poll(pfd, timerfd >= 0 ? 2 : 1, -1) < 0) {
+        struct pollfd pfd[5] = {{.fd = sigfd, .events = POLLIN}, {.fd = timerfd, .events = POLLIN}};
+        int relay[3];
+        int nrelay = abx__tty_relay_fds(tty, relay);
+        for (int i = 0; i < nrelay; i++)
+            pfd[2 + i] = (struct pollfd){.fd = relay[i], .events = POLLIN};
+        if (poll(pfd, (nfds_t)(2 + nrelay), -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
+        for (int i = 0; i < nrelay; i++)
+            if (pfd[2 + i].revents & (POLLIN | POLLHUP | POLLERR))
+                abx__tty_relay_ready(tty, relay[i]);
         if (timerfd >= 0 && (pfd[1].revents & POLLIN)) {
             kill(jail->init_pid, SIGKILL);
             timed_out = true;
@@ -80,6 +88,10 @@ static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s)
         struct signalfd_siginfo si;
         if (read(sigfd, &si, sizeof si) != (ssize_t)sizeof si)
             continue;
+        if (si.ssi_signo == SIGWINCH) {
+            abx__tty_relay_resize(tty);
+            continue;
+        }
         if (si.ssi_signo != SIGCHLD) {
             kill(jail->init_pid, (int)si.ssi_signo);
             continue;
@@ -119,25 +131,37 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGWINCH);
     sigprocmask(SIG_BLOCK, &mask, &old_mask);
     int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sigfd < 0) {
         rc = abx__error_errno(err, ABX_ESYS, errno, "signalfd");
         goto out;
     }
-    abx_jail_config cfg = {
-        .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
-        .cwd = opts->cwd ? opts->cwd : "/app", .as_root = opts->as_root,
-    };
-    abx_jail jail;
-    if ((rc = abx__jail_start(&cfg, &jail, err)) < 0)
-        goto out_sigfd;
-    if ((rc = abx__jail_wait_started(&jail, exit_status, err)) < 0) {
-        abx__jail_destroy(&jail);
+    abx_tty_relay tty;
+    if ((rc = abx__tty_relay_begin(&tty, err)) < 0) {
+        abx__tty_relay_end(&tty);
         goto out_sigfd;
     }
-    *exit_status = supervise(&jail, sigfd, opts->timeout_s);
+    abx_jail_config cfg = {
+        .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
+        .cwd = opts->cwd ? opts->cwd : "/app", .as_root = opts->as_root, .terminal = tty.pty,
+    };
+    abx_jail jail;
+    rc = abx__jail_start(&cfg, &jail, err);
+    abx__tty_relay_started(&tty); /* our own fds back, whatever happened */
+    if (rc < 0) {
+        abx__tty_relay_end(&tty);
+        goto out_sigfd;
+    }
+    if ((rc = abx__jail_wait_started(&jail, exit_status, err)) < 0) {
+        abx__jail_destroy(&jail);
+        abx__tty_relay_end(&tty);
+        goto out_sigfd;
+    }
+    *exit_status = supervise(&jail, sigfd, opts->timeout_s, &tty);
     abx__jail_destroy(&jail);
+    abx__tty_relay_end(&tty);
 out_sigfd:
     close(sigfd);
 out:

@@ -122,6 +122,8 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
     reset_signals();
     if (setsid() < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "setsid: %s", strerror(errno));
+    if (cfg->terminal && ioctl(0, TIOCSCTTY, 0) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "controlling terminal: %s", strerror(errno));
     if (abx__privs_set_rlimits() < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "rlimits: %s", strerror(errno));
     uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;

@@ -21,6 +21,7 @@ typedef struct abx_jail_config {
     char *const *envp;       /* the command's whole environment */
     const char *cwd;         /* inside the sandbox */
     bool as_root;            /* root inside, else user (uid 1000) */
+    bool terminal;           /* fd 0 is a pseudo-terminal of the sandbox's own: its controlling terminal */
 } abx_jail_config;
 
 typedef struct abx_jail {
