@@ -14,8 +14,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define SANDBOX_NOFILE_SOFT 1024
-#define SANDBOX_NOFILE_HARD 4096
 
 static int drop_bounding_set(void)
 {
@@ -64,16 +62,44 @@ int abx__privs_drop_all(uid_t uid, gid_t gid, bool may_setgroups, const char **s
     return 0;
 }
 
+/* Every rlimit a sandbox process starts with, whatever abx inherited
+ * (docs/security.md lists them). Memory, CPU time and file size are left
+ * unlimited here: the memory cgroup, the timeout and the size-bounded
+ * writable layer bound them. A limit can only be lowered from inside (the
+ * hard limits abx inherited cap these), so the table never raises one. */
+static const struct {
+    int resource;
+    rlim_t soft, hard;
+} sandbox_rlimits[] = {
+    {RLIMIT_CORE, 0, 0},
+    {RLIMIT_NOFILE, 1024, 4096},
+    {RLIMIT_NPROC, 32768, 32768},
+    {RLIMIT_STACK, 8u << 20, RLIM_INFINITY},
+    {RLIMIT_MEMLOCK, 8u << 20, 8u << 20},
+    {RLIMIT_MSGQUEUE, 819200, 819200},
+    {RLIMIT_SIGPENDING, 8192, 8192},
+    {RLIMIT_NICE, 0, 0},
+    {RLIMIT_RTPRIO, 0, 0},
+    {RLIMIT_RTTIME, 0, 0},
+    {RLIMIT_LOCKS, RLIM_INFINITY, RLIM_INFINITY},
+    {RLIMIT_FSIZE, RLIM_INFINITY, RLIM_INFINITY},
+    {RLIMIT_DATA, RLIM_INFINITY, RLIM_INFINITY},
+    {RLIMIT_AS, RLIM_INFINITY, RLIM_INFINITY},
+    {RLIMIT_RSS, RLIM_INFINITY, RLIM_INFINITY},
+    {RLIMIT_CPU, RLIM_INFINITY, RLIM_INFINITY},
+};
+
 int abx__privs_set_rlimits(void)
 {
-    struct rlimit core = {0, 0};
-    if (setrlimit(RLIMIT_CORE, &core) < 0)
-        return -1;
-    struct rlimit files;
-    if (getrlimit(RLIMIT_NOFILE, &files) < 0)
-        return -1;
-    if (files.rlim_max > SANDBOX_NOFILE_HARD)
-        files.rlim_max = SANDBOX_NOFILE_HARD;
-    files.rlim_cur = files.rlim_max < SANDBOX_NOFILE_SOFT ? files.rlim_max : SANDBOX_NOFILE_SOFT;
-    return setrlimit(RLIMIT_NOFILE, &files);
+    for (size_t i = 0; i < sizeof sandbox_rlimits / sizeof sandbox_rlimits[0]; i++) {
+        struct rlimit now;
+        if (getrlimit(sandbox_rlimits[i].resource, &now) < 0)
+            return -1;
+        rlim_t hard = sandbox_rlimits[i].hard < now.rlim_max ? sandbox_rlimits[i].hard : now.rlim_max;
+        rlim_t soft = sandbox_rlimits[i].soft < hard ? sandbox_rlimits[i].soft : hard;
+        struct rlimit want = {soft, hard};
+        if (setrlimit(sandbox_rlimits[i].resource, &want) < 0)
+            return -1;
+    }
+    return 0;
 }

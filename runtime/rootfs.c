@@ -261,9 +261,13 @@ static void plan_proc(op_plan *p)
                                             "/proc/bus", "/proc/fs"};
     for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
         add(p, (mount_op){.kind = OP_RO_SELF, .dst = read_only[i], .optional = true});
-    static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list",
-                                         "/proc/sched_debug", "/proc/latency_stats",
-                                         "/proc/kallsyms", "/proc/kmsg"};
+    /* what Docker masks, and the host's kernel command line */
+    static const char *const masked[] = {"/proc/kcore",     "/proc/keys",          "/proc/timer_list",
+                                         "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
+                                         "/proc/kmsg",      "/proc/cmdline",       "/proc/timer_stats",
+                                         "/proc/acpi",      "/proc/asound",        "/proc/scsi",
+                                         "/proc/config.gz", "/proc/vmallocinfo",   "/proc/pagetypeinfo",
+                                         "/proc/slabinfo"};
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
         add(p, (mount_op){.kind = OP_MASK, .dst = masked[i], .optional = true});
 }
@@ -359,8 +363,13 @@ static int run_op(const mount_op *op, const char *target)
         return mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT, NULL);
     case OP_RO_SELF:
         return bind_at(target, target, MS_RDONLY | MS_NOSUID | MS_NODEV);
-    case OP_MASK:
+    case OP_MASK: { /* a file: /dev/null over it; a directory: an empty read-only tmpfs */
+        struct stat st;
+        if (stat(target, &st) == 0 && S_ISDIR(st.st_mode))
+            return mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
+                         "size=4k,mode=0555");
         return mount(NEWROOT "/dev/null", target, NULL, MS_BIND | MS_SILENT, NULL);
+    }
     }
     errno = EINVAL;
     return -1;
