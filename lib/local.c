@@ -917,7 +917,15 @@ typedef struct fd_io {
     int fd;
     unsigned long long bytes;
     bool failed;
+    bool sparse;    /* downloads into a regular file: whole zero blocks become holes */
 } fd_io;
+
+#define HOLE_BLOCK 4096
+
+static bool all_zero(const char *p, size_t n)
+{
+    return n > 0 && p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
+}
 
 static size_t fd_read(char *buf, size_t len, void *ud)
 {
@@ -944,7 +952,7 @@ int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, con
         return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     struct stat st;
     long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
-    fd_io f = {fd, 0, false};
+    fd_io f = {fd, 0, false, false};
     rc = abx__envd_upload(&s->envd, path, user_of(user), fd_read, &f, size, err);
     if (rc == 0 && f.failed)
         rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
@@ -1012,14 +1020,24 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
     return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
 }
 
+/* Writes a download to f->fd. Into a regular file, every whole aligned
+ * block of zeros is skipped with lseek, so a sparse file in the sandbox
+ * (truncate -s 100G) stays sparse on the host instead of filling its disk;
+ * abx_sandbox_read_file_to_fd sets the final size. */
 static size_t fd_write(const char *bytes, size_t len, void *ud)
 {
     fd_io *f = ud;
-    if (abx__write_all(f->fd, bytes, len) < 0) {
-        f->failed = true;
-        return 0;
+    for (size_t done = 0; done < len;) {
+        size_t in_block = HOLE_BLOCK - (size_t)(f->bytes % HOLE_BLOCK);
+        size_t piece = len - done < in_block ? len - done : in_block;
+        bool hole = f->sparse && piece == HOLE_BLOCK && all_zero(bytes + done, piece);
+        if (hole ? lseek(f->fd, (off_t)piece, SEEK_CUR) < 0 : abx__write_all(f->fd, bytes + done, piece) < 0) {
+            f->failed = true;
+            return 0;
+        }
+        f->bytes += piece;
+        done += piece;
     }
-    f->bytes += len;
     return len;
 }
 
@@ -1031,8 +1049,11 @@ int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const 
         return rc;
     if (!path || !*path)
         return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
-    fd_io f = {fd, 0, false};
+    struct stat st;
+    fd_io f = {fd, 0, false, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
     rc = abx__envd_download(&s->envd, path, user_of(user), fd_write, &f, err);
+    if (rc == 0 && f.sparse && ftruncate(fd, (off_t)f.bytes) < 0)
+        rc = abx__error_errno(err, ABX_EIO, errno, "setting the downloaded file's size");
     if (read_bytes)
         *read_bytes = f.bytes;
     return rc;

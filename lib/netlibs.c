@@ -61,7 +61,7 @@ static void load_mhd(void)
                                         "MHD_add_response_header", "MHD_queue_response", "MHD_destroy_response",
                                         "MHD_lookup_connection_value", "MHD_create_post_processor",
                                         "MHD_post_process", "MHD_destroy_post_processor",
-                                        "MHD_get_connection_info"};
+                                        "MHD_get_connection_info", "MHD_get_connection_values"};
     void *slots[sizeof names / sizeof names[0]];
     if (!load(sonames, names, slots, sizeof names / sizeof names[0]))
         return;
@@ -78,6 +78,7 @@ static void load_mhd(void)
     *(void **)&mhd_api.post_process = slots[10];
     *(void **)&mhd_api.destroy_post_processor = slots[11];
     *(void **)&mhd_api.get_connection_info = slots[12];
+    *(void **)&mhd_api.get_connection_values = slots[13];
     mhd_ok = true;
 }
 

@@ -49,6 +49,8 @@ typedef struct abx_mhd_api {
     enum MHD_Result (*destroy_post_processor)(struct MHD_PostProcessor *pp);
     const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c,
                                                            enum MHD_ConnectionInfoType type, ...);
+    int (*get_connection_values)(struct MHD_Connection *c, enum MHD_ValueKind kind, MHD_KeyValueIterator it,
+                                 void *it_cls);
 } abx_mhd_api;
 
 /* The loaded library, or NULL when it cannot be loaded (callers report
@@ -84,6 +86,7 @@ const abx_mhd_api *abx__mhd(void);
 #define MHD_post_process (abx__mhd()->post_process)
 #define MHD_destroy_post_processor (abx__mhd()->destroy_post_processor)
 #define MHD_get_connection_info (abx__mhd()->get_connection_info)
+#define MHD_get_connection_values (abx__mhd()->get_connection_values)
 #endif
 
 #endif

@@ -24,6 +24,7 @@
 #include "parse.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include "netlibs.h"
 #include <netdb.h>
@@ -151,10 +152,38 @@ static size_t host_part(const char *h)
     return colon ? (size_t)(colon - h) : strlen(h);
 }
 
+/* An authority is exactly host[:port] up to `end`: a host of letters,
+ * digits, '-', '.', or an IPv6 literal in brackets, then at most a colon
+ * and 1-5 digits. Userinfo ("localhost:80@evil"), paths and spaces fail. */
+static bool authority_ok(const char *a, size_t len)
+{
+    size_t i = 0;
+    if (len > 0 && a[0] == '[') {
+        while (i < len && a[i] != ']')
+            if (!strchr("[0123456789abcdefABCDEF:.", a[i++]))
+                return false;
+        if (i++ >= len)
+            return false;
+    } else {
+        while (i < len && (isalnum((unsigned char)a[i]) || a[i] == '-' || a[i] == '.'))
+            i++;
+    }
+    if (i == 0)
+        return false;
+    if (i == len)
+        return true;
+    if (a[i++] != ':' || i == len || len - i > 5)
+        return false;
+    for (; i < len; i++)
+        if (!isdigit((unsigned char)a[i]))
+            return false;
+    return true;
+}
+
 static bool origin_ok(const http_server *s, struct MHD_Connection *c)
 {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-    if (!host || !host_allowed(s, host, host_part(host)))
+    if (!host || !authority_ok(host, strlen(host)) || !host_allowed(s, host, host_part(host)))
         return false;
     const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
     if (!origin || strcmp(origin, "null") == 0)
@@ -163,7 +192,41 @@ static bool origin_ok(const http_server *s, struct MHD_Connection *c)
     if (!p)
         return false;
     p += 3;
-    return host_allowed(s, p, host_part(p));
+    size_t alen = strcspn(p, "/");
+    if (p[alen] == '/' && p[alen + 1] != '\0')
+        return false; /* an Origin has no path */
+    return authority_ok(p, alen) && host_allowed(s, p, host_part(p));
+}
+
+/* Request smuggling guards: a second Host, or two Content-Length headers
+ * that disagree, make the request ambiguous; it is refused (400). */
+typedef struct header_count {
+    int host;
+    int lengths;
+    const char *first_length;
+    bool lengths_differ;
+} header_count;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    header_count *n = cls;
+    if (strcasecmp(key, "Host") == 0)
+        n->host++;
+    if (strcasecmp(key, "Content-Length") == 0) {
+        if (n->lengths++ == 0)
+            n->first_length = value;
+        else if (strcmp(value ? value : "", n->first_length ? n->first_length : "") != 0)
+            n->lengths_differ = true;
+    }
+    return MHD_YES;
+}
+
+static bool headers_unambiguous(struct MHD_Connection *c)
+{
+    header_count n = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &n);
+    return n.host <= 1 && !n.lengths_differ;
 }
 
 /* The index of the Bearer token presented, -1 with no auth configured, -2
@@ -728,6 +791,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     http_req *rq = *con_cls;
     if (!rq) {
         connection_headers(s, c, true);
+        if (!headers_unambiguous(c))
+            return reply_error(c, 400, -32600, "Bad request: a duplicate Host or conflicting Content-Length");
         if (strcmp(url, "/mcp") != 0)
             return reply_error(c, 404, -32600, "Not found: the endpoint is /mcp");
         bool post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;

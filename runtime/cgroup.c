@@ -5,7 +5,10 @@
  * "<controller>/abx/<id>"; v2: "<parent>/<id>" with memory, pids and cpu
  * enabled), writing limits, moving the sandbox's init into it, and removing
  * it. Does not own killing the sandbox: the pid namespace does that when its
- * init dies; destroy() only SIGKILLs stragglers as a last line.
+ * init dies; destroy() only SIGKILLs stragglers as a last line: on v2
+ * through cgroup.kill, on v1 through the freezer (freeze, kill what is
+ * listed, thaw), so that no listed pid can exit and be reused by another
+ * process between the read and the kill.
  *
  * v2 parent: $ABX_CGROUP_PARENT if set (a delegated subtree), else
  * /sys/fs/cgroup/abx when abx runs as root.
@@ -36,7 +39,10 @@
 #define CGROUP_FS "/sys/fs/cgroup"
 #define CPU_PERIOD_US 100000u
 
-static const char *const v1_controllers[ABX_CGROUP_MAX_DIRS] = {"memory", "pids", "cpu"};
+/* memory, pids and cpu are required; freezer is used where the host has it */
+static const char *const v1_controllers[ABX_CGROUP_MAX_DIRS] = {"memory", "pids", "cpu", "freezer"};
+#define V1_REQUIRED 3
+#define FREEZE_WAIT_MS 1000
 
 static bool is_fs(const char *path, long magic)
 {
@@ -48,7 +54,7 @@ int abx__cgroup_detect(abx_error **err)
 {
     if (is_fs(CGROUP_FS, CGROUP2_SUPER_MAGIC))
         return 2;
-    for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
+    for (int i = 0; i < V1_REQUIRED; i++) {
         char p[128];
         snprintf(p, sizeof p, CGROUP_FS "/%s", v1_controllers[i]);
         if (!is_fs(p, CGROUP_SUPER_MAGIC))
@@ -89,10 +95,14 @@ static int create_v1(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_
     char value[64];
     for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
         char parent[128];
+        snprintf(parent, sizeof parent, CGROUP_FS "/%s", v1_controllers[i]);
+        if (i >= V1_REQUIRED && !is_fs(parent, CGROUP_SUPER_MAGIC))
+            break;
         snprintf(parent, sizeof parent, CGROUP_FS "/%s/abx", v1_controllers[i]);
         int rc = make_leaf(cg, parent, id, err);
         if (rc < 0)
             return rc;
+        cg->freezer = i == 3;
     }
     const char *mem = cg->dirs[0], *pids = cg->dirs[1], *cpu = cg->dirs[2];
     snprintf(value, sizeof value, "%llu", (unsigned long long)lim->memory_mb << 20);
@@ -210,8 +220,34 @@ static int kill_members(const char *dir)
     return count;
 }
 
+static bool freezer_is(const char *dir, const char *state)
+{
+    char path[512], now[32];
+    snprintf(path, sizeof path, "%s/freezer.state", dir);
+    return abx__read_small_file(path, now, sizeof now) >= 0 && strncmp(now, state, strlen(state)) == 0;
+}
+
+/* v1: freezes the cgroup, SIGKILLs every member while none can run (so no
+ * listed pid exits and is reused before its kill), then thaws it so the
+ * kills are delivered. */
+static void kill_frozen(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/freezer.state", dir);
+    if (abx__write_file_at(AT_FDCWD, path, "FROZEN") < 0)
+        return;
+    for (int waited = 0; waited < FREEZE_WAIT_MS && !freezer_is(dir, "FROZEN"); waited++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    kill_members(dir);
+    abx__write_file_at(AT_FDCWD, path, "THAWED");
+}
+
 void abx__cgroup_destroy(abx_cgroup *cg)
 {
+    if (cg->version == 1 && cg->freezer && cg->ndirs == ABX_CGROUP_MAX_DIRS)
+        kill_frozen(cg->dirs[3]);
     for (int i = cg->ndirs - 1; i >= 0; i--) {
         const char *dir = cg->dirs[i];
         if (cg->version == 2) {
@@ -227,7 +263,9 @@ void abx__cgroup_destroy(abx_cgroup *cg)
                 break;
             if (errno != EBUSY)
                 break;
-            if (cg->version == 1)
+            if (cg->version == 1 && cg->freezer && cg->ndirs == ABX_CGROUP_MAX_DIRS)
+                kill_frozen(cg->dirs[3]);
+            else if (cg->version == 1)
                 kill_members(dir);
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
@@ -284,6 +322,9 @@ void abx__cgroup_reap_id(const char *id)
     if (version == 1) {
         for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++)
             snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], CGROUP_FS "/%s/abx/%s", v1_controllers[i], id);
+        cg.freezer = access(cg.dirs[3], F_OK) == 0;
+        if (!cg.freezer)
+            cg.ndirs = V1_REQUIRED;
     } else {
         const char *parent = getenv("ABX_CGROUP_PARENT");
         snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], "%s/%s", parent && *parent ? parent : CGROUP_FS "/abx", id);

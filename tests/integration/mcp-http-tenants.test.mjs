@@ -172,3 +172,34 @@ test('1100 unauthenticated connections trickling headers do not lock out a token
     await stopServer(srv);
   }
 });
+
+test('ambiguous requests are refused: two Content-Lengths, two Hosts, userinfo in Host or Origin', async () => {
+  const net = await import('node:net');
+  const tok = 'tenant-headers-' + 'h'.repeat(24);
+  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: tok } });
+  const raw = (head, body = '') => new Promise((resolve) => {
+    const sk = net.connect({ host: '127.0.0.1', port: srv.port });
+    let got = '';
+    sk.on('data', (d) => { got += d; });
+    sk.on('close', () => resolve(Number((/^HTTP\/1\.1 (\d+)/.exec(got) || [])[1] || 0)));
+    sk.on('error', () => {});
+    sk.end(head.join('\r\n') + '\r\n\r\n' + body);
+  });
+  const body = JSON.stringify(init());
+  const base = ['POST /mcp HTTP/1.1', 'Content-Type: application/json', 'Accept: application/json, text/event-stream',
+    `Authorization: Bearer ${tok}`, 'Connection: close'];
+  try {
+    assert.equal(await raw([...base, 'Host: 127.0.0.1', `Content-Length: ${body.length}`], body), 200);
+    assert.equal(await raw([...base, 'Host: 127.0.0.1', `Content-Length: ${body.length}`, 'Content-Length: 5'], body), 400);
+    assert.equal(await raw([...base, 'Host: 127.0.0.1', 'Host: evil.example', `Content-Length: ${body.length}`], body), 400);
+    for (const host of ['localhost:80@evil.example', 'localhost@evil.example', 'localhost:80/x', 'localhost:abc', 'localhost:123456']) {
+      assert.equal(await raw([...base, `Host: ${host}`, `Content-Length: ${body.length}`], body), 403, host);
+    }
+    for (const origin of ['http://localhost:80@evil.example', 'http://localhost@evil.example', 'http://evil.example']) {
+      assert.equal(await raw([...base, 'Host: 127.0.0.1', `Origin: ${origin}`, `Content-Length: ${body.length}`], body), 403, origin);
+    }
+    assert.equal(await raw([...base, 'Host: localhost:8080', 'Origin: http://localhost:8080', `Content-Length: ${body.length}`], body), 200);
+  } finally {
+    await stopServer(srv);
+  }
+});

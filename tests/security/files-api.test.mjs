@@ -77,3 +77,24 @@ test('a file that shrinks during GET /files ends the transfer; no shim thread sp
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('files get keeps a sparse file sparse: a 1 GiB hole costs the host no disk', () => {
+  const id = runAbx(['create', '--timeout', '120'], { env: H.env }).stdout.trim();
+  const out = path.join(H.home, 'sparse.out');
+  try {
+    assert.equal(runAbx(['exec', id, 'truncate -s 1G /app/sparse && printf tail >> /app/sparse'], { env: H.env }).status, 0);
+    const r = runAbx(['files', 'get', id, '/app/sparse', out], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    const st = fs.statSync(out);
+    assert.equal(st.size, (1 << 30) + 4);
+    assert.ok(st.blocks * 512 < 64 << 20, `${st.blocks * 512} bytes allocated on the host`);
+    const fd = fs.openSync(out, 'r');
+    const b = Buffer.alloc(4);
+    fs.readSync(fd, b, 0, 4, 1 << 30);
+    fs.closeSync(fd);
+    assert.equal(b.toString(), 'tail');
+  } finally {
+    fs.rmSync(out, { force: true });
+    runAbx(['kill', id], { env: H.env });
+  }
+});
