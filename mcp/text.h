@@ -15,12 +15,6 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated);
  * marker at the cut says how many bytes were dropped there, and
  * *truncated is set. */
 json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, int *truncated);
-/* The deepest JSON nesting abx parses from a client: deeper input is
- * refused before jansson (which recurses) sees it. */
-#define MCP_JSON_MAX_DEPTH 64
-/* True when the arrays and objects in text nest at most max deep (strings
- * are skipped; the text need not be valid JSON). Linear, no recursion. */
-bool mcp_json_depth_ok(const char *text, size_t len, unsigned max);
 /* Base64 of data (caller frees), and its decoding (-1 on invalid input). */
 char *mcp_b64(const void *data, size_t len);
 long mcp_unb64(const char *text, char **out);

@@ -20,6 +20,8 @@
  */
 #include "transport_http.h"
 #include "text.h"
+#include "bounds.h"
+#include "parse.h"
 #include "error_internal.h"
 #include "parse.h"
 
@@ -723,7 +725,7 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return reply_error(c, 415, -32600, "Content-Type must be application/json");
-    if (!mcp_json_depth_ok(rq->body ? rq->body : "", rq->len, MCP_JSON_MAX_DEPTH))
+    if (!abx__json_depth_ok(rq->body ? rq->body : "", rq->len, ABX_BOUND_JSON_DEPTH))
         return reply_error(c, 400, -32600, "Invalid request: nested too deeply");
     json_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_DECODE_ANY, NULL);
     if (!msg)

@@ -22,6 +22,7 @@
  * streaming response may block waiting for output.
  */
 #include "shim.h"
+#include "shim_decode.h"
 #include "error_internal.h"
 #include "shim_code.h"
 #include "shim_files.h"
@@ -134,46 +135,6 @@ static bool token_ok(shim *sh, struct MHD_Connection *c)
     const char *got = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
     size_t want = strlen(sh->token);
     return got && strlen(got) == want && CRYPTO_memcmp(got, sh->token, want) == 0;
-}
-
-/* The user from "Authorization: Basic base64(user:)"; default user. */
-static int user_from_basic(struct MHD_Connection *c, unsigned *uid)
-{
-    *uid = 1000;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h)
-        return 0;
-    if (strncmp(h, "Basic ", 6) != 0)
-        return -1;
-    char *raw = NULL;
-    long len = strlen(h + 6) <= 256 ? abx__b64_decode(h + 6, &raw) : -1;
-    if (len <= 0) {
-        free(raw);
-        return -1;
-    }
-    char *colon = strchr(raw, ':');
-    if (colon)
-        *colon = '\0';
-    int rc = 0;
-    if (strcmp(raw, "root") == 0)
-        *uid = 0;
-    else if (strcmp(raw, "user") != 0)
-        rc = -1;
-    free(raw);
-    return rc;
-}
-
-static int user_from_query(struct MHD_Connection *c, unsigned *uid)
-{
-    const char *u = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
-    *uid = 1000;
-    if (!u || !*u || strcmp(u, "user") == 0)
-        return 0;
-    if (strcmp(u, "root") == 0) {
-        *uid = 0;
-        return 0;
-    }
-    return -1;
 }
 
 static char *b64(const char *data, size_t len)
@@ -392,42 +353,7 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
 }
 
 /* A streaming request's body is one envelope around a JSON message. */
-static json_t *unwrap_envelope(const char *body, size_t len)
-{
-    if (len < 5 || body[0] != 0)
-        return NULL;
-    size_t n = ((size_t)(unsigned char)body[1] << 24) | ((size_t)(unsigned char)body[2] << 16) |
-               ((size_t)(unsigned char)body[3] << 8) | (size_t)(unsigned char)body[4];
-    if (n != len - 5)
-        return NULL;
-    return json_loadb(body + 5, n, 0, NULL);
-}
-
 /* ---- process.Process ---------------------------------------------------- */
-
-static bool string_map(json_t *m)
-{
-    if (!m)
-        return true;
-    if (!json_is_object(m))
-        return false;
-    const char *k;
-    json_t *v;
-    json_object_foreach(m, k, v) if (!json_is_string(v) || !abx__env_name_valid(k, strlen(k))) return false;
-    return true;
-}
-
-static bool string_array(json_t *a)
-{
-    if (!a)
-        return true;
-    if (!json_is_array(a))
-        return false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(a, i, v) if (!json_is_string(v)) return false;
-    return true;
-}
 
 static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req, unsigned uid)
 {
@@ -443,7 +369,7 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
         .uid = uid,
         .stdin_open = json_is_true(json_object_get(req, "stdin")),
     };
-    if (!sr.cmd || !*sr.cmd || !string_array(sr.args) || !string_map(sr.envs))
+    if (!sr.cmd || !*sr.cmd || !abx__shim_string_array_ok(sr.args) || !abx__shim_string_map_ok(sr.envs))
         return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");
     abx_error *err = NULL;
     int pid = abx__shim_proc_start(sh, &sr, &err);
@@ -487,19 +413,6 @@ static enum MHD_Result rpc_list(shim *sh, struct MHD_Connection *c)
     return send_json(c, 200, json_pack("{s:o}", "processes", list));
 }
 
-static int signal_number(const char *name)
-{
-    static const struct { const char *name; int sig; } table[] = {
-        {"SIGNAL_SIGKILL", SIGKILL}, {"SIGNAL_SIGTERM", SIGTERM}, {"SIGNAL_SIGINT", SIGINT},
-        {"SIGNAL_SIGHUP", SIGHUP},   {"SIGNAL_SIGQUIT", SIGQUIT}, {"SIGNAL_SIGUSR1", SIGUSR1},
-        {"SIGNAL_SIGUSR2", SIGUSR2}, {"SIGNAL_SIGSTOP", SIGSTOP}, {"SIGNAL_SIGCONT", SIGCONT},
-    };
-    for (size_t i = 0; name && i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(name, table[i].name) == 0)
-            return table[i].sig;
-    return -1;
-}
-
 static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const char *method, json_t *req)
 {
     if (strcmp(method, "List") == 0)
@@ -509,7 +422,7 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         return send_error(c, ABX_ENOTFOUND, "process not found");
     if (strcmp(method, "SendSignal") == 0) {
         json_t *sig = json_object_get(req, "signal");
-        int n = json_is_integer(sig) ? (int)json_integer_value(sig) : signal_number(json_string_value(sig));
+        int n = json_is_integer(sig) ? (int)json_integer_value(sig) : abx__shim_signal_from_name(json_string_value(sig));
         if (n <= 0 || n >= 65)
             return send_error(c, ABX_EINVAL, "signal: unknown");
         int rc = abx__shim_proc_signal(sh, pid, n);
@@ -709,7 +622,7 @@ static void file_stream_free(void *cls)
 static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
 {
     unsigned uid;
-    if (user_from_query(c, &uid) < 0)
+    if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), &uid) < 0)
         return send_error(c, ABX_EAUTH, "username: root or user");
     const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
     int fd = -1;
@@ -831,9 +744,9 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
 static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
 {
     unsigned uid;
-    if (user_from_basic(c, &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
-    json_t *req = rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object();
+    json_t *req = abx__shim_json_body(rc->body, rc->len);
     if (!json_is_object(req)) {
         json_decref(req);
         return send_error(c, ABX_EINVAL, "body: a JSON object expected");
@@ -877,7 +790,7 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
     if (strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0)
         return code_api(sh, c, url, method, rc);
     if (strncmp(url, "/abx/", 5) == 0) {
-        json_t *req = rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object();
+        json_t *req = abx__shim_json_body(rc->body, rc->len);
         if (!req)
             return send_error(c, ABX_EINVAL, "body: JSON expected");
         enum MHD_Result r = abx_control(sh, c, url, method, req);
@@ -887,12 +800,12 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "method not allowed");
     unsigned uid;
-    if (user_from_basic(c, &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     bool streaming = type && strncmp(type, "application/connect+json", 24) == 0;
-    json_t *req = streaming ? unwrap_envelope(rc->body, rc->len)
-                            : (rc->len ? json_loadb(rc->body, rc->len, 0, NULL) : json_object());
+    json_t *req = streaming ? abx__shim_connect_unwrap(rc->body, rc->len)
+                            : (abx__shim_json_body(rc->body, rc->len));
     if (!json_is_object(req)) {
         json_decref(req);
         return send_error(c, ABX_EINVAL, "body: a JSON object expected");
@@ -918,7 +831,7 @@ static enum MHD_Result begin(shim *sh, struct MHD_Connection *c, const char *url
                              req_ctx *rc)
 {
     if (strcmp(url, "/files") == 0 && strcmp(method, "POST") == 0) {
-        if (user_from_query(c, &rc->uid) < 0)
+        if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), &rc->uid) < 0)
             return send_error(c, ABX_EAUTH, "username: root or user");
         const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         rc->written = json_array();
