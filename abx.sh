@@ -78,11 +78,17 @@ node_bin() {
     fi
 }
 
+# A test that hangs (a server child that never answers) fails after 10
+# minutes instead of hanging the run; --test-force-exit ends a file whose
+# tests are done even if something it started is still open.
+ABX_NODE_TEST_FLAGS="--test-timeout=600000 --test-force-exit"
+export ABX_NODE_TEST_FLAGS
+
 run_node_tests() { # abx-binary probe-binary label
     echo "== node tests ($3)" >&2
     files=$(find tests/security tests/integration -name '*.test.mjs' 2>/dev/null | sort)
     # shellcheck disable=SC2086
-    ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" "$(node_bin)" --test --test-concurrency=2 $files
+    ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" "$(node_bin)" --test --test-concurrency=2 $ABX_NODE_TEST_FLAGS $files
 }
 
 cmd_test() {

@@ -130,3 +130,32 @@ test('sandbox processes start with an OOM score adjustment of 0 or more (never i
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('a cancelled run_command with output, and a create_sandbox whose later argument fails, leak nothing (LeakSanitizer in the ASan build)', async () => {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(abx, ['mcp', 'start', '--template', 'base'], { env: H.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let buf = '', stderr = '';
+  const seen = [];
+  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) { seen.push(JSON.parse(buf.slice(0, nl))); buf = buf.slice(nl + 1); }
+  });
+  const send = (m) => child.stdin.write(JSON.stringify(m) + '\n');
+  const until = async (pred) => { for (let i = 0; i < 600 && !seen.some(pred); i++) await new Promise((r) => setTimeout(r, 50)); return seen.find(pred); };
+  send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'leak', version: '0' } } });
+  await until((m) => m.id === 1);
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo started; sleep 30' }, _meta: { progressToken: 'p' } } });
+  assert.ok(await until((m) => m.method === 'notifications/progress' && /bytes of output/.test(m.params.message)), 'no output progress');
+  send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2 } });
+  send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'create_sandbox', arguments: { envs: { A: 'b', C: 'd' }, cpu: 1000000 } } });
+  const bad = await until((m) => m.id === 3);
+  assert.equal(bad.result.structuredContent.error.field, 'cpu');
+  child.stdin.end();
+  const code = await new Promise((r) => child.on('close', r));
+  assert.ok(!/LeakSanitizer|AddressSanitizer/.test(stderr), stderr.slice(-3000));
+  assert.equal(code, 0, stderr.slice(-2000));
+  assert.equal(seen.find((m) => m.id === 2), undefined, 'a cancelled request got a response');
+});
