@@ -6,9 +6,11 @@
  * enabled), writing limits, moving the sandbox's init into it, and removing
  * it. Does not own killing the sandbox: the pid namespace does that when its
  * init dies; destroy() only SIGKILLs stragglers as a last line: on v2
- * through cgroup.kill, on v1 through the freezer (freeze, kill what is
- * listed, thaw), so that no listed pid can exit and be reused by another
- * process between the read and the kill.
+ * through cgroup.kill; on v1 each listed pid is pinned with a pidfd and
+ * checked to still be a member before it is signalled, and a persistent
+ * sandbox's cgroup is frozen first (freeze, kill, thaw), so pid reuse
+ * cannot redirect a kill. One-shot `abx run` sandboxes skip the freezer
+ * leaf (it costs their start time; their pid namespace is gone by then).
  *
  * v2 parent: $ABX_CGROUP_PARENT if set (a delegated subtree), else
  * /sys/fs/cgroup/abx when abx runs as root.
@@ -21,11 +23,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,13 +94,13 @@ static int make_leaf(abx_cgroup *cg, const char *parent, const char *id, abx_err
     return 0;
 }
 
-static int create_v1(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
+static int create_v1(abx_cgroup *cg, const char *id, const abx_limits *lim, bool freezer, abx_error **err)
 {
     char value[64];
     for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
         char parent[128];
         snprintf(parent, sizeof parent, CGROUP_FS "/%s", v1_controllers[i]);
-        if (i >= V1_REQUIRED && !is_fs(parent, CGROUP_SUPER_MAGIC))
+        if (i >= V1_REQUIRED && (!freezer || !is_fs(parent, CGROUP_SUPER_MAGIC)))
             break;
         snprintf(parent, sizeof parent, CGROUP_FS "/%s/abx", v1_controllers[i]);
         int rc = make_leaf(cg, parent, id, err);
@@ -171,14 +175,14 @@ static int create_v2(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_
     return write_knob(dir, "cpu.max", value, err);
 }
 
-int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
+int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, bool freezer, abx_error **err)
 {
     memset(cg, 0, sizeof *cg);
     int version = abx__cgroup_detect(err);
     if (version < 0)
         return version;
     cg->version = version;
-    int rc = version == 2 ? create_v2(cg, id, lim, err) : create_v1(cg, id, lim, err);
+    int rc = version == 2 ? create_v2(cg, id, lim, err) : create_v1(cg, id, lim, freezer, err);
     if (rc < 0)
         abx__cgroup_destroy(cg);
     return rc;
@@ -196,7 +200,31 @@ int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err)
     return 0;
 }
 
-/* SIGKILLs every pid listed in dir/cgroup.procs; returns how many were listed. */
+/* Whether the process pidfd refers to is (still) in the cgroup dir of
+ * its v1 hierarchy (the last component of dir is the sandbox id). */
+static bool member_of(int pid, const char *dir)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    const char *leaf = strrchr(dir, '/');
+    bool found = false;
+    while (!found && leaf && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *cg = strrchr(line, ':');
+        size_t n = cg ? strlen(cg) : 0;
+        found = cg && n >= strlen(leaf) && strcmp(cg + n - strlen(leaf), leaf) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/* SIGKILLs every pid listed in dir/cgroup.procs; returns how many were
+ * listed. Each is pinned with a pidfd first and checked to be a member
+ * still, so a pid that exited and was reused by another process after the
+ * list was read is never signalled. */
 static int kill_members(const char *dir)
 {
     char path[512], buf[4096];
@@ -209,8 +237,12 @@ static int kill_members(const char *dir)
         long pid = strtol(p, &end, 10);
         if (end == p)
             break;
-        if (pid > 0) {
-            kill((pid_t)pid, SIGKILL);
+        if (pid > 0 && pid < INT32_MAX) {
+            int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+            if (pidfd >= 0 && member_of((int)pid, dir))
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+            if (pidfd >= 0)
+                close(pidfd);
             count++;
         }
         p = end;
@@ -232,7 +264,10 @@ static bool freezer_is(const char *dir, const char *state)
  * kills are delivered. */
 static void kill_frozen(const char *dir)
 {
-    char path[512];
+    char path[512], procs[16];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    if (abx__read_small_file(path, procs, sizeof procs) >= 0 && procs[0] == '\0')
+        return; /* nobody left (the usual case: init took them all with it) */
     snprintf(path, sizeof path, "%s/freezer.state", dir);
     if (abx__write_file_at(AT_FDCWD, path, "FROZEN") < 0)
         return;

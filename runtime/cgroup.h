@@ -15,10 +15,11 @@ typedef struct abx_cgroup {
     bool freezer;                           /* v1: dirs[3] is a freezer leaf */
 } abx_cgroup;
 
-/* Creates the sandbox's cgroup(s) named after id and writes the limits.
- * On failure nothing is left behind. The caller owns *cg and must call
+/* Creates the sandbox's cgroup(s) named after id and writes the limits
+ * (freezer: a v1 freezer leaf too, where the host has one). On failure
+ * nothing is left behind. The caller owns *cg and must call
  * abx__cgroup_destroy(). */
-int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err);
+int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, bool freezer, abx_error **err);
 /* Moves pid into every created cgroup. */
 int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err);
 /* SIGKILLs whatever is still inside and removes the directories. Idempotent. */

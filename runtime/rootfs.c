@@ -261,13 +261,14 @@ static void plan_proc(op_plan *p)
                                             "/proc/bus", "/proc/fs"};
     for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
         add(p, (mount_op){.kind = OP_RO_SELF, .dst = read_only[i], .optional = true});
-    /* what Docker masks, and the host's kernel command line */
+    /* what Docker masks, the host's kernel command line and configuration;
+     * files readable by host root only (slabinfo, vmallocinfo, ...) need no
+     * mask: root inside is not host root */
     static const char *const masked[] = {"/proc/kcore",     "/proc/keys",          "/proc/timer_list",
                                          "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
                                          "/proc/kmsg",      "/proc/cmdline",       "/proc/timer_stats",
                                          "/proc/acpi",      "/proc/asound",        "/proc/scsi",
-                                         "/proc/config.gz", "/proc/vmallocinfo",   "/proc/pagetypeinfo",
-                                         "/proc/slabinfo"};
+                                         "/proc/config.gz"};
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
         add(p, (mount_op){.kind = OP_MASK, .dst = masked[i], .optional = true});
 }

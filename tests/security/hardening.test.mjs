@@ -23,7 +23,7 @@ test('every rlimit is reset to abx\'s table, not inherited from the caller', () 
 test('/proc hides the host kernel\'s internals and command line', () => {
   const host = fs.readFileSync('/proc/cmdline', 'utf8');
   assert.ok(host.length > 0);
-  const r = runAbx(['run', '--', 'sh', '-c', 'wc -c < /proc/cmdline; cat /proc/kcore /proc/timer_list /proc/sched_debug /proc/keys /proc/kallsyms /proc/slabinfo 2>/dev/null | wc -c; ls -A /proc/acpi | wc -l'], { env: H.env });
+  const r = runAbx(['run', '--', 'sh', '-c', 'wc -c < /proc/cmdline; cat /proc/kcore /proc/timer_list /proc/sched_debug /proc/keys /proc/kallsyms /proc/slabinfo /proc/vmallocinfo /proc/config.gz 2>/dev/null | wc -c; ls -A /proc/acpi | wc -l'], { env: H.env });
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(r.stdout.trim().split('\n').map((x) => x.trim()), ['0', '0', '0']);
 });
