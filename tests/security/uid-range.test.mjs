@@ -50,6 +50,20 @@ while len(ps) < 4000:
     ps.append((r, w))
 print(len(ps), flush=True)
 HOLD`;
+// fds in flight over unix sockets, counted per user against its open-files
+// limit: sent, never received
+const INFLIGHT = `import os, socket
+a, b = socket.socketpair()
+r, w = os.pipe()
+n = 0
+try:
+    while n < 20000:
+        socket.send_fds(a, [b"x"], [r] * 200)
+        n += 200
+except OSError:
+    pass
+print(n, flush=True)
+HOLD`;
 const hold = (s) => s.replace('HOLD', 'import time; time.sleep(120)');
 const once = (s) => s.replace('HOLD', '');
 const PIPE_SIZE = `import fcntl, os
@@ -103,6 +117,7 @@ for (const [name, code, hostCheck] of [
   ['inotify instances', INOTIFY, 'import ctypes; print(1 if ctypes.CDLL(None).inotify_init() >= 0 else 0)'],
   ['message-queue bytes', MQUEUE, null],
   ['pipe buffers', PIPES, null],
+  ['fds in flight (SCM_RIGHTS)', INFLIGHT, null],
 ]) {
   test(`a sandbox that exhausts ${name} leaves host root and another sandbox unaffected`, { timeout: 120000 }, async () => {
     const a = create(), b = create();
