@@ -35,6 +35,11 @@
  * line is not a reply: it is dropped without being held. */
 #define ABX_BOUND_KERNEL_LINE (4u << 20)
 
+/* What libabx takes from a data plane (the local shim, or a remote envd):
+ * one unary response, and one message of a stream. */
+#define ABX_BOUND_ENVD_RESPONSE (64u << 20)
+#define ABX_BOUND_ENVD_MESSAGE (16u << 20)
+
 /* JSON from a client (MCP requests, data-plane bodies) nests at most this
  * deep; deeper input is refused before jansson, which recurses, parses it. */
 #define ABX_BOUND_JSON_DEPTH 64

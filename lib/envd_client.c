@@ -10,6 +10,7 @@
  */
 #include "envd_client.h"
 #include "b64.h"
+#include "bounds.h"
 #include "error_internal.h"
 
 #include "netlibs.h"
@@ -17,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RESPONSE (64u << 20)
-#define MAX_STREAM_MESSAGE (16u << 20)
+#define MAX_RESPONSE ABX_BOUND_ENVD_RESPONSE
+#define MAX_STREAM_MESSAGE ABX_BOUND_ENVD_MESSAGE
 
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token)
 {
