@@ -34,6 +34,8 @@ static const char *const tokens[] = {
     "9223372036854775808", "\"jsonrpc\":\"2.0\"", "\"id\":1", "\"method\":\"tools/call\"", "\"params\":{",
     "\"arguments\":{", "\"sandbox_id\":", "\"timeout\":", "\n", "\r", "\x00", "\xff", "\xc3\xa9", "\xe2\x82",
     "\x1e\x1f" "abx-result:", "====", "\"name\":\"run_command\"", "[[[[[[[[", "}}}}", "%00", "../",
+    /* the config parsers' (TOML subset, .env) */
+    "=", "'", "#", "\r\n", ".", " ", "key", "[a.b]", "\\n", "export ", "\x01",
 };
 
 static size_t mutate(char *buf, size_t len, size_t cap, const char *other, size_t other_len)
