@@ -40,6 +40,18 @@
 #define ABX_BOUND_ENVD_RESPONSE (64u << 20)
 #define ABX_BOUND_ENVD_MESSAGE (16u << 20)
 
+/* MCP: one message from a client, on either transport (a STDIO line, an
+ * HTTP body); one result abx sends (the official TypeScript SDK's STDIO
+ * client drops any message over 10 MiB, and the connection with it); and the
+ * most file content one tool call moves (upload_file, download_file,
+ * read_file, write_file): base64 makes TRANSFER 4/3 larger (9.3 MiB),
+ * which fits in both. A result's text copy of structuredContent leaves out
+ * strings longer than RESULT_TEXT_STRING, so no large text is sent twice. */
+#define ABX_BOUND_MCP_MESSAGE (16u << 20)
+#define ABX_BOUND_MCP_RESULT ((19u << 20) / 2)
+#define ABX_BOUND_TRANSFER (7u << 20)
+#define ABX_BOUND_RESULT_TEXT_STRING (64u << 10)
+
 /* JSON from a client (MCP requests, data-plane bodies) nests at most this
  * deep; deeper input is refused before jansson, which recurses, parses it. */
 #define ABX_BOUND_JSON_DEPTH 64

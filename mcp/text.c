@@ -117,6 +117,133 @@ json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long 
     return text_parts(data, head_len, marker, tail, tail_len);
 }
 
+/* ---- the id of a message too long to parse --------------------------- */
+
+static size_t skip_ws(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+        i++;
+    return i;
+}
+
+/* Index just past the string starting at p[i] == '"', or n if it does not end. */
+static size_t skip_string(const char *p, size_t i, size_t n)
+{
+    for (i++; i < n; i++) {
+        if (p[i] == '\\')
+            i++;
+        else if (p[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
+/* An id value (integer or plain string) in p[from, to), or NULL. */
+static json_t *id_value(const char *p, size_t from, size_t to)
+{
+    json_t *v = to > from && to - from <= 256 ? json_loadb(p + from, to - from, JSON_DECODE_ANY, NULL) : NULL;
+    if (v && (json_is_integer(v) || json_is_string(v)))
+        return v;
+    json_decref(v);
+    return NULL;
+}
+
+/* Forward: members of the top-level object until one is "id" or a value
+ * runs past the head. */
+static json_t *id_from_head(const char *p, size_t n)
+{
+    size_t i = skip_ws(p, 0, n);
+    if (i >= n || p[i++] != '{')
+        return NULL;
+    for (;;) {
+        i = skip_ws(p, i, n);
+        if (i >= n || p[i] != '"')
+            return NULL;
+        size_t k = i, kend = skip_string(p, i, n);
+        bool is_id = kend - k == 4 && memcmp(p + k, "\"id\"", 4) == 0;
+        i = skip_ws(p, kend, n);
+        if (i >= n || p[i++] != ':')
+            return NULL;
+        i = skip_ws(p, i, n);
+        size_t v = i;
+        int depth = 0;
+        while (i < n) {
+            char ch = p[i];
+            if (ch == '"') {
+                i = skip_string(p, i, n);
+                continue;
+            }
+            if (ch == '{' || ch == '[')
+                depth++;
+            else if (ch == '}' || ch == ']')
+                depth--;
+            if (depth < 0 || (depth == 0 && ch == ','))
+                break;
+            i++;
+        }
+        if (i >= n)
+            return NULL; /* the value runs past what we kept */
+        if (is_id)
+            return id_value(p, v, i);
+        if (p[i] != ',')
+            return NULL;
+        i++;
+    }
+}
+
+/* Backward: the top-level object's last member, if it is "id". */
+static json_t *id_from_tail(const char *p, size_t n)
+{
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+        n--;
+    if (n == 0 || p[--n] != '}')
+        return NULL;
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    size_t end = n, start;
+    if (n > 0 && p[n - 1] == '"') { /* a string value: back to its opening quote */
+        size_t q = n - 1;
+        for (;;) {
+            while (q > 0 && p[q - 1] != '"')
+                q--;
+            if (q == 0)
+                return NULL;
+            size_t slashes = 0;
+            while (q - 1 > slashes && p[q - 2 - slashes] == '\\')
+                slashes++;
+            q--;
+            if (slashes % 2 == 0)
+                break;
+        }
+        start = q;
+    } else {
+        start = n;
+        while (start > 0 && strchr("0123456789-+.eE", p[start - 1]))
+            start--;
+    }
+    size_t i = start;
+    while (i > 0 && (p[i - 1] == ' ' || p[i - 1] == '\t'))
+        i--;
+    if (i == 0 || p[--i] != ':')
+        return NULL;
+    while (i > 0 && (p[i - 1] == ' ' || p[i - 1] == '\t'))
+        i--;
+    if (i < 4 || memcmp(p + i - 4, "\"id\"", 4) != 0)
+        return NULL;
+    i -= 4;
+    while (i > 0 && (p[i - 1] == ' ' || p[i - 1] == '\t'))
+        i--;
+    if (i == 0 || (p[i - 1] != ',' && p[i - 1] != '{'))
+        return NULL;
+    return id_value(p, start, end);
+}
+
+json_t *mcp_rpc_id_of_long(const char *head, size_t head_len, const char *tail, size_t tail_len)
+{
+    json_t *id = head ? id_from_head(head, head_len) : NULL;
+    return id ? id : tail ? id_from_tail(tail, tail_len) : NULL;
+}
+
 char *mcp_b64(const void *data, size_t len)
 {
     return abx__b64_encode(data, len);

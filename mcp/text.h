@@ -15,6 +15,11 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated);
  * marker at the cut says how many bytes were dropped there, and
  * *truncated is set. */
 json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, int *truncated);
+/* The top-level "id" of a JSON-RPC message too long to parse, from its
+ * first bytes (an id before any large member) or its last (an id as the
+ * last member, as the MCP SDKs write it): a new integer or string, or NULL
+ * when it cannot be told. Bounded, no recursion. */
+json_t *mcp_rpc_id_of_long(const char *head, size_t head_len, const char *tail, size_t tail_len);
 /* Base64 of data (caller frees), and its decoding (-1 on invalid input). */
 char *mcp_b64(const void *data, size_t len);
 long mcp_unb64(const char *text, char **out);

@@ -16,6 +16,7 @@
  * stack trace, and a validation error names its field without echoing it.
  */
 #include "tools.h"
+#include "bounds.h"
 #include "kernel.h"
 #include "text.h"
 #include "tools_json.h"
@@ -29,8 +30,9 @@
 
 #define OUTPUT_MAX (1u << 20)
 #define PROGRESS_EVERY_MS 250
-#define FILE_MAX (10u << 20)
-#define TRANSFER_MAX (12u << 20)
+#define FILE_MAX ABX_BOUND_TRANSFER
+#define TRANSFER_MAX ABX_BOUND_TRANSFER
+#define IMAGE_INLINE_MAX (2u << 20)
 #define MAX_ENVS 256
 
 /* ---- the tool list -------------------------------------------------------- */
@@ -119,9 +121,54 @@ bool mcp_tool_exists(const char *name)
 
 /* ---- results --------------------------------------------------------------- */
 
+/* A copy of v whose strings longer than ABX_BOUND_RESULT_TEXT_STRING are
+ * replaced by a note: the text copy of a result never repeats large text. */
+static json_t *elide_long_strings(json_t *v)
+{
+    if (json_is_string(v) && json_string_length(v) > ABX_BOUND_RESULT_TEXT_STRING) {
+        char note[96];
+        snprintf(note, sizeof note, "(%zu bytes: in structuredContent)", json_string_length(v));
+        return json_string(note);
+    }
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) json_object_set_new(o, k, elide_long_strings(x));
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) json_array_append_new(a, elide_long_strings(x));
+        return a;
+    }
+    return json_incref(v);
+}
+
+static json_t *tool_error(int code, const char *field);
+
+/* structuredContent and its text copy (without long strings), after an
+ * optional extra block (an image, whose bytes the text copy then leaves
+ * out too). A result too large for a client to take (ABX_BOUND_MCP_RESULT)
+ * is an E8018 tool error instead. Takes both. */
 static json_t *result_with(json_t *structured, json_t *extra_content)
 {
-    char *text = json_dumps(structured, JSON_COMPACT);
+    json_t *shown = elide_long_strings(structured);
+    if (extra_content && json_object_get(shown, "content_base64"))
+        json_object_set_new(shown, "content_base64", json_string("(sent once, as the image content)"));
+    char *text = json_dumps(shown, JSON_COMPACT);
+    json_decref(shown);
+    size_t size = json_dumpb(structured, NULL, 0, JSON_COMPACT) + (text ? strlen(text) : 0);
+    if (extra_content)
+        size += json_string_length(json_object_get(extra_content, "data"));
+    if (size > ABX_BOUND_MCP_RESULT) {
+        free(text);
+        json_decref(structured);
+        json_decref(extra_content);
+        return tool_error(ABX_ETOOBIG, "result");
+    }
     json_t *content = json_array();
     if (extra_content)
         json_array_append_new(content, extra_content);
@@ -839,12 +886,17 @@ static json_t *tool_upload_file(mcp_call *c)
     if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) ||
         !arg_string(c, "content_base64", true, NULL, &b64, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
-    if (strlen(b64) / 4 * 3 > TRANSFER_MAX)
+    /* a cheap bound first (padding aside), the exact size after decoding */
+    if (strlen(b64) / 4 * 3 > TRANSFER_MAX + 2)
         return tool_error(ABX_ETOOBIG, "content_base64");
     char *data = NULL;
     long n = mcp_unb64(b64, &data);
     if (n < 0)
         return tool_error(ABX_EINVAL, "content_base64");
+    if ((size_t)n > TRANSFER_MAX) {
+        free(data);
+        return tool_error(ABX_ETOOBIG, "content_base64");
+    }
     json_t *r = write_bytes(c, id, path, data, (size_t)n);
     free(data);
     return r;
@@ -881,12 +933,12 @@ static json_t *tool_download_file(mcp_call *c)
         return tool_error(ABX_ENOMEM, NULL);
     json_t *out = json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)len, "content_base64", b64);
     json_t *image = NULL;
-    if (mime) {
+    if (mime)
         json_object_set_new(out, "mime_type", json_string(mime));
+    if (mime && len <= IMAGE_INLINE_MAX) /* larger images come back as bytes only */
         image = json_pack("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime);
-    }
     free(b64);
-    return result_with(out, image);
+    return result_with(out, image); /* the text copy leaves the bytes to the image and structuredContent */
 }
 
 typedef struct tool_entry {

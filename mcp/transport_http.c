@@ -45,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BODY (8u << 20)
+#define MAX_BODY ABX_BOUND_MCP_MESSAGE
 #define IDLE_CONNECTION_S 60
 #define HEADER_DEADLINE_S 10   /* to send a request's headers; ABX_MCP_HEADER_TIMEOUT */
 #define PER_CLIENT_CONNECTIONS 256 /* per client address; ABX_MCP_CLIENT_CONNECTIONS */
@@ -721,7 +721,7 @@ static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, ht
 static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, http_req *rq)
 {
     if (rq->too_big)
-        return reply_error(c, 413, -32600, "Request body too large (8 MiB at most)");
+        return reply_error(c, 413, -32600, "Request body too large (16 MiB at most)");
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return reply_error(c, 415, -32600, "Content-Type must be application/json");

@@ -2,8 +2,9 @@
  * stdout, logs only on stderr.
  *
  * A reader thread splits stdin into lines (a line over MAX_MESSAGE bytes is
- * dropped and answered with -32600; a last line without a newline still
- * counts) and hands each to the server; answers from any thread are written
+ * dropped and answered with -32600 and its id, read from the line's first
+ * bytes or its last TAIL_KEPT, so the client is not left waiting; a last
+ * line without a newline still counts) and hands each to the server; answers from any thread are written
  * whole under one lock. The main thread waits for stdin's end or a
  * termination signal. At the end of input, tool calls still running are
  * let finish and answered (for up to DRAIN_SECONDS, or until a signal), so
@@ -12,6 +13,8 @@
  * session created, and only then does this return.
  */
 #include "transport_stdio.h"
+#include "bounds.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -25,7 +28,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define MAX_MESSAGE (16u << 20)
+#define MAX_MESSAGE ABX_BOUND_MCP_MESSAGE
+#define TAIL_KEPT 65536
 #define DRAIN_SECONDS 300
 
 typedef struct stdio_ctx {
@@ -44,6 +48,38 @@ static void write_line(void *ctx, const char *json, size_t len)
     pthread_mutex_unlock(&c->out_mu);
 }
 
+/* The last TAIL_KEPT bytes of an over-long line, as a ring. */
+typedef struct tail_ring {
+    char data[TAIL_KEPT];
+    size_t pos, len;
+} tail_ring;
+
+static void tail_add(tail_ring *t, char ch)
+{
+    t->data[t->pos] = ch;
+    t->pos = (t->pos + 1) % TAIL_KEPT;
+    if (t->len < TAIL_KEPT)
+        t->len++;
+}
+
+/* Answers an over-long line: -32600 with its id when it can be told. */
+static void reject_long(stdio_ctx *c, const char *head, size_t head_len, tail_ring *t)
+{
+    static char linear[TAIL_KEPT];
+    size_t start = (t->pos + TAIL_KEPT - t->len) % TAIL_KEPT;
+    for (size_t i = 0; i < t->len; i++)
+        linear[i] = t->data[(start + i) % TAIL_KEPT];
+    json_t *id = mcp_rpc_id_of_long(head, head_len, linear, t->len);
+    json_t *e = json_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", "code",
+                          -32600, "message", "Invalid request: message too large (16 MiB at most)");
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    if (text)
+        write_line(c, text, strlen(text));
+    free(text);
+    t->pos = t->len = 0;
+}
+
 static void *reader(void *arg)
 {
     stdio_ctx *c = arg;
@@ -51,6 +87,7 @@ static void *reader(void *arg)
     size_t cap = 65536, len = 0;
     char *buf = malloc(cap);
     bool overflow = false;
+    static tail_ring tail; /* this thread's alone */
     char chunk[65536];
     for (;;) {
         ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
@@ -61,10 +98,13 @@ static void *reader(void *arg)
         for (ssize_t i = 0; i < n; i++) {
             char ch = chunk[i];
             if (ch != '\n') {
-                if (overflow)
+                if (overflow) {
+                    tail_add(&tail, ch);
                     continue;
+                }
                 if (len + 1 >= MAX_MESSAGE) {
                     overflow = true;
+                    tail_add(&tail, ch);
                     continue;
                 }
                 if (len + 1 >= cap) {
@@ -80,8 +120,7 @@ static void *reader(void *arg)
                 continue;
             }
             if (overflow) {
-                const char *e = "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"Invalid request: message too large\"}}";
-                write_line(c, e, strlen(e));
+                reject_long(c, buf, len, &tail);
             } else if (len > 0 && !(len == 1 && buf[0] == '\r')) {
                 mcp_server_handle(c->srv, buf, len, &sink);
             }
@@ -89,7 +128,9 @@ static void *reader(void *arg)
             overflow = false;
         }
     }
-    if (len > 0 && !overflow && !(len == 1 && buf[0] == '\r'))
+    if (overflow)
+        reject_long(c, buf, len, &tail);
+    else if (len > 0 && !(len == 1 && buf[0] == '\r'))
         mcp_server_handle(c->srv, buf, len, &sink);
     free(buf);
     uint64_t one = 1;

@@ -3,6 +3,7 @@
 #include "text.h"
 
 #include <jansson.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,7 +29,8 @@ const char cmd_exec_help[] =
     "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
     "\n"
     "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
-    "exits 128+N; the sandbox itself lives on.\n";
+    "exits 128+N; the sandbox itself lives on. So does a closed output\n"
+    "(`abx exec ID yes | head -1`): CMD is killed, abx exits 141 (128+SIGPIPE).\n";
 
 /* The one piece of process state exec needs: the signal that interrupted
  * a foreground exec (0: none). Written only by on_interrupt. */
@@ -60,18 +62,25 @@ static void catch_interrupts(void)
     }
 }
 
+/* Output to a reader that has gone (`abx exec ID yes | head -1`: EPIPE,
+ * SIGPIPE being ignored) ends the command as a shell pipeline would: it is
+ * killed and abx exits 128+SIGPIPE. */
+static void copy_out(FILE *f, const char *data, size_t len)
+{
+    if ((fwrite(data, 1, len, f) != len || fflush(f) != 0) && errno == EPIPE)
+        exec_interrupted_by = SIGPIPE;
+}
+
 static void to_stdout(const char *data, size_t len, void *ud)
 {
     (void)ud;
-    fwrite(data, 1, len, stdout);
-    fflush(stdout);
+    copy_out(stdout, data, len);
 }
 
 static void to_stderr(const char *data, size_t len, void *ud)
 {
     (void)ud;
-    fwrite(data, 1, len, stderr);
-    fflush(stderr);
+    copy_out(stderr, data, len);
 }
 
 /* Joins positionals [from, n) with spaces into buf. */

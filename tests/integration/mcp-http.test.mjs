@@ -78,7 +78,7 @@ test('raw wire: every status code the transport promises', async () => {
     r = await post(u, { jsonrpc: '2.0', id: 4, method: 'no/such' }, h);
     assert.equal((await r.json()).error.code, -32601);
     assert.equal((await fetch(u, { method: 'POST', body: 'x', headers: { 'Content-Type': 'text/plain', ...h } })).status, 415);
-    assert.equal((await post(u, { jsonrpc: '2.0', id: 5, method: 'ping', params: { pad: 'x'.repeat(9 << 20) } }, h)).status, 413);
+    assert.equal((await post(u, { jsonrpc: '2.0', id: 5, method: 'ping', params: { pad: 'x'.repeat(17 << 20) } }, h)).status, 413);
     assert.equal((await fetch(u, { method: 'GET', headers: { Accept: 'text/event-stream', ...h } })).status, 405);
     assert.equal((await fetch(u, { method: 'PUT', headers: h })).status, 405);
     assert.equal((await fetch(u.replace('/mcp', '/other'))).status, 404);

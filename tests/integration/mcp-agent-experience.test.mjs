@@ -1,0 +1,124 @@
+// mcp-agent-experience.test.mjs: what got in an agent's way (issue 9), each
+// checked through the official SDK client (STDIO and HTTP) or the raw wire:
+// one content limit that holds on both transports, an over-long request
+// answered with its id (not left to time out), an image sent once, and a
+// closed pipe ending `abx exec`.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { abx, runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
+
+const H = privateHome('abx-agent');
+after(() => H.cleanup());
+const MIB = 1 << 20;
+
+async function stdioClient() {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start', '--template', 'base'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(transport);
+  return c;
+}
+
+async function httpClient(url) {
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return c;
+}
+
+async function transfers(c, label) {
+  const big = Buffer.alloc(7 * MIB, 7);
+  big.write('head', 0);
+  big.write('tail', big.length - 4);
+  const up = await c.callTool({ name: 'upload_file', arguments: { path: '/app/big.bin', content_base64: big.toString('base64') } }, undefined, { timeout: 120000 });
+  assert.notEqual(up.isError, true, `${label}: ${JSON.stringify(up).slice(0, 300)}`);
+  assert.equal(up.structuredContent.bytes_written, big.length);
+  const down = await c.callTool({ name: 'download_file', arguments: { path: '/app/big.bin' } }, undefined, { timeout: 120000 });
+  assert.equal(Buffer.from(down.structuredContent.content_base64, 'base64').compare(big), 0, label);
+  // one byte more is a tool error naming the field, at once
+  const over = await c.callTool({ name: 'upload_file', arguments: { path: '/app/over.bin', content_base64: Buffer.alloc(7 * MIB + 3).toString('base64') } }, undefined, { timeout: 60000 });
+  assert.equal(over.isError, true, label);
+  assert.equal(over.structuredContent.error.field, 'content_base64');
+}
+
+test('the content limit (7 MiB) holds on STDIO and on HTTP, within what the official client accepts', { timeout: 240000 }, async () => {
+  const s = await stdioClient();
+  try {
+    await transfers(s, 'stdio');
+  } finally {
+    await s.close();
+  }
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
+  try {
+    const h = await httpClient(srv.url);
+    await transfers(h, 'http');
+    await h.close();
+  } finally {
+    await stopServer(srv);
+  }
+});
+
+test('a request past the message limit is answered with its id, at once', { timeout: 120000 }, async () => {
+  // through the SDK: a 13 MiB upload is a 17+ MiB line; the call fails fast with -32600
+  const s = await stdioClient();
+  try {
+    const t0 = Date.now();
+    await assert.rejects(
+      s.callTool({ name: 'upload_file', arguments: { path: '/app/x', content_base64: Buffer.alloc(13 * MIB).toString('base64') } }, undefined, { timeout: 60000 }),
+      (e) => { assert.equal(e.code, -32600, String(e)); return true; });
+    assert.ok(Date.now() - t0 < 30000);
+    await s.ping();
+  } finally {
+    await s.close();
+  }
+  // on the raw wire: the id before the big member, and the id as the last member
+  const child = spawn(abx, ['mcp', 'start', '--template', 'base'], { env: H.env, stdio: ['pipe', 'pipe', 'ignore'] });
+  const replies = [];
+  let buf = '';
+  child.stdout.on('data', (d) => { buf += d; let nl; while ((nl = buf.indexOf('\n')) >= 0) { replies.push(JSON.parse(buf.slice(0, nl))); buf = buf.slice(nl + 1); } });
+  const pad = 'x'.repeat(17 * MIB);
+  child.stdin.write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n');
+  child.stdin.write(`{"jsonrpc":"2.0","id":"first","method":"ping","params":{"pad":"${pad}"}}\n`);
+  child.stdin.write(`{"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/app/a","content":"${pad}"}},"jsonrpc":"2.0","id":77}\n`);
+  child.stdin.write(`{"method":"ping","params":{"pad":"${pad}","id":5},"jsonrpc":"2.0"}\n`);
+  child.stdin.end();
+  await new Promise((r) => child.on('close', r));
+  const errs = replies.filter((r) => r.error);
+  assert.deepEqual(errs.map((r) => [r.id, r.error.code]), [['first', -32600], [77, -32600], [null, -32600]]);
+});
+
+test('download_file sends an image once (HTTP)', async () => {
+  const srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env });
+  try {
+    const h = await httpClient(srv.url);
+    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082', 'hex');
+    await h.callTool({ name: 'upload_file', arguments: { path: '/app/p.png', content_base64: png.toString('base64') } });
+    const r = await h.callTool({ name: 'download_file', arguments: { path: '/app/p.png' } });
+    const b64 = png.toString('base64');
+    const copies = JSON.stringify(r.content).split(b64).length - 1;
+    assert.equal(copies, 1, 'the image bytes appear more than once in content');
+    assert.equal(r.structuredContent.content_base64, b64);
+    await h.close();
+  } finally {
+    await stopServer(srv);
+  }
+});
+
+test('abx exec ID yes | head -1 ends at once: the command is killed, abx exits 141', () => {
+  const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim();
+  try {
+    const t0 = Date.now();
+    const b = spawnBash(`"${abx}" exec ${id} yes | head -1; echo "status=\${PIPESTATUS[0]}"`);
+    assert.equal(b.stdout, 'y\nstatus=141\n', b.stderr);
+    assert.ok(Date.now() - t0 < 20000);
+    assert.equal(runAbx(['exec', id, 'ps -e -o comm= | grep -cx yes || true'], { env: H.env }).stdout.trim(), '0');
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
+
+function spawnBash(script) {
+  return spawnSync('bash', ['-c', script], { env: H.env, encoding: 'utf8', timeout: 30000 });
+}
