@@ -213,9 +213,19 @@ static json_t *abx_failure(abx_error *err, int rc)
 
 /* ---- argument validation ---------------------------------------------------- */
 
+/* The first argument that failed and the rule it broke, made of static
+ * text and the rule's own bounds: never the value the client sent. */
 typedef struct arg_fail {
     const char *field;
+    char rule[160];
 } arg_fail;
+
+static bool fail_arg(arg_fail *f, const char *field, const char *rule)
+{
+    f->field = field;
+    snprintf(f->rule, sizeof f->rule, "%s", rule);
+    return false;
+}
 
 /* Optional string: absent -> def. Present and not a string -> fail. */
 static bool arg_string(mcp_call *c, const char *name, bool required, const char *def, const char **out, arg_fail *f)
@@ -223,14 +233,10 @@ static bool arg_string(mcp_call *c, const char *name, bool required, const char 
     json_t *v = json_object_get(c->args, name);
     if (!v || json_is_null(v)) {
         *out = def;
-        if (required)
-            f->field = name;
-        return !required;
+        return required ? fail_arg(f, name, "is required (a string)") : true;
     }
-    if (!json_is_string(v)) {
-        f->field = name;
-        return false;
-    }
+    if (!json_is_string(v))
+        return fail_arg(f, name, "must be a string");
     *out = json_string_value(v);
     return true;
 }
@@ -241,16 +247,14 @@ static bool arg_int(mcp_call *c, const char *name, long long min, long long max,
                     bool required, arg_fail *f)
 {
     json_t *v = json_object_get(c->args, name);
+    char rule[96];
+    snprintf(rule, sizeof rule, "must be an integer from %lld to %lld", min, max);
     if (!v || json_is_null(v)) {
         *out = def;
-        if (required)
-            f->field = name;
-        return !required;
+        return required ? fail_arg(f, name, rule) : true;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-        f->field = name;
-        return false;
-    }
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+        return fail_arg(f, name, rule);
     *out = json_integer_value(v);
     return true;
 }
@@ -260,10 +264,8 @@ static bool arg_id(mcp_call *c, const char **out, arg_fail *f)
 {
     if (!arg_string(c, "sandbox_id", false, NULL, out, f))
         return false;
-    if (*out && !**out) {
-        f->field = "sandbox_id";
-        return false;
-    }
+    if (*out && !**out)
+        return fail_arg(f, "sandbox_id", "must be a non-empty sandbox id (omit it for the default sandbox)");
     return true;
 }
 
@@ -275,15 +277,13 @@ static bool arg_envs(mcp_call *c, const char *name, char ***pairs, arg_fail *f)
     json_t *v = json_object_get(c->args, name);
     if (!v || json_is_null(v))
         return true;
-    if (!json_is_object(v) || json_object_size(v) > MAX_ENVS) {
-        f->field = name;
-        return false;
-    }
+    static const char rule[] = "must be an object of at most 256 string values whose keys are variable names "
+                               "(letters, digits, _; not starting with a digit)";
+    if (!json_is_object(v) || json_object_size(v) > MAX_ENVS)
+        return fail_arg(f, name, rule);
     char **p = calloc(json_object_size(v) + 1, sizeof *p);
-    if (!p) {
-        f->field = name;
-        return false;
-    }
+    if (!p)
+        return fail_arg(f, name, rule);
     size_t n = 0;
     const char *k;
     json_t *val;
@@ -297,8 +297,7 @@ static bool arg_envs(mcp_call *c, const char *name, char ***pairs, arg_fail *f)
             for (size_t i = 0; i < n; i++)
                 free(p[i]);
             free(p);
-            f->field = name;
-            return false;
+            return fail_arg(f, name, rule);
         }
         size_t len = klen + 1 + strlen(json_string_value(val)) + 1;
         p[n] = malloc(len);
@@ -316,9 +315,24 @@ static void free_pairs(char **p)
     free(p);
 }
 
+/* A validation failure: the field, the rule it broke, and a hint for a
+ * model (the CLI's --help is no help here). */
 static json_t *invalid(arg_fail *f)
 {
-    return tool_error(ABX_EINVAL, f->field ? f->field : "arguments");
+    char message[256];
+    snprintf(message, sizeof message, "%s %s", f->field ? f->field : "arguments",
+             f->rule[0] ? f->rule : "is not valid");
+    json_t *r = tool_error_with(ABX_EINVAL, f->field ? f->field : "arguments", message);
+    json_t *e = json_object_get(json_object_get(r, "structuredContent"), "error");
+    json_object_set_new(e, "hint", json_string("Fix the argument named in field as the message says; the tool's "
+                                               "inputSchema gives every argument's type and range."));
+    /* the text copy was made from the first hint: make it again */
+    json_t *content = json_object_get(r, "content");
+    char *text = json_dumps(json_object_get(r, "structuredContent"), JSON_COMPACT);
+    json_array_clear(content);
+    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
+    free(text);
+    return r;
 }
 
 /* ---- progress, logging, cancellation ----------------------------------------- */
@@ -444,11 +458,13 @@ static json_t *tool_create_sandbox(mcp_call *c)
     char **envs = NULL;
     abx_limit_maxima max;
     abx_limit_maxima_get(&max);
-    if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && (f.field = "template")) ||
+    if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && !fail_arg(&f, "template", "must not be empty")) ||
         !arg_int(c, "timeout", 1, 86400, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
         !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
-        !arg_int(c, "memory", 1, max.memory_mb, 0, &memory, false, &f) ||
-        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f)) {
+        !arg_int(c, "memory", 16, max.memory_mb, 0, &memory, false, &f) ||
+        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f) ||
+        (tmpl && strcmp(tmpl, "base") != 0 && strcmp(tmpl, "code-interpreter-v1") != 0 &&
+         !fail_arg(&f, "template", "must be a template this server has: base or code-interpreter-v1"))) {
         free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
     }
@@ -485,7 +501,7 @@ static json_t *tool_run_code(mcp_call *c)
     for (size_t i = 0; i < 5; i++)
         known |= strcmp(lang, langs[i]) == 0;
     if (!known)
-        return tool_error(ABX_EINVAL, "language");
+        return invalid(&(arg_fail){"language", "must be one of python, javascript, shell, typescript, r"});
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
@@ -531,8 +547,8 @@ static json_t *tool_run_command(mcp_call *c)
     arg_fail f = {0};
     const char *command, *id, *cwd;
     long long timeout;
-    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && (f.field = "command")) ||
-        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && (f.field = "cwd")) ||
+    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
+        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
         !arg_int(c, "timeout", 1, 86400, 60, &timeout, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
@@ -580,11 +596,11 @@ static json_t *tool_read_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id, *enc;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f) ||
         !arg_string(c, "encoding", false, "utf-8", &enc, &f))
         return invalid(&f);
     if (strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0 && strcmp(enc, "UTF-8") != 0)
-        return tool_error(ABX_EINVAL, "encoding");
+        return invalid(&(arg_fail){"encoding", "must be utf-8 (use download_file for other bytes)"});
     char *data = NULL;
     size_t len = 0;
     json_t *failure = read_bytes(c, id, path, FILE_MAX, &data, &len);
@@ -613,7 +629,7 @@ static json_t *tool_write_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *content, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
         !arg_string(c, "content", true, NULL, &content, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
     size_t len = json_string_length(json_object_get(c->args, "content"));
@@ -624,7 +640,7 @@ static json_t *tool_list_files(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id;
-    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f))
+    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
@@ -700,7 +716,7 @@ static json_t *tool_list_sandboxes(mcp_call *c)
         !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
         return invalid(&f);
     if (status && strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
-        return tool_error(ABX_EINVAL, "status");
+        return invalid(&(arg_fail){"status", "must be running or paused"});
     if (provider && strcmp(provider, "local") != 0)
         return tool_error(ABX_EPROVIDER, "provider");
     json_t *arr = json_array();
@@ -763,8 +779,8 @@ static json_t *tool_start_background_task(mcp_call *c)
     arg_fail f = {0};
     const char *command, *cwd, *id;
     char **envs = NULL;
-    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && (f.field = "command")) ||
-        !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && (f.field = "cwd")) ||
+    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
+        !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
         !arg_envs(c, "envs", &envs, &f) || !arg_id(c, &id, &f)) {
         free_pairs(envs);
         return invalid(&f);
@@ -788,19 +804,28 @@ static json_t *tool_start_background_task(mcp_call *c)
     return ok(json_pack("{s:s, s:i}", "task_id", task, "pid", pid));
 }
 
-/* task_id: the decimal pid start_background_task returned. */
+/* task_id: the decimal pid start_background_task returned, as a string or,
+ * as clients such as the MCP Inspector send it, a number. */
 static bool arg_task(mcp_call *c, int *pid, arg_fail *f)
 {
-    const char *task;
-    if (!arg_string(c, "task_id", true, NULL, &task, f))
-        return false;
-    char *end = NULL;
-    long v = strtol(task, &end, 10);
-    if (!*task || *end || v <= 0 || v > 4194304) {
-        f->field = "task_id";
-        return false;
+    static const char rule[] = "must be the task_id start_background_task returned (a positive integer, as a "
+                               "string or a number)";
+    json_t *v = json_object_get(c->args, "task_id");
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) <= 0 || json_integer_value(v) > 4194304)
+            return fail_arg(f, "task_id", rule);
+        *pid = (int)json_integer_value(v);
+        return true;
     }
-    *pid = (int)v;
+    const char *task;
+    if (!json_is_string(v))
+        return fail_arg(f, "task_id", rule);
+    task = json_string_value(v);
+    char *end = NULL;
+    long n = strtol(task, &end, 10);
+    if (!*task || *end || n <= 0 || n > 4194304)
+        return fail_arg(f, "task_id", rule);
+    *pid = (int)n;
     return true;
 }
 
@@ -855,7 +880,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
         if (strcmp(sig_name, sigs[i].name) == 0 || strcmp(sig_name, sigs[i].name + 3) == 0)
             sig = sigs[i].sig;
     if (sig < 0)
-        return tool_error(ABX_EINVAL, "signal");
+        return invalid(&(arg_fail){"signal", "must be a signal name such as SIGTERM, SIGKILL, SIGINT or SIGHUP"});
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
@@ -883,7 +908,7 @@ static json_t *tool_upload_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *b64, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
         !arg_string(c, "content_base64", true, NULL, &b64, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
     /* a cheap bound first (padding aside), the exact size after decoding */
@@ -892,7 +917,7 @@ static json_t *tool_upload_file(mcp_call *c)
     char *data = NULL;
     long n = mcp_unb64(b64, &data);
     if (n < 0)
-        return tool_error(ABX_EINVAL, "content_base64");
+        return invalid(&(arg_fail){"content_base64", "must be base64 (RFC 4648)"});
     if ((size_t)n > TRANSFER_MAX) {
         free(data);
         return tool_error(ABX_ETOOBIG, "content_base64");
@@ -919,7 +944,7 @@ static json_t *tool_download_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && (f.field = "path")) || !arg_id(c, &id, &f))
+    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f))
         return invalid(&f);
     char *data = NULL;
     size_t len = 0;

@@ -874,6 +874,9 @@ static int bind_listen(http_server *s, int *fd_out, bool *loopback, int *port_ou
     else
         snprintf(host, sizeof host, "%.*s", (int)hl, spec);
     snprintf(port, sizeof port, "%s", colon + 1);
+    unsigned port_number = 0;
+    if (abx__parse_uint(port, 0, 65535, &port_number) < 0)
+        return abx__error_set(err, ABX_EINVAL, "--listen: the port must be a number from 0 to 65535");
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
     if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
         return abx__error_set(err, ABX_EINVAL, "--listen: cannot resolve the address");

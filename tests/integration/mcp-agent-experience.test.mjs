@@ -6,10 +6,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { abx, runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
+import { abx, root, runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 
 const H = privateHome('abx-agent');
 after(() => H.cleanup());
@@ -122,3 +124,54 @@ test('abx exec ID yes | head -1 ends at once: the command is killed, abx exits 1
 function spawnBash(script) {
   return spawnSync('bash', ['-c', script], { env: H.env, encoding: 'utf8', timeout: 30000 });
 }
+
+test('validation errors name the field and the rule it broke, never the value, with a hint for a model', async () => {
+  const s = await stdioClient();
+  try {
+    const call = (name, args) => s.callTool({ name, arguments: args });
+    const cases = [
+      ['run_command', { command: 'true', timeout: 99999999 }, 'timeout', /timeout must be an integer from 1 to 86400/],
+      ['create_sandbox', { template: 'nosuch-template-x' }, 'template', /template must be a template this server has: base or code-interpreter-v1/],
+      ['create_sandbox', { memory: 8 }, 'memory', /memory must be an integer from 16 to \d+/],
+      ['run_code', { code: '1', language: 'cobol-x' }, 'language', /language must be one of python, javascript/],
+      ['read_file', { path: '' }, 'path', /path must not be empty/],
+      ['create_sandbox', { envs: { '1BAD': 'v-secret-x' } }, 'envs', /envs must be an object/],
+      ['get_background_task', { task_id: 'abc-x' }, 'task_id', /task_id must be the task_id start_background_task returned/],
+    ];
+    for (const [name, args, field, message] of cases) {
+      const r = await call(name, args);
+      assert.equal(r.isError, true, name);
+      const e = r.structuredContent.error;
+      assert.equal(e.code, 'E8001');
+      assert.equal(e.field, field);
+      assert.match(e.message, message);
+      assert.match(e.hint, /inputSchema/);
+      assert.doesNotMatch(e.hint, /--help/);
+      assert.ok(!JSON.stringify(r).includes('-x'), `${name}: the value was echoed`);
+    }
+    // a numeric task_id, as the MCP Inspector sends it, is a task id
+    const t = (await call('start_background_task', { command: 'sleep 0.1; echo bg' })).structuredContent;
+    const g = await call('get_background_task', { task_id: Number(t.task_id), wait: 5 });
+    assert.notEqual(g.isError, true, JSON.stringify(g));
+    assert.equal(g.structuredContent.task_id, t.task_id);
+  } finally {
+    await s.close();
+  }
+});
+
+test('no error hint points at a command abx does not have', () => {
+  // docs/errors.md is the error table (tests/unit/test-errors.c keeps it equal to the binary's)
+  const doc = fs.readFileSync(path.join(root, 'docs/errors.md'), 'utf8');
+  const verbs = runAbx(['--help'], { env: H.env }).stdout;
+  for (const m of doc.matchAll(/'abx ([a-z][a-z-]*)/g)) assert.match(verbs, new RegExp(`\\b${m[1]}\\b`), `a hint cites 'abx ${m[1]}'`);
+  assert.doesNotMatch(doc, /abx providers/);
+});
+
+test('mcp serve refuses a port past 65535 instead of listening on a wrapped one', () => {
+  for (const listen of ['127.0.0.1:99999', '127.0.0.1:-1', '127.0.0.1:http']) {
+    const r = runAbx(['mcp', 'serve', '--no-auth', '--listen', listen], { env: H.env, timeout: 10000 });
+    assert.notEqual(r.status, 0, listen);
+    assert.equal(r.signal, null, `${listen}: it listened`);
+    assert.match(r.stderr, /E8001: --listen: the port must be a number from 0 to 65535/);
+  }
+});

@@ -28,13 +28,18 @@ test('/proc hides the host kernel\'s internals and command line', () => {
   assert.deepEqual(r.stdout.trim().split('\n').map((x) => x.trim()), ['0', '0', '0']);
 });
 
-test('a persistent sandbox\'s processes sit in a v1 freezer leaf, which goes with it', { skip: !fs.existsSync('/sys/fs/cgroup/freezer') && 'skipped: no cgroup v1 freezer on this host' }, () => {
+test('a persistent sandbox\'s processes sit in a v1 freezer leaf, which goes with it', { skip: !fs.existsSync('/sys/fs/cgroup/freezer') && 'skipped: no cgroup v1 freezer on this host' }, async () => {
   const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim().replace('local:', '');
   try {
     runAbx(['exec', '--background', id, 'for i in 1 2 3; do sleep 300 & done; wait'], { env: H.env });
     const leaf = `/sys/fs/cgroup/freezer/abx/${id}`;
-    const members = fs.readFileSync(`${leaf}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean);
-    assert.ok(members.length >= 4, `freezer members: ${members}`);
+    const read = () => fs.readFileSync(`${leaf}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean);
+    let members = read();
+    for (let i = 0; i < 100 && members.length < 5; i++) { // init, the shell and its three sleeps, once started
+      await new Promise((r) => setTimeout(r, 50));
+      members = read();
+    }
+    assert.ok(members.length >= 5, `freezer members: ${members}`);
     assert.equal(runAbx(['kill', id], { env: H.env }).status, 0);
     for (const pid of members) assert.ok(!fs.existsSync(`/proc/${pid}`), `pid ${pid} outlived the sandbox`);
     assert.deepEqual(cgroupLeftovers(id), []);
