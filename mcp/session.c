@@ -293,23 +293,48 @@ static int use_explicit(mcp_session *s, const char *id, mcp_sandbox **out, abx_e
     return 0;
 }
 
+/* The default has ended: it leaves the table (it is not killed again at
+ * the session's end) and the caller's reference goes. */
+static void forget_dead_default(mcp_session *s, mcp_sandbox *b)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->default_box == b)
+        unlink_locked(s, b);
+    pthread_mutex_unlock(&s->mu);
+    mcp_session_release(s, b);
+}
+
 int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, bool *created,
-                    abx_error **err)
+                    bool *replaced, abx_error **err)
 {
     *out = NULL;
     if (created)
         *created = false;
+    if (replaced)
+        *replaced = false;
     int rc = id ? use_explicit(s, id, out, err) : use_default(s, create, out, created, err);
     if (rc < 0)
         return rc;
-    /* end_at has one-second resolution: renewing more often changes nothing */
+    /* end_at has one-second resolution: renewing more often changes
+     * nothing, except for the default, whose renewal also tells whether it
+     * is still there */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-    bool due = now - (*out)->renewed_ms >= RENEW_EVERY_MS;
+    bool check_default = !id && create;
+    bool due = check_default || now - (*out)->renewed_ms >= RENEW_EVERY_MS;
     if (renew && due && (*out)->owned && (*out)->renew_s) {
         (*out)->renewed_ms = now;
         rc = abx_sandbox_set_timeout((*out)->handle, (*out)->renew_s, err);
+        if (rc < 0 && check_default && (rc == -ABX_ENOTFOUND || rc == -ABX_ENOTRUNNING)) {
+            forget_dead_default(s, *out);
+            *out = NULL;
+            fail(err, rc);
+            rc = use_default(s, create, out, created, err);
+            if (rc == 0 && replaced)
+                *replaced = true;
+            return rc;
+        }
         if (rc < 0) {
             mcp_session_release(s, *out);
             *out = NULL;

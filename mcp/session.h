@@ -69,9 +69,12 @@ int mcp_session_create(mcp_session *s, const mcp_create_args *a, mcp_sandbox **o
  * default; an external id is connected to, not adopted), or the default,
  * created lazily (exactly one, however many calls race) when create is
  * true (then *created, when non-NULL, is set). Renews an owned sandbox's
- * lifetime. Holds a reference. */
+ * lifetime; the default's renewal is also its liveness check: a default
+ * that has ended (timed out, killed from outside) is replaced by a new one
+ * when create is true, and *replaced (when non-NULL) says so. Holds a
+ * reference. */
 int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, bool *created,
-                    abx_error **err);
+                    bool *replaced, abx_error **err);
 void mcp_session_release(mcp_session *s, mcp_sandbox *b);
 /* Kills the addressed sandbox (NULL: the default, or an error if none). */
 int mcp_session_kill(mcp_session *s, const char *id, abx_error **err);

@@ -71,6 +71,11 @@ static json_t *output_schema(json_t *declared, json_t *defs)
     json_t *props = json_deep_copy(json_object_get(success, "properties"));
     json_t *required = json_object_get(success, "required");
     json_object_set_new(props, "error", json_deep_copy(json_object_get(defs, "error")));
+    /* any result made on the default sandbox may say it replaced an ended one */
+    json_object_set_new(props, "sandbox_replaced",
+                        json_pack("{s:s, s:s}", "type", "boolean", "description",
+                                  "True when the default sandbox had ended and this call ran in a new one"));
+    json_object_set_new(props, "sandbox_replaced_reason", json_pack("{s:s}", "type", "string"));
     json_t *schema = json_pack("{s:s, s:o, s:[{s:O}, {s:[s]}]}", "type", "object", "properties", props, "anyOf",
                                "required", required ? required : json_array(), "required", "error");
     json_decref(success);
@@ -441,12 +446,16 @@ static json_t *sandbox_meta(const abx_sandbox_info *i)
 /* The sandbox a call addresses (see mcp_session_use); logs a lazy creation. */
 static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp_sandbox **b, abx_error **err)
 {
-    bool created = false;
+    bool created = false, replaced = false;
     if (create && !id)
         progress(c, "preparing the sandbox");
-    int rc = mcp_session_use(c->session, id, create, renew, b, &created, err);
+    int rc = mcp_session_use(c->session, id, create, renew, b, &created, &replaced, err);
     if (rc == 0 && created)
         mcp_call_log(c, 1, "sandbox created");
+    if (rc == 0 && replaced) {
+        c->sandbox_replaced = true;
+        mcp_call_log(c, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
+    }
     return rc;
 }
 
@@ -989,11 +998,34 @@ static const tool_entry handlers[] = {
     {"download_file", tool_download_file},
 };
 
+/* A result made on a new default sandbox that replaced one which had ended
+ * says so, in structuredContent and its text copy. */
+static json_t *note_replaced(json_t *r)
+{
+    json_t *sc = json_object_get(r, "structuredContent");
+    if (!sc || json_is_true(json_object_get(r, "isError")))
+        return r;
+    json_object_set_new(sc, "sandbox_replaced", json_true());
+    json_object_set_new(sc, "sandbox_replaced_reason",
+                        json_string("the default sandbox had ended (timed out or killed from outside); this call "
+                                    "ran in a new one, without the old one's files and state"));
+    json_t *content = json_object_get(r, "content");
+    json_t *shown = elide_long_strings(sc);
+    char *text = json_dumps(shown, JSON_COMPACT);
+    json_decref(shown);
+    size_t last = json_array_size(content) - 1;
+    json_array_set_new(content, last, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
+    free(text);
+    return r;
+}
+
 json_t *mcp_tools_call(mcp_call *call, const char *name)
 {
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
-        if (strcmp(handlers[i].name, name) == 0)
-            return handlers[i].fn(call);
+        if (strcmp(handlers[i].name, name) == 0) {
+            json_t *r = handlers[i].fn(call);
+            return call->sandbox_replaced && r ? note_replaced(r) : r;
+        }
     return NULL;
 }
 

@@ -13,6 +13,7 @@ typedef struct mcp_call {
     double progress;         /* the last progress value sent */
     uint64_t output_bytes;   /* output seen so far (progress messages) */
     uint64_t last_progress_ms;
+    bool sandbox_replaced;   /* the default sandbox had ended and a new one took its place */
     atomic_int cancelled;
     mcp_sink sink;
     int log_level;           /* the server's, at the call's start */

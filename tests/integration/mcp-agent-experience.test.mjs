@@ -175,3 +175,31 @@ test('mcp serve refuses a port past 65535 instead of listening on a wrapped one'
     assert.match(r.stderr, /E8001: --listen: the port must be a number from 0 to 65535/);
   }
 });
+
+for (const transport of ['stdio', 'http']) {
+  test(`an ended default sandbox is replaced on the next call, which says so (${transport})`, { timeout: 60000 }, async () => {
+    let srv, c;
+    if (transport === 'stdio') c = await stdioClient();
+    else { srv = await startHttpServer(['--no-auth', '--template', 'base'], { env: H.env }); c = await httpClient(srv.url); }
+    try {
+      const first = (await c.callTool({ name: 'run_command', arguments: { command: 'hostname' } })).structuredContent;
+      const old = first.stdout.trim();
+      assert.equal(first.sandbox_replaced, undefined);
+      // killed from outside (as a timeout would end it)
+      assert.equal(runAbx(['kill', old], { env: H.env }).status, 0);
+      const r = await c.callTool({ name: 'run_command', arguments: { command: 'hostname' } });
+      assert.notEqual(r.isError, true, JSON.stringify(r));
+      assert.equal(r.structuredContent.sandbox_replaced, true);
+      assert.match(r.structuredContent.sandbox_replaced_reason, /had ended/);
+      assert.notEqual(r.structuredContent.stdout.trim(), old);
+      assert.equal(JSON.parse(r.content.at(-1).text).sandbox_replaced, true);
+      // and the one after is an ordinary call on the new default
+      const again = (await c.callTool({ name: 'run_command', arguments: { command: 'hostname' } })).structuredContent;
+      assert.equal(again.sandbox_replaced, undefined);
+      assert.equal(again.stdout, r.structuredContent.stdout);
+    } finally {
+      await c.close();
+      if (srv) await stopServer(srv);
+    }
+  });
+}
