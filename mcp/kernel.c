@@ -286,6 +286,7 @@ static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_cod
         k->err_off = o.stderr_offset;
         abx__capbuf_append(&r.extra_err, o.stderr_data, o.stderr_len);
         bool running = o.running;
+        int o_exit = o.exit_code;
         abx_process_output_clear(&o);
         if (doc) {
             fill_result(doc, &r, out);
@@ -293,7 +294,11 @@ static int await_reply(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_cod
             break;
         }
         if (!running) {
-            rc = fail(err, ABX_ENOTRUNNING); /* the kernel died (e.g. the OOM killer) */
+            /* the kernel died (it exited, or the OOM killer took it): the
+             * sandbox is fine; the caller reports it as the cell's result */
+            out->kernel_died = true;
+            out->exit_code = o_exit;
+            rc = fail(err, ABX_ENOTRUNNING);
             break;
         }
     }
@@ -358,6 +363,28 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
     return 0;
 }
 
+/* Languages whose kernel was lost (lock: b->kernel_mu held). */
+static void remember_lost(mcp_sandbox *b, const char *lang)
+{
+    char tag[24];
+    snprintf(tag, sizeof tag, "[%s]", lang);
+    size_t used = strlen(b->lost_kernels);
+    if (!strstr(b->lost_kernels, tag) && used + strlen(tag) < sizeof b->lost_kernels)
+        snprintf(b->lost_kernels + used, sizeof b->lost_kernels - used, "%s", tag);
+}
+
+/* True (once) when lang's kernel had been lost. Lock held. */
+static bool take_lost(mcp_sandbox *b, const char *lang)
+{
+    char tag[24];
+    snprintf(tag, sizeof tag, "[%s]", lang);
+    char *at = strstr(b->lost_kernels, tag);
+    if (!at)
+        return false;
+    memmove(at, at + strlen(tag), strlen(at + strlen(tag)) + 1);
+    return true;
+}
+
 int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
 {
     memset(out, 0, sizeof *out);
@@ -368,7 +395,9 @@ int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *o
     mcp_kernel fresh;
     int rc;
     if (req->stateful) {
+        bool reset = take_lost(b, req->language);
         rc = kernel_get(b, req->language, req->cwd, &k, err);
+        out->state_reset = rc == 0 && reset;
     } else {
         rc = kernel_start(b, req->language, req->cwd, &fresh, err);
         k = &fresh;
@@ -385,7 +414,33 @@ int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *o
             kernel_forget(b, k); /* the next call starts a new kernel */
         }
     }
+    if (req->stateful && (rc == -ABX_ETIMEOUT || out->kernel_died))
+        remember_lost(b, req->language);
     pthread_mutex_unlock(&b->kernel_mu);
+    if (rc == -ABX_ENOTRUNNING && out->kernel_died) {
+        int code = out->exit_code;
+        mcp_code_result_clear(out);
+        out->kernel_died = true;
+        out->exit_code = code ? code : 1;
+        char msg[400];
+        if (code > 128)
+            snprintf(msg, sizeof msg,
+                     "KernelDied: the %s kernel was killed by signal %d%s; its state (variables, imports) is gone and "
+                     "the next call starts a new kernel\n",
+                     req->language, code - 128,
+                     code - 128 == SIGKILL ? " (most often the sandbox's memory limit: use less memory, or create "
+                                             "a sandbox with more)" : "");
+        else
+            snprintf(msg, sizeof msg,
+                     "KernelDied: the %s kernel exited with status %d (the code ended the interpreter, e.g. "
+                     "os._exit or process.exit); its state is gone and the next call starts a new kernel\n",
+                     req->language, code);
+        out->stdout_data = calloc(1, 1);
+        out->stderr_data = strdup(msg);
+        out->stderr_len = out->stderr_total = out->stderr_cut = out->stderr_data ? strlen(out->stderr_data) : 0;
+        out->output_files = json_array();
+        return 0;
+    }
     if (rc == -ABX_ETIMEOUT) {
         /* the cell ran past its timeout and did not stop when interrupted */
         mcp_code_result_clear(out);

@@ -20,6 +20,12 @@ typedef struct mcp_code_result {
     char *result;           /* repr of a final expression, or NULL */
     json_t *output_files;   /* [{name, path, size}] */
     bool timed_out;
+    /* The kernel died during this call (it exited, or a signal killed it:
+     * most often the memory limit); stderr says which. */
+    bool kernel_died;
+    /* This call started a new kernel because the last one died or timed
+     * out: variables and imports from earlier calls are gone. */
+    bool state_reset;
 } mcp_code_result;
 
 typedef struct mcp_code_request {

@@ -24,6 +24,7 @@ typedef struct mcp_sandbox {
     bool killed;
     pthread_mutex_t kernel_mu; /* serialises run_code per sandbox */
     struct mcp_kernel *kernels; /* code-interpreter kernels (kernel.c) */
+    char lost_kernels[64];      /* languages whose kernel died or was stopped: the next call says state was reset */
 } mcp_sandbox;
 
 typedef struct mcp_session {

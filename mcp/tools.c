@@ -547,6 +547,14 @@ static json_t *tool_run_code(mcp_call *c)
     json_object_set_new(out, "truncated", json_boolean(truncated));
     json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)r.stdout_total));
     json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)r.stderr_total));
+    if (r.kernel_died)
+        json_object_set_new(out, "kernel_died", json_true());
+    if (r.state_reset) {
+        json_object_set_new(out, "state_reset", json_true());
+        json_object_set_new(out, "state_reset_reason",
+                            json_string("the previous kernel for this language died or was stopped: variables, "
+                                        "functions and imports from earlier calls are gone"));
+    }
     mcp_code_result_clear(&r);
     return ok(out);
 }

@@ -203,3 +203,31 @@ for (const transport of ['stdio', 'http']) {
     }
   });
 }
+
+test('a kernel that dies is reported as the kernel\'s death, not the sandbox\'s, and the next result says state was reset', { timeout: 120000 }, async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start', '--template', 'code-interpreter-v1'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(transport);
+  const run = async (code) => (await c.callTool({ name: 'run_code', arguments: { code } }, undefined, { timeout: 100000 })).structuredContent;
+  try {
+    await run('x = 41');
+    let r = await run('import os; os._exit(3)');
+    assert.equal(r.error, undefined, JSON.stringify(r));
+    assert.equal(r.kernel_died, true);
+    assert.equal(r.exit_code, 3);
+    assert.match(r.stderr, /KernelDied: the python kernel exited with status 3/);
+    r = await run('x');
+    assert.equal(r.state_reset, true);
+    assert.match(r.state_reset_reason, /gone/);
+    assert.match(r.stderr, /NameError/);
+    r = await run('y = 1\ny');
+    assert.equal(r.state_reset, undefined, 'only the first call after the death says so');
+    // killed by the memory limit (the default sandbox has 512 MiB)
+    r = await run('b = bytearray(2 << 30)');
+    assert.equal(r.kernel_died, true, JSON.stringify(r));
+    assert.match(r.stderr, /killed by signal 9 \(most often the sandbox's memory limit/);
+    assert.equal((await c.callTool({ name: 'run_command', arguments: { command: 'echo alive' } })).structuredContent.stdout, 'alive\n');
+  } finally {
+    await c.close();
+  }
+});
