@@ -29,6 +29,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -590,7 +592,11 @@ static void shell_argv(const char *command, const char *argv[4])
 }
 
 typedef struct exec_state {
+    abx_sandbox *sandbox;
     const abx_exec_options *opts;
+    pthread_t pump;             /* copies opts->stdin_fd to the command (with_stdin) */
+    bool pumping;
+    atomic_bool stop_pump;
     bool (*should_cancel)(void *userdata);
     abx_exec_result *result;
     int pid;
@@ -622,6 +628,30 @@ static int signal_from_status(const char *status)
     return SIGKILL;
 }
 
+/* The stdin pump: the caller's bytes to the command, then its stdin closed.
+ * It polls so that it ends as soon as the command does (stop_pump), even
+ * when the caller's input never ends. */
+static void *stdin_pump(void *arg)
+{
+    exec_state *st = arg;
+    char buf[65536];
+    while (!atomic_load(&st->stop_pump)) {
+        struct pollfd p = {.fd = st->opts->stdin_fd, .events = POLLIN};
+        int ready = poll(&p, 1, 100);
+        if (ready < 0 && errno != EINTR)
+            break;
+        if (ready <= 0)
+            continue;
+        ssize_t n = read(st->opts->stdin_fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0 || abx_sandbox_send_stdin(st->sandbox, st->pid, buf, (size_t)n, NULL) < 0)
+            break;
+    }
+    abx_sandbox_close_stdin(st->sandbox, st->pid, NULL);
+    return NULL;
+}
+
 static int exec_event(json_t *msg, void *ud)
 {
     exec_state *st = ud;
@@ -629,6 +659,8 @@ static int exec_event(json_t *msg, void *ud)
     json_t *start = json_object_get(ev, "start");
     if (start) {
         st->pid = (int)json_integer_value(json_object_get(start, "pid"));
+        if (st->opts->with_stdin && st->pid > 0 && !st->stop_at_start)
+            st->pumping = pthread_create(&st->pump, NULL, stdin_pump, st) == 0;
         if (st->opts->should_cancel && st->opts->should_cancel(st->opts->userdata))
             st->cancelled_at_start = true;
         return st->stop_at_start || st->cancelled_at_start;
@@ -702,18 +734,22 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
         return rc;
     if (!argv || !argv[0] || !argv[0][0])
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
-    json_t *req = start_request(argv, opts, false, err, &rc);
+    json_t *req = start_request(argv, opts, opts->with_stdin, err, &rc);
     if (rc < 0) {
         json_decref(req);
         return rc;
     }
-    exec_state st = {.opts = opts, .result = out};
+    exec_state st = {.sandbox = s, .opts = opts, .result = out};
     abx__capbuf_init(&st.out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     abx__capbuf_init(&st.err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
     rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
                           opts->should_cancel ? exec_cancel : NULL, err);
     json_decref(req);
+    if (st.pumping) {
+        atomic_store(&st.stop_pump, true);
+        pthread_join(st.pump, NULL);
+    }
     /* output is handed over only with success: a failed call leaves nothing
      * in *out for its caller to free */
     if (rc == 0 || rc == -ABX_ETIMEOUT)

@@ -155,7 +155,10 @@ int cli_parse(cli_ctx *ctx, const char *verb, const char *help, int argc, char *
             fputs(help, stdout);
             return 1;
         }
-        if (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0) {
+        /* "-5" is a (negative) number, not a flag: the verb's own check
+         * then says what range it takes */
+        bool negative_number = arg[0] == '-' && arg[1] >= '0' && arg[1] <= '9';
+        if (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0 || negative_number) {
             if (*npos >= CLI_MAX_POSITIONAL) {
                 cli_fail(ctx, ABX_EUSAGE, "too many arguments for 'abx %s'", verb);
                 return -1;

@@ -20,7 +20,7 @@ const char cmd_exec_help[] =
     "signal N, 124 if --timeout killed it, 125 if abx failed). Several words\n"
     "after ID are joined with spaces into one command.\n"
     "\n"
-    "  --cwd DIR       working directory (default: the user's home)\n"
+    "  --cwd DIR       working directory (default: /app, as abx run and the MCP tools)\n"
     "  --timeout S     kill CMD after S seconds, 1-86400 (default: none)\n"
     "  --env K=V       environment variable (repeatable)\n"
     "  --user U        user (uid 1000, default) or root\n"
@@ -28,6 +28,7 @@ const char cmd_exec_help[] =
     "                  'abx signal', 'abx ps') instead of waiting\n"
     "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
     "\n"
+    "abx's stdin (when it is not a terminal) is CMD's stdin.\n"
     "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
     "exits 128+N; the sandbox itself lives on. So does a closed output\n"
     "(`abx exec ID yes | head -1`): CMD is killed, abx exits 141 (128+SIGPIPE).\n";
@@ -116,6 +117,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     int rc = cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return rc > 0 ? 0 : CLI_EXIT_FAILED;
+    if (!o.cwd)
+        o.cwd = "/app"; /* one default working directory for run, exec and the MCP tools */
     char command[1 << 16];
     if (npos < 2 || join(pos, 1, npos, command, sizeof command) < 0 || !command[0]) {
         cli_fail(ctx, ABX_EUSAGE, "usage: abx exec ID \"CMD\"");
@@ -152,6 +155,10 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
         o.on_stdout = to_stdout;
         o.on_stderr = to_stderr;
     }
+    /* what comes on abx's stdin is the command's (`echo data | abx exec ID
+     * 'wc -c'`); a terminal is not read (no command waits on it by surprise) */
+    o.with_stdin = !isatty(STDIN_FILENO);
+    o.stdin_fd = STDIN_FILENO;
     o.keep_output = ctx->json;
     o.should_cancel = interrupted;
     catch_interrupts();

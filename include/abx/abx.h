@@ -193,6 +193,11 @@ typedef struct abx_exec_options {
     /* Polled about once a second and on output; returning true stops the
      * command (it is killed) and the call fails with ABX_ECANCELLED. */
     bool (*should_cancel)(void *userdata);
+    /* with_stdin: what stdin_fd gives until its end is the command's
+     * stdin, which is then closed (abx_sandbox_exec only); otherwise the
+     * command's stdin is empty. */
+    bool with_stdin;
+    int stdin_fd;
 } abx_exec_options;
 
 typedef struct abx_exec_result {

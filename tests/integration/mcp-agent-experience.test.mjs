@@ -231,3 +231,21 @@ test('a kernel that dies is reported as the kernel\'s death, not the sandbox\'s,
     await c.close();
   }
 });
+
+test('abx exec: stdin passes through, the default directory is /app, and a negative timeout is a range error', () => {
+  const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim();
+  try {
+    assert.equal(spawnBash(`echo data | "${abx}" exec ${id} 'wc -c'`).stdout, '5\n');
+    assert.equal(spawnBash(`head -c 3000000 /dev/zero | "${abx}" exec ${id} 'wc -c'`).stdout, '3000000\n');
+    // a command that stops reading does not hang on an endless input
+    assert.equal(spawnBash(`yes | "${abx}" exec ${id} 'head -c 3 >/dev/null; echo read'`).stdout, 'read\n');
+    assert.equal(runAbx(['exec', id, 'pwd'], { env: H.env }).stdout, '/app\n');
+    assert.equal(runAbx(['run', '--', 'pwd'], { env: H.env }).stdout.split('\n').filter((l) => l.startsWith('/')).at(-1), '/app');
+    const neg = runAbx(['timeout', id, '-5'], { env: H.env });
+    assert.notEqual(neg.status, 0);
+    assert.match(neg.stderr, /E8001: timeout: expected a whole number of seconds from 1 to 86400/);
+    assert.doesNotMatch(neg.stderr, /unknown flag/);
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
