@@ -160,6 +160,10 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
         goto out_sigfd;
     }
     *exit_status = supervise(&jail, sigfd, opts->timeout_s, &tty);
+    if (opts->timed_out)
+        *opts->timed_out = opts->timeout_s && *exit_status == 124;
+    if (opts->oom_killed)
+        *opts->oom_killed = abx__cgroup_oom_killed(&jail.cgroup);
     abx__jail_destroy(&jail);
     abx__tty_relay_end(&tty);
 out_sigfd:

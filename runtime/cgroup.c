@@ -279,6 +279,18 @@ static void kill_frozen(const char *dir)
     abx__write_file_at(AT_FDCWD, path, "THAWED");
 }
 
+bool abx__cgroup_oom_killed(const abx_cgroup *cg)
+{
+    if (cg->ndirs == 0)
+        return false;
+    char path[512], text[512];
+    snprintf(path, sizeof path, "%s/%s", cg->dirs[0], cg->version == 2 ? "memory.events" : "memory.oom_control");
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return false;
+    const char *at = strstr(text, "oom_kill ");
+    return at && strtoul(at + 9, NULL, 10) > 0;
+}
+
 void abx__cgroup_destroy(abx_cgroup *cg)
 {
     if (cg->version == 1 && cg->freezer && cg->ndirs == ABX_CGROUP_MAX_DIRS)

@@ -24,6 +24,9 @@ int abx__cgroup_create(abx_cgroup *cg, const char *id, const abx_limits *lim, bo
 int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err);
 /* SIGKILLs whatever is still inside and removes the directories. Idempotent. */
 void abx__cgroup_destroy(abx_cgroup *cg);
+/* True when the memory controller's OOM killer killed a process in cg
+ * (v1 memory.oom_control, v2 memory.events: oom_kill > 0). */
+bool abx__cgroup_oom_killed(const abx_cgroup *cg);
 /* Removes the cgroups of sandboxes whose supervisor died without cleaning
  * up: empty leaves created at least grace_s seconds ago. */
 void abx__cgroup_sweep_stale(unsigned grace_s);

@@ -160,9 +160,19 @@ int cmd_run(cli_ctx *ctx, int argc, char **argv)
     f.opts.envs = f.envs;
     f.opts.argv = (const char *const *)&argv[i];
     int status = 0;
+    bool timed_out = false, oom_killed = false;
+    f.opts.timed_out = &timed_out;
+    f.opts.oom_killed = &oom_killed;
     abx_error *err = NULL;
     int rc = abx_run(&f.opts, &status, &err);
     if (rc < 0)
         cli_fail_error(ctx, err, rc);
+    /* an ending the command did not choose is said, once, on stderr */
+    else if (timed_out)
+        fprintf(stderr, "abx: %s: the command ran past --timeout (%u s) and the sandbox was killed (exit 124)\n",
+                abx_err_name(ABX_ETIMEOUT), f.opts.timeout_s);
+    else if (oom_killed)
+        fprintf(stderr, "abx: a process inside was killed by the memory limit (--memory %u MB): raise --memory or "
+                        "use less\n", f.opts.limits.memory_mb);
     return status;
 }

@@ -98,6 +98,10 @@ typedef struct abx_run_options {
     const char *const *envs;  /* "K=V" strings added to the sandbox's environment, NULL-terminated; may be NULL */
     const char *cwd;          /* working directory inside; NULL means /app */
     bool as_root;             /* run as root inside (still unprivileged on the host) */
+    /* Outputs, when non-NULL: set when the timeout ended the sandbox, and
+     * when the memory limit's OOM killer killed a process inside. */
+    bool *timed_out;
+    bool *oom_killed;
 } abx_run_options;
 
 /* Runs opts->argv in a fresh sandbox with this process's stdin, stdout and

@@ -249,3 +249,15 @@ test('abx exec: stdin passes through, the default directory is /app, and a negat
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('abx run says why the sandbox ended when the command did not choose it: the timeout (124), the memory limit (137)', () => {
+  let r = runAbx(['run', '--timeout', '1', '--', 'sleep', '30'], { env: H.env });
+  assert.equal(r.status, 124);
+  assert.match(r.stderr, /E8005: the command ran past --timeout \(1 s\)/);
+  r = runAbx(['run', '--memory', '64', '--', 'python3', '-c', 'b = bytearray(300 << 20)'], { env: H.env });
+  assert.equal(r.status, 137);
+  assert.match(r.stderr, /killed by the memory limit \(--memory 64 MB\)/);
+  r = runAbx(['run', '--', 'sh', '-c', 'kill -9 $$'], { env: H.env });
+  assert.equal(r.status, 137);
+  assert.doesNotMatch(r.stderr, /memory limit|timeout/, 'a kill the command chose is not blamed on a limit');
+});
