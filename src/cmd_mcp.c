@@ -28,7 +28,7 @@ const char cmd_mcp_help[] =
     "       abx mcp deploy [--name N] [--region R] [--template T] [--memory MB] [--timeout S]\n"
     "                      [--auth-token-file F | --generate-token] [--sandbox-api-key K]\n"
     "                      [--no-session-affinity] [--custom-domain D] [--output-dir DIR]\n"
-    "       abx mcp install --target cursor|claude|vscode [--json]\n"
+    "       abx mcp install --target cursor|claude|vscode|claude-code [--json]\n"
     "       abx mcp status [--json]\n"
     "\n"
     "start    serve the MCP tools on stdin/stdout (newline-delimited JSON-RPC;\n"
@@ -60,12 +60,14 @@ const char cmd_mcp_help[] =
     "install  merge an 'agent-sandbox' entry (this abx's absolute path, args\n"
     "         mcp start) into the IDE's configuration: Cursor ~/.cursor/mcp.json,\n"
     "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
-    "         .vscode/mcp.json in the current directory (servers, type stdio).\n"
+    "         .vscode/mcp.json in the current directory (servers, type stdio),\n"
+    "         Claude Code .mcp.json in the current directory (mcpServers, type\n"
+    "         stdio; as `claude mcp add --scope project`).\n"
     "         The API key (ABX_SANDBOX_API_KEY, or config core.api_key) is\n"
     "         written for Cursor and Claude only, and only when configured;\n"
-    "         never into the VS Code workspace file. Other entries are kept; a\n"
-    "         file that is not strict JSON is left untouched (E8021); the file\n"
-    "         is replaced atomically.\n"
+    "         never into a project's file. Other entries and the file's mode\n"
+    "         are kept; a file that is not strict JSON is left untouched (E8021,\n"
+    "         naming the line); the file is replaced atomically.\n"
     "status   server name, transport, tools, whether an API key is configured,\n"
     "         and the install state in each IDE.\n";
 
@@ -76,20 +78,23 @@ typedef struct ide_target {
     bool api_key;        /* may carry the API key */
 } ide_target;
 
+/* Project-scoped files (VS Code's .vscode/mcp.json, Claude Code's .mcp.json)
+ * live in the current directory and are often committed: never a key there. */
 static const ide_target targets[] = {
     {"cursor", "Cursor", "mcpServers", true},
     {"claude", "Claude Desktop", "mcpServers", true},
     {"vscode", "VS Code", "servers", false},
+    {"claude-code", "Claude Code", "mcpServers", false},
 };
 
 static int target_path(const ide_target *t, char *out, size_t len)
 {
     const char *home = getenv("HOME");
-    if (strcmp(t->name, "vscode") == 0) {
+    if (strcmp(t->name, "vscode") == 0 || strcmp(t->name, "claude-code") == 0) {
         char cwd[PATH_MAX - 32];
         if (!getcwd(cwd, sizeof cwd))
             return -1;
-        int n = snprintf(out, len, "%s/.vscode/mcp.json", cwd);
+        int n = snprintf(out, len, "%s/%s", cwd, t->name[0] == 'v' ? ".vscode/mcp.json" : ".mcp.json");
         return n < 0 || (size_t)n >= len ? -1 : 0;
     }
     if (!home)
@@ -142,15 +147,24 @@ static int mkdir_parents(const char *path)
     return 0;
 }
 
+/* Replaces path with doc. A file that exists keeps its mode (a 0644
+ * config stays 0644); a new one is 0600 (it may hold an API key). */
 static int write_atomically(const char *path, json_t *doc)
 {
     char tmp[PATH_MAX + 96];
     snprintf(tmp, sizeof tmp, "%s.abx-tmp", path);
     if (mkdir_parents(path) < 0)
         return -1;
+    struct stat st;
+    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0600;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
+    if (fd < 0 || fchmod(fd, mode) < 0) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         return -1;
+    }
     char *text = json_dumps(doc, JSON_INDENT(2));
     size_t n = text ? strlen(text) : 0;
     int rc = text && write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && fsync(fd) == 0 ? 0 : -1;
@@ -165,13 +179,18 @@ static int write_atomically(const char *path, json_t *doc)
 }
 
 /* Loads an IDE config: absent -> a new object; not strict JSON or not an
- * object -> NULL (left untouched). */
-static json_t *load_config(const char *path, bool *exists)
+ * object -> NULL (left untouched), with *bad_line the line where strict
+ * JSON stopped (0 when it is JSON but not an object). */
+static json_t *load_config(const char *path, bool *exists, int *bad_line)
 {
+    *bad_line = 0;
     *exists = access(path, F_OK) == 0;
     if (!*exists)
         return json_object();
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc)
+        *bad_line = jerr.line > 0 ? jerr.line : 1;
     if (!json_is_object(doc)) {
         json_decref(doc);
         return NULL;
@@ -186,7 +205,7 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         if (strcmp(targets[i].name, target_name) == 0)
             t = &targets[i];
     if (!t)
-        return cli_fail(ctx, ABX_EINVAL, "--target: expected cursor, claude or vscode");
+        return cli_fail(ctx, ABX_EINVAL, "--target: expected cursor, claude, vscode or claude-code");
     char path[PATH_MAX + 64], self[PATH_MAX];
     if (target_path(t, path, sizeof path) < 0)
         return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)", t->label);
@@ -195,10 +214,15 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         return cli_fail(ctx, ABX_ESYS, "cannot find this abx executable's path");
     self[n] = '\0';
     bool exists;
-    json_t *doc = load_config(path, &exists);
+    int bad_line;
+    json_t *doc = load_config(path, &exists, &bad_line);
+    if (!doc && bad_line)
+        return cli_fail(ctx, ABX_ECONFIG,
+                        "the %s configuration is not strict JSON (line %d: comments and trailing commas are not "
+                        "JSON): left untouched",
+                        t->label, bad_line);
     if (!doc)
-        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not strict JSON (an object): left untouched",
-                        t->label);
+        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not a JSON object: left untouched", t->label);
     json_t *section = json_object_get(doc, t->section);
     if (section && !json_is_object(section)) {
         json_decref(doc);
@@ -210,7 +234,7 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         json_object_set_new(doc, t->section, section);
     }
     json_t *entry = json_pack("{s:s, s:[s, s]}", "command", self, "args", "mcp", "start");
-    if (strcmp(t->name, "vscode") == 0)
+    if (strcmp(t->name, "vscode") == 0 || strcmp(t->name, "claude-code") == 0)
         json_object_set_new(entry, "type", json_string("stdio"));
     char *key = t->api_key ? api_key() : NULL;
     if (key) {
@@ -256,8 +280,9 @@ static int mcp_status(cli_ctx *ctx)
     for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
         char path[PATH_MAX + 64];
         bool installed = false, exists = false;
+        int bad_line = 0;
         if (target_path(&targets[k], path, sizeof path) == 0) {
-            json_t *doc = load_config(path, &exists);
+            json_t *doc = load_config(path, &exists, &bad_line);
             installed = exists && json_object_get(json_object_get(doc, targets[k].section), SERVER_NAME) != NULL;
             json_decref(doc);
         } else {

@@ -506,9 +506,11 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   const ws = fs.mkdtempSync(path.join(H.home, 'ws-'));
   const e = { ...env, HOME: fakeHome, XDG_CONFIG_HOME: path.join(fakeHome, '.config') };
   fs.mkdirSync(path.join(fakeHome, '.cursor'));
-  fs.writeFileSync(path.join(fakeHome, '.cursor', 'mcp.json'), JSON.stringify({ mcpServers: { other: { command: 'x' } }, extra: 1 }));
+  fs.writeFileSync(path.join(fakeHome, '.cursor', 'mcp.json'), JSON.stringify({ mcpServers: { other: { command: 'x' } }, extra: 1 }), { mode: 0o644 });
+  fs.chmodSync(path.join(fakeHome, '.cursor', 'mcp.json'), 0o644);
   let r = runAbx(['mcp', 'install', '--target', 'cursor'], { env: e, cwd: ws });
   assert.equal(r.status, 0, r.stderr);
+  assert.equal(fs.statSync(path.join(fakeHome, '.cursor', 'mcp.json')).mode & 0o777, 0o644, 'the config kept its mode');
   assert.match(r.stdout, /MCP Server config written to .*\.cursor\/mcp\.json/);
   assert.match(r.stdout, /Please restart Cursor/);
   assert.ok(!r.stdout.includes(SECRET));
@@ -526,6 +528,11 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   assert.equal(r.status, 0, r.stderr);
   const vscode = JSON.parse(fs.readFileSync(path.join(ws, '.vscode', 'mcp.json'), 'utf8'));
   assert.deepEqual(vscode.servers['agent-sandbox'], { command: abx, args: ['mcp', 'start'], type: 'stdio' });
+  // Claude Code: the project's .mcp.json, never with the key
+  r = runAbx(['mcp', 'install', '--target', 'claude-code'], { env: e, cwd: ws });
+  assert.equal(r.status, 0, r.stderr);
+  const cc = JSON.parse(fs.readFileSync(path.join(ws, '.mcp.json'), 'utf8'));
+  assert.deepEqual(cc.mcpServers['agent-sandbox'], { command: abx, args: ['mcp', 'start'], type: 'stdio' });
   // without a configured key, no env block
   const noKey = { ...e, ABX_SANDBOX_API_KEY: '', ABX_HOME: path.join(fakeHome, 'abxhome') };
   fs.rmSync(path.join(fakeHome, '.cursor', 'mcp.json'));
@@ -536,7 +543,7 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   fs.writeFileSync(path.join(fakeHome, '.cursor', 'mcp.json'), broken);
   r = runAbx(['mcp', 'install', '--target', 'cursor'], { env: e, cwd: ws });
   assert.notEqual(r.status, 0);
-  assert.match(r.stderr, /^abx: E8021: /);
+  assert.match(r.stderr, /^abx: E8021: .*not strict JSON \(line 1:/);
   assert.equal(fs.readFileSync(path.join(fakeHome, '.cursor', 'mcp.json'), 'utf8'), broken);
   assert.match(runAbx(['mcp', 'install', '--target', 'emacs'], { env: e }).stderr, /^abx: E8001: /);
   const st = JSON.parse(runAbx(['--json', 'mcp', 'status'], { env: e, cwd: ws }).stdout);
