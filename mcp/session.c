@@ -316,13 +316,13 @@ int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp
     if (rc < 0)
         return rc;
     /* end_at has one-second resolution: renewing more often changes
-     * nothing, except for the default, whose renewal also tells whether it
-     * is still there */
+     * nothing. A renewal that finds the default gone replaces it (a call
+     * that finds it gone between renewals: mcp_session_check_default) */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     bool check_default = !id && create;
-    bool due = check_default || now - (*out)->renewed_ms >= RENEW_EVERY_MS;
+    bool due = now - (*out)->renewed_ms >= RENEW_EVERY_MS;
     if (renew && due && (*out)->owned && (*out)->renew_s) {
         (*out)->renewed_ms = now;
         rc = abx_sandbox_set_timeout((*out)->handle, (*out)->renew_s, err);
@@ -342,6 +342,30 @@ int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp
         }
     }
     return 0;
+}
+
+bool mcp_session_check_default(mcp_session *s)
+{
+    pthread_mutex_lock(&s->mu);
+    mcp_sandbox *b = s->default_box;
+    if (b)
+        b->refs++;
+    pthread_mutex_unlock(&s->mu);
+    if (!b)
+        return false;
+    abx_sandbox_info info;
+    int rc = abx_sandbox_get_info(b->handle, &info, NULL);
+    if (rc == 0) {
+        abx_sandbox_info_clear(&info);
+        mcp_session_release(s, b);
+        return false;
+    }
+    if (rc != -ABX_ENOTFOUND && rc != -ABX_ENOTRUNNING) {
+        mcp_session_release(s, b);
+        return false;
+    }
+    forget_dead_default(s, b);
+    return true;
 }
 
 int mcp_session_kill(mcp_session *s, const char *id, abx_error **err)

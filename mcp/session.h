@@ -77,6 +77,10 @@ int mcp_session_create(mcp_session *s, const mcp_create_args *a, mcp_sandbox **o
 int mcp_session_use(mcp_session *s, const char *id, bool create, bool renew, mcp_sandbox **out, bool *created,
                     bool *replaced, abx_error **err);
 void mcp_session_release(mcp_session *s, mcp_sandbox *b);
+/* After a call on the default failed as if it were gone: true when the
+ * default has indeed ended (it is then forgotten, so the next use creates a
+ * new one); false when it is alive or there is none. */
+bool mcp_session_check_default(mcp_session *s);
 /* Kills the addressed sandbox (NULL: the default, or an error if none). */
 int mcp_session_kill(mcp_session *s, const char *id, abx_error **err);
 /* Sets a new lifetime and, for an owned sandbox, the renewal policy. */

@@ -452,6 +452,8 @@ static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp
     int rc = mcp_session_use(c->session, id, create, renew, b, &created, &replaced, err);
     if (rc == 0 && created)
         mcp_call_log(c, 1, "sandbox created");
+    if (rc == 0 && !id && create)
+        c->used_default = true;
     if (rc == 0 && replaced) {
         c->sandbox_replaced = true;
         mcp_call_log(c, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
@@ -1006,6 +1008,16 @@ static const tool_entry handlers[] = {
     {"download_file", tool_download_file},
 };
 
+/* A tool error saying the sandbox is gone (E8002) or not running (E8016). */
+static bool failed_as_gone(json_t *r)
+{
+    if (!json_is_true(json_object_get(r, "isError")))
+        return false;
+    const char *code = json_string_value(
+        json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code"));
+    return code && (strcmp(code, abx_err_name(ABX_ENOTFOUND)) == 0 || strcmp(code, abx_err_name(ABX_ENOTRUNNING)) == 0);
+}
+
 /* A result made on a new default sandbox that replaced one which had ended
  * says so, in structuredContent and its text copy. */
 static json_t *note_replaced(json_t *r)
@@ -1032,6 +1044,16 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
         if (strcmp(handlers[i].name, name) == 0) {
             json_t *r = handlers[i].fn(call);
+            /* a call on the default that found it gone (between renewals)
+             * runs once more, on a new default, if it has indeed ended */
+            if (r && call->used_default && !call->sandbox_replaced && failed_as_gone(r) &&
+                mcp_session_check_default(call->session)) {
+                json_decref(r);
+                call->used_default = false;
+                r = handlers[i].fn(call);
+                call->sandbox_replaced = r != NULL;
+                mcp_call_log(call, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
+            }
             return call->sandbox_replaced && r ? note_replaced(r) : r;
         }
     return NULL;

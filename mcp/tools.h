@@ -14,6 +14,7 @@ typedef struct mcp_call {
     uint64_t output_bytes;   /* output seen so far (progress messages) */
     uint64_t last_progress_ms;
     bool sandbox_replaced;   /* the default sandbox had ended and a new one took its place */
+    bool used_default;       /* the call used (or lazily made) the default sandbox */
     atomic_int cancelled;
     mcp_sink sink;
     int log_level;           /* the server's, at the call's start */
