@@ -135,7 +135,9 @@ __attribute__((noreturn)) static void child_exec(const spawn_request *r, const i
         goto fail;
     environ = (char **)r->envp;
     execvp(r->argv[0], (char *const *)r->argv);
-    f.code = errno == ENOENT || errno == ENOTDIR ? ABX_ECMDNOTFOUND : ABX_EPERM;
+    f.code = errno == ENOENT || errno == ENOTDIR ? ABX_ECMDNOTFOUND
+             : errno == EACCES || errno == ENOEXEC ? ABX_ENOEXEC
+                                                  : ABX_EPERM;
 fail:
     f.err = errno;
     (void)abx__write_all(status_fd, &f, sizeof f);

@@ -141,7 +141,8 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
     int e = errno;
     if (e == ENOENT || e == ENOTDIR)
         report_fail(report_fd, ABX_ECMDNOTFOUND, 127, "%s: command not found", cfg->argv[0]);
-    report_fail(report_fd, ABX_EPERM, 126, "%s: %s", cfg->argv[0], strerror(e));
+    report_fail(report_fd, e == EACCES || e == ENOEXEC ? ABX_ENOEXEC : ABX_EPERM, 126, "%s: %s", cfg->argv[0],
+                strerror(e));
 }
 
 /* ---- inside: init ------------------------------------------------------- */

@@ -82,7 +82,8 @@ static int errno_code(int e)
 {
     switch (e) {
     case ENOENT: case ENOTDIR: return ABX_ENOENT;
-    case EACCES: case EPERM: case EROFS: return ABX_EPERM;
+    case EROFS: return ABX_EROFS;
+    case EACCES: case EPERM: return ABX_EPERM;
     case EXDEV: case ELOOP: return ABX_EPATHOUTSIDE;
     case EISDIR: return ABX_EISDIR;
     case ENOSPC: case EDQUOT: case EFBIG: return ABX_ETOOBIG;

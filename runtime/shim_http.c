@@ -93,9 +93,9 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
 static const char *connect_code(int code, unsigned *status)
 {
     switch (code) {
-    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: *status = 404; return "not_found";
+    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: case ABX_ENOTASK: *status = 404; return "not_found";
     case ABX_EINVAL: case ABX_EISDIR: case ABX_EUSAGE: *status = 400; return "invalid_argument";
-    case ABX_EPERM: case ABX_EPATHOUTSIDE: *status = 403; return "permission_denied";
+    case ABX_EPERM: case ABX_EPATHOUTSIDE: case ABX_EROFS: case ABX_ENOEXEC: *status = 403; return "permission_denied";
     case ABX_ELIMIT: case ABX_ETOOBIG: *status = 429; return "resource_exhausted";
     case ABX_ENOTRUNNING: *status = 503; return "unavailable";
     case ABX_EAUTH: *status = 401; return "unauthenticated";
@@ -419,7 +419,7 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         return rpc_list(sh, c);
     int pid = selected_pid(sh, req);
     if (pid <= 0)
-        return send_error(c, ABX_ENOTFOUND, "process not found");
+        return send_error(c, ABX_ENOTASK, "process not found");
     if (strcmp(method, "SendSignal") == 0) {
         json_t *sig = json_object_get(req, "signal");
         int n = json_is_integer(sig) ? (int)json_integer_value(sig) : abx__shim_signal_from_name(json_string_value(sig));
@@ -526,7 +526,7 @@ static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
     }
     if (!p) {
         pthread_mutex_unlock(&sh->mu);
-        return send_error(c, ABX_ENOTFOUND, "process not found");
+        return send_error(c, ABX_ENOTASK, "process not found");
     }
     char *out = malloc(ABX_OUTBUF_CAP), *errb = malloc(ABX_OUTBUF_CAP);
     bool tout = false, terr = false;
@@ -815,7 +815,7 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
         r = rpc_start(sh, c, req, uid);
     } else if (strcmp(url, "/process.Process/Connect") == 0) {
         int pid = selected_pid(sh, req);
-        r = pid > 0 ? start_stream(sh, c, pid, true) : send_error(c, ABX_ENOTFOUND, "process not found");
+        r = pid > 0 ? start_stream(sh, c, pid, true) : send_error(c, ABX_ENOTASK, "process not found");
     } else if (strncmp(url, "/process.Process/", 17) == 0) {
         r = rpc_process(sh, c, url + 17, req);
     } else if (strncmp(url, "/filesystem.Filesystem/", 23) == 0) {

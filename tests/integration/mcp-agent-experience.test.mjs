@@ -261,3 +261,29 @@ test('abx run says why the sandbox ended when the command did not choose it: the
   assert.equal(r.status, 137);
   assert.doesNotMatch(r.stderr, /memory limit|timeout/, 'a kill the command chose is not blamed on a limit');
 });
+
+test('errors say what is wrong: an unknown task is not an unknown sandbox, /usr is read-only, a file is not executable', async () => {
+  const s = await stdioClient();
+  try {
+    const call = async (name, args) => (await s.callTool({ name, arguments: args })).structuredContent;
+    let r = await call('get_background_task', { task_id: '999999' });
+    assert.equal(r.error.code, 'E8026');
+    assert.match(r.error.message, /no such background task/);
+    r = await call('write_file', { path: '/usr/bin/evil', content: 'x' });
+    assert.equal(r.error.code, 'E8027');
+    assert.match(r.error.hint, /\/app/);
+    assert.doesNotMatch(r.error.hint, /as root/);
+  } finally {
+    await s.close();
+  }
+  const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim();
+  try {
+    runAbx(['exec', id, 'printf "echo hi" > /app/script.sh'], { env: H.env });
+    const r = runAbx(['logs', id, '999999'], { env: H.env });
+    assert.match(r.stderr, /E8026/);
+    const w = runAbx(['files', 'put', id, '/etc/hostname', '/usr/x'], { env: H.env });
+    assert.match(w.stderr, /E8027/);
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});

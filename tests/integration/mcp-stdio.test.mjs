@@ -245,7 +245,7 @@ test('run_command, files, list_files, background tasks, upload and download', as
     assert.deepEqual(stop, { success: true, status: 'exited' });
     g = ok(await s.call('get_background_task', { task_id: bg.task_id }));
     assert.deepEqual([g.status, g.exit_code], ['exited', 143]);
-    failed(await s.call('get_background_task', { task_id: '999999' }), 'E8002');
+    failed(await s.call('get_background_task', { task_id: '999999' }), 'E8026'); // a task, not the sandbox, is unknown
     // binary transfer; an image also comes back as image content
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082', 'hex');
     assert.deepEqual(ok(await s.call('upload_file', { path: '/app/pixel.png', content_base64: png.toString('base64') })), { success: true, bytes_written: png.length });

@@ -106,10 +106,10 @@ test('a command that does not exist: E8009, status 127', () => {
   assert.equal(r.stderr.trim().split('\n').length, 1);
 });
 
-test('a command that is not executable: status 126', () => {
+test('a command that is not executable: status 126, E8028 (not "run abx as root")', () => {
   const r = runAbx(['run', '--', '/etc/passwd']);
   assert.equal(r.status, 126);
-  assert.match(r.stderr, /^abx: E8010: /);
+  assert.match(r.stderr, /^abx: E8028: .*chmod \+x/);
 });
 
 test('a working directory that does not exist: E8023, status 125', () => {
