@@ -79,7 +79,11 @@ static int print_error(const cli_ctx *ctx, int code, const char *message)
     } else {
         fprintf(stderr, "abx: %s: %s (hint: %s)\n", abx_err_name(code), message, abx_err_hint(code));
     }
-    return code == ABX_EUSAGE ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+    /* one exit status per category (docs/cli/README.md): a wrong command
+     * line, unknown verb or flag (E8014) or a value out of its range
+     * (E8001) is 2; anything else is 1. run and exec, which pass the
+     * command's own status through, use 125 for all of abx's errors. */
+    return code == ABX_EUSAGE || code == ABX_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 }
 
 int cli_fail(const cli_ctx *ctx, int code, const char *fmt, ...)

@@ -287,3 +287,18 @@ test('errors say what is wrong: an unknown task is not an unknown sandbox, /usr 
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('one exit status per error category across verbs: 2 for a wrong value or usage, 1 for the rest, 125 for run/exec', () => {
+  const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim();
+  try {
+    for (const args of [['timeout', id, '0'], ['create', '--memory', '5'], ['timeout', id, '-5'], ['files', 'ls'], ['nosuchverb'], ['list', '--limit', '0']]) {
+      assert.equal(runAbx(args, { env: H.env }).status, 2, args.join(' '));
+    }
+    assert.equal(runAbx(['kill', 'local:i' + '0'.repeat(20)], { env: H.env }).status, 1);
+    assert.equal(runAbx(['info', 'local:i' + '0'.repeat(20)], { env: H.env }).status, 1);
+    assert.equal(runAbx(['run', '--memory', '5', '--', 'true'], { env: H.env }).status, 125);
+    assert.equal(runAbx(['exec', id, '--timeout', '0', 'true'], { env: H.env }).status, 125);
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
