@@ -659,7 +659,9 @@ static json_t *tool_list_files(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id;
-    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f))
+    long long depth;
+    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
+        !arg_id(c, &id, &f) || !arg_int(c, "depth", 1, 5, 1, &depth, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
@@ -667,7 +669,7 @@ static json_t *tool_list_files(mcp_call *c)
     if (rc < 0)
         return abx_failure(err, rc);
     char *text = NULL;
-    rc = abx_sandbox_list_files(b->handle, path, 1, NULL, &text, &err);
+    rc = abx_sandbox_list_files(b->handle, path, (unsigned)depth, NULL, &text, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
         return abx_failure(err, rc);
@@ -678,10 +680,16 @@ static json_t *tool_list_files(mcp_call *c)
     json_array_foreach(entries, i, e) {
         const char *type = json_string_value(json_object_get(e, "type"));
         const char *size = json_string_value(json_object_get(e, "size"));
-        json_array_append_new(files, json_pack("{s:O, s:O, s:s, s:I}", "name", json_object_get(e, "name"), "path",
-                                               json_object_get(e, "path"), "type",
-                                               type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
-                                               "size", (json_int_t)(size ? strtoll(size, NULL, 10) : 0)));
+        const char *target = json_string_value(json_object_get(e, "symlinkTarget"));
+        json_t *entry = json_pack("{s:O, s:O, s:s, s:I}", "name", json_object_get(e, "name"), "path",
+                                  json_object_get(e, "path"), "type",
+                                  target ? "symlink"
+                                  : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir"
+                                                                                      : "file",
+                                  "size", (json_int_t)(size ? strtoll(size, NULL, 10) : 0));
+        if (target)
+            json_object_set_new(entry, "target", json_string(target));
+        json_array_append_new(files, entry);
     }
     json_decref(entries);
     return ok(json_pack("{s:o}", "files", files));

@@ -302,3 +302,22 @@ test('one exit status per error category across verbs: 2 for a wrong value or us
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('list_files shows symlinks as symlinks and takes a depth', async () => {
+  const s = await stdioClient();
+  try {
+    const call = async (name, args) => (await s.callTool({ name, arguments: args })).structuredContent;
+    await call('run_command', { command: 'mkdir -p /app/t/sub/deep && echo x > /app/t/sub/deep/f && ln -s sub /app/t/link && ln -s /nowhere /app/t/dangling' });
+    let r = await call('list_files', { path: '/app/t' });
+    const by = Object.fromEntries(r.files.map((e) => [e.name, e]));
+    assert.deepEqual([by.link.type, by.link.target], ['symlink', 'sub']);
+    assert.deepEqual([by.dangling.type, by.dangling.target], ['symlink', '/nowhere']);
+    assert.equal(by.sub.type, 'dir');
+    assert.ok(!r.files.some((e) => e.path === '/app/t/sub/deep/f'));
+    r = await call('list_files', { path: '/app/t', depth: 3 });
+    assert.ok(r.files.some((e) => e.path === '/app/t/sub/deep/f' && e.type === 'file'), JSON.stringify(r.files));
+    assert.equal((await s.callTool({ name: 'list_files', arguments: { depth: 9 } })).structuredContent.error.field, 'depth');
+  } finally {
+    await s.close();
+  }
+});
