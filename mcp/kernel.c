@@ -87,16 +87,19 @@ static int kernel_start(mcp_sandbox *b, const char *lang, const char *cwd, mcp_k
 {
     char tag[48];
     snprintf(tag, sizeof tag, "abx-kernel-%s", lang);
-    const char *argv_py[] = {"python3", "-u", "-c", python_kernel, NULL};
-    const char *argv_js[] = {"node", "-e", node_kernel, NULL};
-    /* the kernel is started through the same shell-less path as any command */
+    /* the kernel starts from a file in the sandbox, not from its source on
+     * the command line (one line in `abx ps`, not the whole kernel) */
+    bool python = strcmp(lang, "python") == 0;
+    const char *file = python ? "/tmp/.abx-kernels/python_kernel.py" : "/tmp/.abx-kernels/node_kernel.js";
+    const char *src = python ? python_kernel : node_kernel;
+    int rc = abx_sandbox_write_file(b->handle, file, src, strlen(src), NULL, err);
+    if (rc < 0)
+        return rc;
+    const char *argv_py[] = {"python3", "-u", file, NULL};
+    const char *argv_js[] = {"node", file, NULL};
     abx_exec_options o = {.cwd = cwd, .tag = tag};
     int pid = 0;
-    int rc;
-    if (strcmp(lang, "python") == 0)
-        rc = abx_sandbox_start_background_argv(b->handle, argv_py, &o, &pid, err);
-    else
-        rc = abx_sandbox_start_background_argv(b->handle, argv_js, &o, &pid, err);
+    rc = abx_sandbox_start_background_argv(b->handle, python ? argv_py : argv_js, &o, &pid, err);
     if (rc < 0)
         return rc;
     memset(k, 0, sizeof *k);

@@ -61,6 +61,8 @@ typedef struct shim_proc {
     const uint64_t *stream_err[ABX_SHIM_MAX_STREAMS];
     int nstreams;
     bool paused;         /* the event loop skipped a pipe for a lagging stream */
+    bool awaiting_stream; /* started for a stream that has not attached yet: its output
+                             is held from the first byte as if it had (nothing wraps away) */
 } shim_proc;
 
 typedef struct shim_reply {
@@ -119,6 +121,7 @@ typedef struct shim_start_request {
     const char *tag;     /* may be NULL */
     unsigned uid;        /* 0 or 1000 */
     bool stdin_open;
+    bool streamed;       /* a stream will attach (process Start): hold output until it does */
 } shim_start_request;
 /* Starts a process; returns its pid (>0) or -ABX_E* with *err set. */
 int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err);
@@ -143,7 +146,8 @@ bool abx__shim_proc_finished_locked(const shim_proc *p);
 /* E2B-style end fields for a finished process. */
 void abx__shim_proc_end_fields(const shim_proc *p, int *exit_code, bool *exited, char *status, size_t len);
 void abx__shim_proc_free(shim_proc *p);
-/* Registers (or unregisters) a stream's offsets with process pid. Lock held. */
+/* Registers (or unregisters) a stream's offsets with process pid; the first
+ * one ends awaiting_stream. Lock held. */
 bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, const uint64_t *err_off);
 void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off);
 /* How many bytes the event loop may read from p's stream now without

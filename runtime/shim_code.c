@@ -13,9 +13,14 @@
 #include "b64.h"
 #include "error_internal.h"
 #include "kernel_sources.h"
+#include "shim_files.h"
+#include "sysutil.h"
 #include "reply_scan.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +55,30 @@ static const char *normalise(const char *l)
     return l;
 }
 
+/* Writes the kernel's source into the sandbox (/tmp/.abx-<uid>/, as the
+ * kernel's own user) so that it starts from a file: its command line stays
+ * one line in `ps`, not the whole source. Returns the path in *path. */
+static int write_kernel_file(shim *sh, const code_context *c, char *path, size_t len, abx_error **err)
+{
+    bool python = strcmp(c->language, "python") == 0;
+    snprintf(path, len, "/tmp/.abx-%u/%s", c->uid, python ? "python_kernel.py" : "node_kernel.js");
+    const char *src = python ? python_kernel : node_kernel;
+    int fd = -1;
+    int rc = abx__fs_open_file(sh, c->uid, path, O_WRONLY | O_CREAT | O_TRUNC, &fd, err);
+    if (rc < 0)
+        return rc;
+    rc = abx__write_all(fd, src, strlen(src)) < 0 ? abx__error_errno(err, ABX_EIO, errno, "writing the kernel") : 0;
+    close(fd);
+    return rc;
+}
+
 static int spawn_kernel(shim *sh, code_context *c, abx_error **err)
 {
-    json_t *args = strcmp(c->language, "python") == 0 ? json_pack("[s, s, s]", "-u", "-c", python_kernel)
-                                                      : json_pack("[s, s]", "-e", node_kernel);
+    char file[96];
+    int rc = write_kernel_file(sh, c, file, sizeof file, err);
+    if (rc < 0)
+        return rc;
+    json_t *args = strcmp(c->language, "python") == 0 ? json_pack("[s, s]", "-u", file) : json_pack("[s]", file);
     char tag[64];
     snprintf(tag, sizeof tag, "abx-context-%s", c->id);
     shim_start_request r = {.cmd = strcmp(c->language, "python") == 0 ? "python3" : "node", .args = args,

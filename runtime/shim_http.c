@@ -339,6 +339,8 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
         s->err_off = proc->err.total;
     }
     s->attached = abx__shim_stream_attach_locked(sh, pid, &s->out_off, &s->err_off);
+    if (!s->attached && proc)
+        proc->awaiting_stream = false; /* no stream after all: do not hold its output */
     pthread_mutex_unlock(&sh->mu);
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s,
                                                                 stream_free);
@@ -368,6 +370,7 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
         .tag = json_string_value(json_object_get(req, "tag")),
         .uid = uid,
         .stdin_open = json_is_true(json_object_get(req, "stdin")),
+        .streamed = true,
     };
     if (!sr.cmd || !*sr.cmd || !abx__shim_string_array_ok(sr.args) || !abx__shim_string_map_ok(sr.envs))
         return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -101,14 +102,25 @@ size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, si
     return n;
 }
 
+/* Bytes waiting in a pipe the event loop has not read yet. */
+static bool pipe_has_data(int fd)
+{
+    int n = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 bool abx__shim_proc_finished_locked(const shim_proc *p)
 {
     if (!p->exited)
         return false;
     if (p->out_fd < 0 && p->err_fd < 0)
         return true;
-    /* a paused pipe still holds output a stream is waiting for */
-    return !p->paused && abx__shim_now_ms() - p->exited_at_ms >= FINISH_GRACE_MS;
+    /* a paused pipe still holds output a stream is waiting for, and so does
+     * one the event loop has not drained yet (a busy host can take longer
+     * than the grace to get to it): only an idle pipe that a descendant
+     * keeps open is given up on after the grace */
+    return !p->paused && !pipe_has_data(p->out_fd) && !pipe_has_data(p->err_fd) &&
+           abx__shim_now_ms() - p->exited_at_ms >= FINISH_GRACE_MS;
 }
 
 bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, const uint64_t *err_off)
@@ -119,6 +131,7 @@ bool abx__shim_stream_attach_locked(shim *sh, int pid, const uint64_t *out_off, 
     p->stream_out[p->nstreams] = out_off;
     p->stream_err[p->nstreams] = err_off;
     p->nstreams++;
+    p->awaiting_stream = false;
     return true;
 }
 
@@ -149,6 +162,8 @@ size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream)
 {
     const abx_outbuf *b = err_stream ? &p->err : &p->out;
     size_t room = SHIM_READ_CHUNK, cap = ring_capacity_locked(b);
+    if (p->awaiting_stream) /* as a stream at offset 0 would */
+        room = b->total < cap ? (cap - (size_t)b->total < room ? cap - (size_t)b->total : room) : 0;
     for (int i = 0; i < p->nstreams; i++) {
         uint64_t lag = b->total - *(err_stream ? p->stream_err[i] : p->stream_out[i]);
         size_t free_bytes = lag < cap ? cap - (size_t)lag : 0;
@@ -332,6 +347,7 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
         return abx__error_set(err, ABX_ENOMEM, "process");
     }
     p->out.pool = p->err.pool = &sh->ring_pool;
+    p->awaiting_stream = req->streamed;
     p->stdin_fd = in[1];
     p->out_fd = out[0];
     p->err_fd = errp[0];

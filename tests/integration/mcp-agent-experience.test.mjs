@@ -321,3 +321,19 @@ test('list_files shows symlinks as symlinks and takes a depth', async () => {
     await s.close();
   }
 });
+
+test('kernels start from files: their command lines are one short line, not the kernel\'s source', async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start', '--template', 'code-interpreter-v1'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(transport);
+  try {
+    await c.callTool({ name: 'run_code', arguments: { code: '1' } });
+    await c.callTool({ name: 'run_code', arguments: { code: '1', language: 'javascript' } });
+    const ps = (await c.callTool({ name: 'run_command', arguments: { command: 'ps -eo args= | grep -E "^(python3|node) "' } })).structuredContent.stdout;
+    const lines = ps.trim().split('\n');
+    assert.equal(lines.length, 2, ps.slice(0, 500));
+    for (const l of lines) assert.ok(l.length < 120, `a kernel's command line is ${l.length} bytes`);
+  } finally {
+    await c.close();
+  }
+});
