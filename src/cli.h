@@ -104,6 +104,7 @@ void cli_print_help(const cli_command *cmd);
     X(files, "ls, cat, put, get, mkdir, rm, mv files in a sandbox")                                  \
     X(config, "set or get configuration (~/.abx/config.toml)")                                       \
     X(mcp, "serve the MCP tools (start), install them into an IDE, show status")                    \
+    X(doctor, "check what this host and user can run")                                               \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                    \

@@ -337,3 +337,30 @@ test('kernels start from files: their command lines are one short line, not the 
     await c.close();
   }
 });
+
+test('abx doctor says what works here as this user: everything as root, the cgroup failure as nobody', () => {
+  const r = runAbx(['--json', 'doctor'], { env: H.env });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.equal(doc.sandboxes_work, true);
+  const names = doc.checks.map((c) => c.check);
+  for (const n of ['namespaces', 'user namespaces', 'seccomp', 'cgroups', 'host ids', 'state directory', 'libcurl', 'libmicrohttpd']) assert.ok(names.includes(n), n);
+  assert.ok(doc.checks.every((c) => c.status === 'ok'), JSON.stringify(doc.checks));
+  // an unprivileged user, as an IDE would run it
+  const home = fs.mkdtempSync(path.join('/tmp', 'abx-doctor-'));
+  fs.chownSync(home, 65534, 65534);
+  try {
+    const u = spawnSync('runuser', ['-u', 'nobody', '--', abx, '--json', 'doctor'], { env: { ...process.env, ABX_HOME: home }, encoding: 'utf8' });
+    const d = JSON.parse(u.stdout);
+    const by = Object.fromEntries(d.checks.map((c) => [c.check, c]));
+    assert.equal(by['host ids'].status, 'warn');
+    if (!process.env.ABX_CGROUP_PARENT) {
+      assert.equal(by.cgroups.status, 'fail');
+      assert.match(by.cgroups.detail, /ABX_CGROUP_PARENT|root/);
+      assert.equal(d.sandboxes_work, false);
+      assert.equal(u.status, 1);
+    }
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
