@@ -51,8 +51,19 @@ static int begin_pty(abx_tty_relay *t, abx_error **err)
 int abx__tty_relay_begin(abx_tty_relay *t, abx_error **err)
 {
     init_relay(t);
-    if (isatty(0))
+    /* only a foreground abx relays its terminal: one started in the
+     * background (`abx run ... &`) would be stopped by SIGTTIN/SIGTTOU on
+     * its first read or mode change; its command reads nothing instead */
+    if (isatty(0) && tcgetpgrp(0) == getpgrp())
         return begin_pty(t, err);
+    if (isatty(0)) {
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int rc = null < 0 ? -1 : stand_in(t, 0, null);
+        if (null >= 0)
+            close(null);
+        if (rc < 0)
+            return abx__error_errno(err, ABX_ESYS, errno, "an empty stdin for the sandbox");
+    }
     for (int i = 1; i < 3; i++) {
         if (!isatty(i))
             continue;

@@ -10,6 +10,7 @@
  * (its slave as stdin, stdout and stderr, and as its controlling terminal)
  * and the supervisor relays between it and the caller's terminal, which is
  * in raw mode meanwhile and restored afterwards (as `docker run -t`).
+ * (abx in the foreground only: in the background its stdin is /dev/null.)
  * Otherwise a stdout or stderr that is a terminal is replaced by a pipe
  * the supervisor copies from: code inside never holds the caller's
  * terminal, so it cannot change its modes or line discipline. */

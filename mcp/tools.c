@@ -187,20 +187,25 @@ static json_t *ok(json_t *structured)
     return result_with(structured, NULL);
 }
 
-/* message: NULL for the code's own text, else one of this file's static
- * sentences (never a provider's words). */
-static json_t *tool_error_with(int code, const char *field, const char *message)
+/* message, hint: NULL for the code's own texts, else this file's static
+ * sentences (never a provider's words, never a client's value). */
+static json_t *tool_error_hinted(int code, const char *field, const char *message, const char *hint)
 {
     if (code < 0)
         code = -code;
     json_t *e = json_pack("{s:s, s:s, s:i, s:s, s:s}", "code", abx_err_name(code), "category",
                           abx_err_category(code), "http_status", abx_err_http_status(code), "message",
-                          message ? message : abx_strerror(code), "hint", abx_err_hint(code));
+                          message ? message : abx_strerror(code), "hint", hint ? hint : abx_err_hint(code));
     if (field)
         json_object_set_new(e, "field", json_string(field));
     json_t *r = result_with(json_pack("{s:o}", "error", e), NULL);
     json_object_set_new(r, "isError", json_true());
     return r;
+}
+
+static json_t *tool_error_with(int code, const char *field, const char *message)
+{
+    return tool_error_hinted(code, field, message, NULL);
 }
 
 static json_t *tool_error(int code, const char *field)
@@ -327,17 +332,9 @@ static json_t *invalid(arg_fail *f)
     char message[256];
     snprintf(message, sizeof message, "%s %s", f->field ? f->field : "arguments",
              f->rule[0] ? f->rule : "is not valid");
-    json_t *r = tool_error_with(ABX_EINVAL, f->field ? f->field : "arguments", message);
-    json_t *e = json_object_get(json_object_get(r, "structuredContent"), "error");
-    json_object_set_new(e, "hint", json_string("Fix the argument named in field as the message says; the tool's "
-                                               "inputSchema gives every argument's type and range."));
-    /* the text copy was made from the first hint: make it again */
-    json_t *content = json_object_get(r, "content");
-    char *text = json_dumps(json_object_get(r, "structuredContent"), JSON_COMPACT);
-    json_array_clear(content);
-    json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
-    free(text);
-    return r;
+    return tool_error_hinted(ABX_EINVAL, f->field ? f->field : "arguments", message,
+                             "Fix the argument named in field as the message says; the tool's inputSchema gives "
+                             "every argument's type and range.");
 }
 
 /* ---- progress, logging, cancellation ----------------------------------------- */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 const char cmd_exec_help[] =
-    "Usage: abx exec ID [--cwd DIR] [--timeout S] [--env K=V]... [--user root|user]\n"
+    "Usage: abx exec ID [--cwd DIR] [--timeout S] [--env K=V]... [--user root|user] [--no-stdin]\n"
     "                [--background] [--json] [--] \"CMD\"\n"
     "\n"
     "Runs CMD in the sandbox through `bash -l -c` (`sh -c` where there is no\n"
@@ -28,7 +28,8 @@ const char cmd_exec_help[] =
     "                  'abx signal', 'abx ps') instead of waiting\n"
     "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
     "\n"
-    "abx's stdin (when it is not a terminal) is CMD's stdin.\n"
+    "abx's stdin (when it is not a terminal) is CMD's stdin; --no-stdin gives\n"
+    "CMD an empty one (in a `while read` loop, as ssh -n does).\n"
     "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
     "exits 128+N; the sandbox itself lives on. So does a closed output\n"
     "(`abx exec ID yes | head -1`): CMD is killed, abx exits 141 (128+SIGPIPE).\n";
@@ -106,8 +107,9 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     const char *envs[129] = {NULL}, *pos[CLI_MAX_POSITIONAL];
     size_t nenvs = 0, npos = 0;
     abx_exec_options o = {0};
-    bool background = false;
+    bool background = false, no_stdin = false;
     const cli_flag flags[] = {
+        {"--no-stdin", CLI_BOOL, &no_stdin, 0, 0, NULL, 0, NULL},
         {"--cwd", CLI_STRING, &o.cwd, 0, 0, NULL, 0, NULL},
         {"--timeout", CLI_UINT, &o.timeout_s, 1, 86400, NULL, 0, NULL},
         {"--env", CLI_MULTI, envs, 0, 0, &nenvs, 128, NULL},
@@ -157,7 +159,7 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     }
     /* what comes on abx's stdin is the command's (`echo data | abx exec ID
      * 'wc -c'`); a terminal is not read (no command waits on it by surprise) */
-    o.with_stdin = !isatty(STDIN_FILENO);
+    o.with_stdin = !no_stdin && !isatty(STDIN_FILENO);
     o.stdin_fd = STDIN_FILENO;
     o.keep_output = ctx->json;
     o.should_cancel = interrupted;

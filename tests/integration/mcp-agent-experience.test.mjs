@@ -239,6 +239,8 @@ test('abx exec: stdin passes through, the default directory is /app, and a negat
     assert.equal(spawnBash(`head -c 3000000 /dev/zero | "${abx}" exec ${id} 'wc -c'`).stdout, '3000000\n');
     // a command that stops reading does not hang on an endless input
     assert.equal(spawnBash(`yes | "${abx}" exec ${id} 'head -c 3 >/dev/null; echo read'`).stdout, 'read\n');
+    // --no-stdin leaves a while-read loop's input alone
+    assert.equal(spawnBash(`printf 'a\\nb\\n' | while read l; do "${abx}" exec --no-stdin ${id} "echo $l; wc -c"; done`).stdout, 'a\n0\nb\n0\n');
     assert.equal(runAbx(['exec', id, 'pwd'], { env: H.env }).stdout, '/app\n');
     assert.equal(runAbx(['run', '--', 'pwd'], { env: H.env }).stdout.split('\n').filter((l) => l.startsWith('/')).at(-1), '/app');
     const neg = runAbx(['timeout', id, '-5'], { env: H.env });

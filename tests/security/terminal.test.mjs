@@ -36,3 +36,11 @@ test('stdout and stderr on a terminal, stdin not: pipes, never the terminal itse
   assert.match(r.out, /err/);
   assert.deepEqual([r.echo, r.isig], [true, true], JSON.stringify(r));
 });
+
+test('abx run in the background of a terminal (`abx run ... &`) is not stopped: its command gets an empty stdin', () => {
+  const r = onTerminal('bg', 'test -t 0 || echo no-terminal-stdin; echo done; exit 4');
+  assert.notEqual(r.status, 200, 'abx stopped on SIGTTIN/SIGTTOU');
+  assert.equal(r.status, 4);
+  assert.match(r.out, /no-terminal-stdin\r\ndone/);
+  assert.deepEqual([r.echo, r.isig], [true, true]);
+});
