@@ -1108,6 +1108,29 @@ static int fs_call(abx_sandbox *s, const char *method, const char *user, json_t 
     return rc;
 }
 
+/* One envd EntryInfo in abx's own JSON style (snake_case, numbers as
+ * numbers, plain enums): the envd wire keeps E2B's shapes, abx's API and
+ * output do not. Returns a new reference. */
+static json_t *entry_from_envd(json_t *e)
+{
+    const char *type = json_string_value(json_object_get(e, "type"));
+    const char *size = json_string_value(json_object_get(e, "size"));
+    json_t *target = json_object_get(e, "symlinkTarget");
+    json_t *out = json_pack("{s:O?, s:s, s:O?, s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "name", json_object_get(e, "name"),
+                            "type", target ? "symlink" : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
+                            "path", json_object_get(e, "path"), "size",
+                            (json_int_t)(size ? strtoll(size, NULL, 10) : json_integer_value(json_object_get(e, "size"))),
+                            "mode", json_object_get(e, "mode"), "permissions", json_object_get(e, "permissions"),
+                            "owner", json_object_get(e, "owner"), "group", json_object_get(e, "group"),
+                            "modified_time", json_object_get(e, "modifiedTime"));
+    if (out && target) {
+        json_object_set(out, "symlink_target", target);
+        json_object_set_new(out, "target_type",
+                            json_string(type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file"));
+    }
+    return out;
+}
+
 int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user, char **json,
                            abx_error **err)
 {
@@ -1117,9 +1140,16 @@ int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, con
                      &resp, err);
     if (rc < 0)
         return rc;
-    json_t *entries = json_object_get(resp, "entries");
-    *json = entries ? json_dumps(entries, JSON_COMPACT) : strdup("[]");
+    json_t *entries = json_object_get(resp, "entries"), *list = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e)
+        json_array_append_new(list, entry_from_envd(e));
+    *json = json_dumps(list, JSON_COMPACT);
+    json_decref(list);
     json_decref(resp);
+    if (!*json)
+        return abx__error_set(err, ABX_ENOMEM, "listing");
     return 0;
 }
 
@@ -1131,8 +1161,12 @@ int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **
     int rc = fs_call(s, "/filesystem.Filesystem/Stat", user, json_pack("{s:s}", "path", path), &resp, err);
     if (rc < 0)
         return rc;
-    *json = json_dumps(json_object_get(resp, "entry"), JSON_COMPACT);
+    json_t *entry = entry_from_envd(json_object_get(resp, "entry"));
+    *json = json_dumps(entry, JSON_COMPACT);
+    json_decref(entry);
     json_decref(resp);
+    if (!*json)
+        return abx__error_set(err, ABX_ENOMEM, "stat");
     return 0;
 }
 

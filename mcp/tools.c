@@ -675,15 +675,10 @@ static json_t *tool_list_files(mcp_call *c)
     size_t i;
     json_t *e;
     json_array_foreach(entries, i, e) {
-        const char *type = json_string_value(json_object_get(e, "type"));
-        const char *size = json_string_value(json_object_get(e, "size"));
-        const char *target = json_string_value(json_object_get(e, "symlinkTarget"));
-        json_t *entry = json_pack("{s:O, s:O, s:s, s:I}", "name", json_object_get(e, "name"), "path",
-                                  json_object_get(e, "path"), "type",
-                                  target ? "symlink"
-                                  : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir"
-                                                                                      : "file",
-                                  "size", (json_int_t)(size ? strtoll(size, NULL, 10) : 0));
+        const char *target = json_string_value(json_object_get(e, "symlink_target"));
+        json_t *entry = json_pack("{s:O, s:O, s:O, s:O}", "name", json_object_get(e, "name"), "path",
+                                  json_object_get(e, "path"), "type", json_object_get(e, "type"), "size",
+                                  json_object_get(e, "size"));
         if (target)
             json_object_set_new(entry, "target", json_string(target));
         json_array_append_new(files, entry);

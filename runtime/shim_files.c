@@ -233,6 +233,8 @@ static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs
         return NULL;
     char target[4096] = "";
     bool is_link = S_ISLNK(st.st_mode);
+    char perms[11], mtime[40], size[32];
+    permissions_string(st.st_mode, perms); /* a symlink's own ("lrwxrwxrwx") */
     if (is_link) {
         ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
         target[n > 0 ? n : 0] = '\0';
@@ -243,8 +245,6 @@ static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs
         if (tfd >= 0)
             close(tfd);
     }
-    char perms[11], mtime[40], size[32];
-    permissions_string(st.st_mode, perms);
     struct tm tm;
     gmtime_r(&st.st_mtim.tv_sec, &tm);
     strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);

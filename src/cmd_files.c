@@ -54,12 +54,11 @@ static int print_entries(cli_ctx *ctx, const char *json)
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-        const char *type = json_string_value(json_object_get(e, "type"));
-        printf("%s %10s %s %s\n", json_string_value(json_object_get(e, "permissions")) ?: "?",
-               json_string_value(json_object_get(e, "size")) ?: "0",
-               json_string_value(json_object_get(e, "modifiedTime")) ?: "",
-               json_string_value(json_object_get(e, "path")) ?: "");
-        (void)type;
+        const char *target = json_string_value(json_object_get(e, "symlink_target"));
+        printf("%s %10lld %s %s%s%s\n", json_string_value(json_object_get(e, "permissions")) ?: "?",
+               (long long)json_integer_value(json_object_get(e, "size")),
+               json_string_value(json_object_get(e, "modified_time")) ?: "",
+               json_string_value(json_object_get(e, "path")) ?: "", target ? " -> " : "", target ? target : "");
     }
     json_decref(list);
     return 0;

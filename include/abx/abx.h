@@ -277,8 +277,10 @@ ABX_API int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *
                                   char **data, size_t *len, abx_error **err);
 ABX_API int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
                                         unsigned long long *read_bytes, abx_error **err);
-/* Entries as a JSON array of {name, type, path, size, mode, permissions,
- * owner, group, modifiedTime, symlinkTarget?} (abx_free). */
+/* Entries as a JSON array of {name, type ("file", "dir" or "symlink"),
+ * path, size (a number), mode, permissions, owner, group, modified_time,
+ * symlink_target and target_type ("file" or "dir") for a symlink}
+ * (abx_free). abx_sandbox_stat gives one such object. */
 ABX_API int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user,
                                    char **json, abx_error **err);
 ABX_API int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json, abx_error **err);

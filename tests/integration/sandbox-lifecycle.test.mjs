@@ -125,7 +125,14 @@ test('files: random binary round trip, cat, ls, mkdir, mv, rm', () => {
     assert.equal(abxh(['files', 'mkdir', id, '/app/a/b']).status, 0);
     assert.equal(abxh(['files', 'mv', id, '/app/deep/er/in.bin', '/app/a/b/moved.bin']).status, 0);
     const ls = JSON.parse(abxh(['files', 'ls', '--json', id, '/app/a/b']).stdout);
-    assert.deepEqual(ls.map((e) => [e.name, e.type, Number(e.size)]), [['moved.bin', 'FILE_TYPE_FILE', data.length]]);
+    assert.deepEqual(ls.map((e) => [e.name, e.type, e.size]), [['moved.bin', 'file', data.length]]);
+    // abx's own JSON style: snake_case keys, numbers as numbers, plain enums
+    for (const k of Object.keys(ls[0])) assert.match(k, /^[a-z][a-z_]*$/, `key ${k}`);
+    assert.match(ls[0].modified_time, /^\d{4}-\d\d-\d\dT/);
+    assert.equal(abxh(['exec', id, 'ln -s /app/a/b/moved.bin /app/a/b/link']).status, 0);
+    const link = JSON.parse(abxh(['files', 'ls', '--json', id, '/app/a/b']).stdout).find((e) => e.name === 'link');
+    assert.deepEqual([link.type, link.symlink_target, link.target_type], ['symlink', '/app/a/b/moved.bin', 'file']);
+    assert.match(link.permissions, /^l/);
     assert.equal(abxh(['files', 'rm', id, '/app/a']).status, 0);
     assert.equal(abxh(['exec', id, 'test -e /app/a || echo gone']).stdout, 'gone\n');
     // stdin and stdout transfers
