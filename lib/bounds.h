@@ -51,6 +51,9 @@
 #define ABX_BOUND_MCP_RESULT ((19u << 20) / 2)
 #define ABX_BOUND_TRANSFER (7u << 20)
 #define ABX_BOUND_RESULT_TEXT_STRING (64u << 10)
+/* A saved whole output (/tmp/.abx-output in the sandbox) stops growing here,
+ * or at a quarter of the sandbox's free space when that is less. */
+#define ABX_BOUND_SAVED_OUTPUT (32ull << 20)
 
 /* JSON from a client (MCP requests, data-plane bodies) nests at most this
  * deep; deeper input is refused before jansson, which recurses, parses it. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_RESPONSE ABX_BOUND_ENVD_RESPONSE
 #define MAX_STREAM_MESSAGE ABX_BOUND_ENVD_MESSAGE
@@ -391,20 +392,62 @@ typedef struct download_state {
     membuf err_body;
     long status;
     CURL *curl;
+    const abx_envd_range *range; /* NULL: the whole file */
+    unsigned long long pos;      /* bytes of a whole-file answer seen (a server that ignored the range) */
+    long long size;              /* from Content-Range or Content-Length; -1 unknown */
 } download_state;
+
+/* Bytes [pos, pos + len) of a whole-file answer that fall in the range go
+ * to fn; past the range the transfer ends (a short write). */
+static size_t range_from_whole(download_state *d, const char *ptr, size_t len)
+{
+    unsigned long long end = d->range->offset + d->range->length, from = d->pos, to = d->pos + len;
+    d->pos = to;
+    if (from >= end)
+        return 0;
+    unsigned long long a = from > d->range->offset ? from : d->range->offset, b = to < end ? to : end;
+    if (a < b && d->fn(ptr + (a - from), (size_t)(b - a), d->userdata) != (size_t)(b - a))
+        return 0;
+    return to <= end ? len : 0;
+}
 
 static size_t download_write(char *ptr, size_t size, size_t n, void *ud)
 {
     download_state *d = ud;
     size_t len = size * n;
     curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &d->status);
-    if (d->status != 200)
+    if (d->status != 200 && d->status != 206)
         return membuf_write(ptr, 1, len, &d->err_body);
+    if (d->range && d->status == 200)
+        return range_from_whole(d, ptr, len);
     return d->fn(ptr, len, d->userdata);
+}
+
+/* Content-Range: bytes A-B/SIZE or bytes STAR/SIZE, and Content-Length. */
+static size_t download_header(char *ptr, size_t size, size_t n, void *ud)
+{
+    download_state *d = ud;
+    size_t len = size * n;
+    char line[160];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), ptr);
+    const char *slash = strchr(line, '/');
+    if (strncasecmp(line, "content-range:", 14) == 0 && slash)
+        d->size = strtoll(slash + 1, NULL, 10);
+    else if (strncasecmp(line, "content-length:", 15) == 0 && d->size < 0 && d->status != 206)
+        d->size = strtoll(line + 15, NULL, 10);
+    if (strncasecmp(line, "HTTP/", 5) == 0)
+        d->size = -1; /* a new response (after a 100 Continue): forget the last one's */
+    return len;
 }
 
 int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
                        abx_error **err)
+{
+    return abx__envd_download_range(e, path, user, NULL, fn, userdata, err);
+}
+
+int abx__envd_download_range(abx_envd *e, const char *path, const char *user, abx_envd_range *range,
+                             abx_envd_write_fn fn, void *userdata, abx_error **err)
 {
     CURL *c = acquire(e);
     if (!c)
@@ -412,7 +455,15 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, NULL);
-    download_state d = {.fn = fn, .userdata = userdata, .curl = c};
+    download_state d = {.fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
+    char bytes[64];
+    if (range) {
+        snprintf(bytes, sizeof bytes, "%llu-%llu", range->offset,
+                 range->offset + (range->length ? range->length : 1) - 1);
+        curl_easy_setopt(c, CURLOPT_RANGE, bytes);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, download_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &d);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, download_write);
@@ -421,8 +472,18 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
     CURLcode cc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &d.status);
     curl_slist_free_all(h);
+    if (range) {
+        range->file_size = d.size;
+        curl_easy_setopt(c, CURLOPT_RANGE, NULL); /* the handle is reused */
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, NULL);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, NULL);
+        if (d.status == 416)
+            d.status = 206; /* the range starts past the end: no bytes, and the size */
+        if (d.status == 200 && cc == CURLE_WRITE_ERROR && d.pos > range->offset)
+            cc = CURLE_OK; /* a whole-file answer cut once the range was had */
+    }
     int rc = 0;
-    if (d.status && d.status != 200)
+    if (d.status && d.status != 200 && d.status != 206)
         rc = error_from_body(d.err_body.data, d.err_body.len, d.status, err);
     else if (cc == CURLE_WRITE_ERROR)
         rc = abx__error_set(err, ABX_EIO, "writing the downloaded bytes failed");

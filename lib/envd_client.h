@@ -42,6 +42,16 @@ typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata);      
 /* GET /files: the file's bytes go to fn as they arrive. */
 int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
                        abx_error **err);
+/* GET /files with a byte range: bytes [offset, offset + length) go to fn
+ * (fewer at the end of the file); file_size is set to the file's size
+ * (-1 when the server did not say). A server that ignores ranges is
+ * handled too. length must be > 0. */
+typedef struct abx_envd_range {
+    unsigned long long offset, length;
+    long long file_size; /* out */
+} abx_envd_range;
+int abx__envd_download_range(abx_envd *e, const char *path, const char *user, abx_envd_range *range,
+                             abx_envd_write_fn fn, void *userdata, abx_error **err);
 /* POST /files (octet-stream): the body comes from fn, size bytes (-1: unknown). */
 int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
                      long long size, abx_error **err);

@@ -579,6 +579,8 @@ static json_t *start_request(const char *const *argv, const abx_exec_options *o,
     json_t *req = json_pack("{s:o, s:b}", "process", proc, "stdin", want_stdin);
     if (o && o->tag)
         json_object_set_new(req, "tag", json_string(o->tag));
+    if (o && o->save_output_after)
+        json_object_set_new(req, "saveOutputAfter", json_integer((json_int_t)o->save_output_after));
     return req;
 }
 
@@ -688,6 +690,10 @@ static int exec_event(json_t *msg, void *ud)
         if (!json_is_true(json_object_get(end, "exited")))
             code = 128 + signal_from_status(json_string_value(json_object_get(end, "status")));
         st->result->exit_code = code;
+        const char *saved_out = json_string_value(json_object_get(end, "stdoutPath"));
+        const char *saved_err = json_string_value(json_object_get(end, "stderrPath"));
+        snprintf(st->result->stdout_path, sizeof st->result->stdout_path, "%s", saved_out ? saved_out : "");
+        snprintf(st->result->stderr_path, sizeof st->result->stderr_path, "%s", saved_err ? saved_err : "");
     }
     return 0;
 }
@@ -1053,6 +1059,35 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
         m.data = calloc(1, 1);
     *data = m.data;
     *len = m.len;
+    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+}
+
+int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user, unsigned long long offset,
+                                size_t length, char **data, size_t *len, unsigned long long *file_size,
+                                abx_error **err)
+{
+    *data = NULL;
+    *len = 0;
+    *file_size = 0;
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    if (length == 0)
+        return abx__error_set(err, ABX_EINVAL, "length: must be at least 1");
+    mem_writer m = {.max = length};
+    abx_envd_range range = {.offset = offset, .length = length};
+    rc = abx__envd_download_range(&s->envd, path, user_of(user), &range, mem_write, &m, err);
+    if (rc < 0) {
+        free(m.data);
+        return rc;
+    }
+    if (!m.data)
+        m.data = calloc(1, 1);
+    *data = m.data;
+    *len = m.len;
+    *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.len;
     return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
 }
 

@@ -223,14 +223,18 @@ static void fill_result(json_t *doc, reply_reader *r, mcp_code_result *out)
     out->exit_code = (int)json_integer_value(json_object_get(doc, "exit_code"));
     const char *res = json_string_value(json_object_get(doc, "result"));
     out->result = res ? strdup(res) : NULL;
+    const char *saved = json_string_value(json_object_get(doc, "stdout_path"));
+    snprintf(out->stdout_path, sizeof out->stdout_path, "%s", saved ? saved : "");
+    saved = json_string_value(json_object_get(doc, "stderr_path"));
+    snprintf(out->stderr_path, sizeof out->stderr_path, "%s", saved ? saved : "");
     json_t *files = json_object_get(doc, "files");
     out->output_files = json_is_array(files) ? json_incref(files) : json_array();
 }
 
 static int send_request(mcp_sandbox *b, mcp_kernel *k, unsigned id, const mcp_code_request *req, abx_error **err)
 {
-    json_t *msg = json_pack("{s:i, s:s, s:s, s:i}", "id", (int)id, "code", req->code, "cwd", req->cwd, "timeout",
-                            (int)req->timeout_s);
+    json_t *msg = json_pack("{s:i, s:s, s:s, s:i, s:I}", "id", (int)id, "code", req->code, "cwd", req->cwd, "timeout",
+                            (int)req->timeout_s, "save_after", (json_int_t)req->save_after);
     char *line = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     if (!line)
@@ -351,7 +355,8 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
         argv[2] = req->code;
     }
     abx_exec_options o = {.cwd = req->cwd, .timeout_s = req->timeout_s, .keep_output = true,
-                          .should_cancel = req->should_cancel, .userdata = req->userdata};
+                          .should_cancel = req->should_cancel, .userdata = req->userdata,
+                          .save_output_after = req->save_after};
     abx_exec_result r;
     int rc = abx_sandbox_exec_argv(b->handle, argv, &o, &r, err);
     if (rc < 0)
@@ -359,9 +364,15 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
     out->exit_code = r.exit_code;
     out->timed_out = r.timed_out;
     out->stdout_data = r.stdout_data ? r.stdout_data : calloc(1, 1);
-    out->stdout_len = out->stdout_total = r.stdout_len;
+    out->stdout_len = r.stdout_len;
+    out->stdout_total = r.stdout_total;
+    out->stdout_cut = r.stdout_cut;
     out->stderr_data = r.stderr_data ? r.stderr_data : calloc(1, 1);
-    out->stderr_len = out->stderr_total = r.stderr_len;
+    out->stderr_len = r.stderr_len;
+    out->stderr_total = r.stderr_total;
+    out->stderr_cut = r.stderr_cut;
+    snprintf(out->stdout_path, sizeof out->stdout_path, "%s", r.stdout_path);
+    snprintf(out->stderr_path, sizeof out->stderr_path, "%s", r.stderr_path);
     out->output_files = json_array();
     return 0;
 }

@@ -18,6 +18,8 @@ typedef struct mcp_code_result {
     size_t stderr_total;
     size_t stderr_cut;
     char *result;           /* repr of a final expression, or NULL */
+    char stdout_path[96];   /* where the whole stream was saved in the sandbox, or "" */
+    char stderr_path[96];
     json_t *output_files;   /* [{name, path, size}] */
     bool timed_out;
     /* The kernel died during this call (it exited, or a signal killed it:
@@ -34,6 +36,7 @@ typedef struct mcp_code_request {
     unsigned timeout_s;
     bool stateful;          /* code-interpreter-v1: keep state per sandbox and language */
     const char *cwd;        /* "/app" */
+    size_t save_after;      /* 0, or save a stream longer than this whole (stdout_path) */
     bool (*should_cancel)(void *userdata);
     void *userdata;
 } mcp_code_request;

@@ -22,6 +22,7 @@
  */
 #include "session.h"
 #include "kernel.h"
+#include "text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -51,6 +52,9 @@ int mcp_session_init(mcp_session *s, const char *template_name, const char *prov
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     snprintf(s->template_name, sizeof s->template_name, "%s", template_name ? template_name : "base");
+    int rc = mcp_output_limit_get(&s->output_limit, err);
+    if (rc < 0)
+        return rc;
     abx_client_options o = {.cli_provider = provider};
     return abx_client_new(&o, &s->client, err);
 }

@@ -42,6 +42,10 @@ typedef struct mcp_session {
      * it (metadata MCP_TENANT_KEY) and sees, uses, re-times and kills only
      * those: any other id answers as one that does not exist. */
     char tenant[80];
+    /* Bytes of each output stream a result shows (text.h's policy):
+     * ABX_MCP_OUTPUT_LIMIT, else config.toml [mcp] output_limit, else
+     * MCP_OUTPUT_LIMIT_DEFAULT. */
+    size_t output_limit;
 } mcp_session;
 
 #define MCP_TENANT_KEY "abx.tenant"

@@ -3,6 +3,8 @@
  * output bounds with an explicit marker, and base64 (OpenSSL's codec). */
 #include "text.h"
 #include "b64.h"
+#include "config.h"
+#include "error_internal.h"
 
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -86,30 +88,99 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
     return text_parts("", 0, marker, data, len);
 }
 
-json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, int *truncated)
+/* ---- the model-sized view of an output ---------------------------------- */
+
+size_t mcp_output_limit_parse(const char *text)
+{
+    char *end = NULL;
+    unsigned long long v = text && *text ? strtoull(text, &end, 10) : 0;
+    if (!text || !*text || *end || v < MCP_OUTPUT_LIMIT_MIN || v > MCP_OUTPUT_LIMIT_MAX)
+        return 0;
+    return (size_t)v;
+}
+
+/* The output limit from the environment, then config.toml; a value out of
+ * range is an error (said at start, not silently replaced). */
+int mcp_output_limit_get(size_t *limit, abx_error **err)
+{
+    *limit = MCP_OUTPUT_LIMIT_DEFAULT;
+    const char *env = getenv("ABX_MCP_OUTPUT_LIMIT");
+    const char *from = "ABX_MCP_OUTPUT_LIMIT";
+    abx_kvs *kvs = NULL;
+    if (!env || !*env) {
+        kvs = calloc(1, sizeof *kvs);
+        if (kvs && abx__config_load(kvs, NULL) == 0)
+            env = abx__kvs_get(kvs, "mcp.output_limit");
+        from = "config.toml [mcp] output_limit";
+    }
+    int rc = 0;
+    if (env && *env) {
+        size_t v = mcp_output_limit_parse(env);
+        if (v)
+            *limit = v;
+        else
+            rc = abx__error_set(err, ABX_ECONFIG, "%s: must be a number of bytes from %u to %u", from,
+                                MCP_OUTPUT_LIMIT_MIN, MCP_OUTPUT_LIMIT_MAX);
+    }
+    free(kvs);
+    return rc;
+}
+
+/* data holds a stream's first cut bytes and its last len - cut (all of it
+ * when total == len). Picks the first `head` and last `tail` bytes of the
+ * stream that data still has. */
+static void pick_ends(size_t len, size_t cut, unsigned long long total, size_t head, size_t tail, size_t *head_n,
+                      size_t *tail_from)
+{
+    size_t head_avail = total > len ? cut : len;
+    *head_n = head < head_avail ? head : head_avail;
+    size_t from = len > tail ? len - tail : 0;
+    size_t floor = total > len ? cut : *head_n;
+    *tail_from = from > floor ? from : floor;
+}
+
+json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, const mcp_output_view *view,
+                        int *truncated)
 {
     if (!data)
         data = "";
     if (cut > len)
         cut = len;
+    if (total < len)
+        total = len;
+    size_t limit = view && view->limit ? view->limit : MCP_OUTPUT_LIMIT_DEFAULT;
     if (truncated)
-        *truncated = total > len;
-    if (total <= len)
+        *truncated = total > limit;
+    if (total <= limit)
         return text_parts(data, len, "", "", 0);
-    char marker[192];
+    size_t head_n, tail_from;
+    pick_ends(len, cut, total, limit / 2, limit - limit / 2, &head_n, &tail_from);
+    unsigned long long shown = head_n + (len - tail_from);
+    char where[320];
+    if (view && view->saved_path && *view->saved_path)
+        snprintf(where, sizeof where,
+                 "the whole output is in %s inside the sandbox: read it with read_file (offset, length) or "
+                 "run_command (grep, sed -n)",
+                 view->saved_path);
+    else
+        snprintf(where, sizeof where, "%s",
+                 view && view->how_to_read_all ? view->how_to_read_all
+                                               : "to read it all, run the command again with its output "
+                                                 "redirected to a file and read that file in parts");
+    char marker[512];
     snprintf(marker, sizeof marker,
-             "\n[abx: output truncated: %llu bytes dropped here; showing the first %zu and the last %zu of %llu "
-             "bytes]\n",
-             total - len, cut, len - cut, total);
+             "\n[abx: output truncated: %llu bytes left out here; showing the first %zu and the last %zu of %llu "
+             "bytes; %s]\n",
+             total - shown, head_n, len - tail_from, total, where);
     /* neither part starts or ends inside a multi-byte character */
-    size_t head_len = cut, start = cut;
-    while (start > 0 && cut - start < 4 && ((unsigned char)data[start - 1] & 0xC0) == 0x80)
+    size_t head_len = head_n, start = head_n;
+    while (start > 0 && head_n - start < 4 && ((unsigned char)data[start - 1] & 0xC0) == 0x80)
         start--;
     if (start > 0 && ((unsigned char)data[start - 1] & 0xC0) == 0xC0 &&
-        utf8_seq((const unsigned char *)data + start - 1, cut - start + 1) == 0)
+        utf8_seq((const unsigned char *)data + start - 1, head_n - start + 1) == 0)
         head_len = start - 1; /* the head ends inside a character: drop its start */
-    const char *tail = data + cut;
-    size_t tail_len = len - cut;
+    const char *tail = data + tail_from;
+    size_t tail_len = len - tail_from;
     while (tail_len > 0 && ((unsigned char)*tail & 0xC0) == 0x80) {
         tail++;
         tail_len--;

@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
-#define OUTPUT_MAX (1u << 20)
 #define PROGRESS_EVERY_MS 250
 #define FILE_MAX ABX_BOUND_TRANSFER
 #define TRANSFER_MAX ABX_BOUND_TRANSFER
@@ -82,6 +82,96 @@ static json_t *output_schema(json_t *declared, json_t *defs)
     return schema;
 }
 
+/* ---- what a description tells a model about its sandbox ------------------- */
+
+/* Whether the local sandbox has program name: its sandboxes see the host's
+ * /usr read-only (runtime/rootfs.c), so the host's /usr/bin and
+ * /usr/local/bin are theirs. */
+static bool sandbox_has(const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/usr/bin/%s", name);
+    if (access(path, X_OK) == 0)
+        return true;
+    snprintf(path, sizeof path, "/usr/local/bin/%s", name);
+    return access(path, X_OK) == 0;
+}
+
+/* "(This host: ...)": the languages run_code runs here and the main tools
+ * the sandbox has. docs/mcp-tools.md shows the parenthesis as a
+ * placeholder (tests/lib/mcp-docs.mjs): it differs between hosts. */
+static void describe_languages(char *out, size_t len)
+{
+    bool ts = sandbox_has("tsx") || sandbox_has("ts-node") || sandbox_has("deno") || sandbox_has("bun");
+    const struct { const char *lang; bool here; } l[] = {
+        {"python", sandbox_has("python3")}, {"javascript", sandbox_has("node")}, {"shell", sandbox_has("bash")},
+        {"typescript", ts}, {"r", sandbox_has("Rscript")},
+    };
+    char yes[96] = "", no[96] = "";
+    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+        char *to = l[i].here ? yes : no;
+        size_t used = strlen(to);
+        snprintf(to + used, sizeof yes - used, "%s%s", used ? ", " : "", l[i].lang);
+    }
+    snprintf(out, len, "(This host: %s run%s%s%s.)", yes[0] ? yes : "none", no[0] ? "; " : "", no,
+             no[0] ? " are not installed and answer a tool error" : "");
+}
+
+static void describe_tools(char *out, size_t len)
+{
+    static const char *const tools[] = {"python3", "pip3", "node", "npm", "git", "curl", "wget", "make", "gcc",
+                                        "g++", "jq", "sqlite3", "rg", "zip", "unzip", "tar"};
+    size_t used = (size_t)snprintf(out, len, "(This host: the sandbox has bash, coreutils");
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0] && used < len; i++)
+        if (sandbox_has(tools[i]))
+            used += (size_t)snprintf(out + used, len - used, ", %s", tools[i]);
+    if (used < len)
+        snprintf(out + used, len - used, "; no network.)");
+}
+
+/* Replaces every {name} in text with value; returns a new string. */
+static json_t *with_value(json_t *text, const char *name, const char *value)
+{
+    const char *t = json_string_value(text);
+    const char *at = t ? strstr(t, name) : NULL;
+    if (!at)
+        return json_incref(text);
+    size_t n = strlen(t) - strlen(name) + strlen(value) + 1;
+    char *s = malloc(n);
+    if (!s)
+        return json_incref(text);
+    snprintf(s, n, "%.*s%s%s", (int)(at - t), t, value, at + strlen(name));
+    json_t *next = json_string(s), *done = with_value(next, name, value);
+    json_decref(next);
+    free(s);
+    return done;
+}
+
+static json_t *described(json_t *description)
+{
+    size_t limit = MCP_OUTPUT_LIMIT_DEFAULT;
+    if (mcp_output_limit_get(&limit, NULL) < 0)
+        limit = MCP_OUTPUT_LIMIT_DEFAULT;
+    char policy[512], limit_text[24], langs[256], tools[512];
+    snprintf(limit_text, sizeof limit_text, "%zu", limit);
+    snprintf(policy, sizeof policy,
+             "each stream up to %zu bytes is shown whole; a longer one as its first and last %zu bytes around a "
+             "note saying how many bytes were left out and which file in the sandbox holds all of it "
+             "(stdout_path, stderr_path: read it with read_file offset/length, or grep it). stdout_bytes and "
+             "stderr_bytes count everything written.",
+             limit, limit / 2);
+    describe_languages(langs, sizeof langs);
+    describe_tools(tools, sizeof tools);
+    json_t *a = with_value(description, "{output_policy}", policy);
+    json_t *b = with_value(a, "{output_limit}", limit_text);
+    json_t *c = with_value(b, "{languages}", langs);
+    json_t *d = with_value(c, "{sandbox_has}", tools);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    return d;
+}
+
 static void build_tools(void)
 {
     json_t *doc = json_loads(tools_json, 0, NULL);
@@ -98,8 +188,8 @@ static void build_tools(void)
             json_object_set_new(json_object_get(props, "cpu"), "maximum", json_integer(max.cpu_count));
             json_object_set_new(json_object_get(props, "memory"), "maximum", json_integer(max.memory_mb));
         }
-        json_t *tool = json_pack("{s:O, s:O, s:O, s:O, s:o, s:O}", "name", json_object_get(t, "name"), "title",
-                                 json_object_get(t, "title"), "description", json_object_get(t, "description"),
+        json_t *tool = json_pack("{s:O, s:O, s:o, s:O, s:o, s:O}", "name", json_object_get(t, "name"), "title",
+                                 json_object_get(t, "title"), "description", described(json_object_get(t, "description")),
                                  "inputSchema", json_object_get(t, "inputSchema"), "outputSchema",
                                  output_schema(json_object_get(t, "outputSchema"), defs), "annotations",
                                  json_object_get(t, "annotations"));
@@ -496,6 +586,16 @@ static json_t *tool_create_sandbox(mcp_call *c)
     return ok(r);
 }
 
+/* Names the sandbox files that hold whole outputs a result shows only in
+ * part (stdout_path, stderr_path). */
+static void set_saved_paths(json_t *out, const char *stdout_path, const char *stderr_path)
+{
+    if (stdout_path && *stdout_path)
+        json_object_set_new(out, "stdout_path", json_string(stdout_path));
+    if (stderr_path && *stderr_path)
+        json_object_set_new(out, "stderr_path", json_string(stderr_path));
+}
+
 static json_t *tool_run_code(mcp_call *c)
 {
     arg_fail f = {0};
@@ -517,6 +617,7 @@ static json_t *tool_run_code(mcp_call *c)
         return abx_failure(err, rc);
     mcp_code_request req = {.language = lang, .code = code, .timeout_s = (unsigned)timeout,
                             .stateful = strcmp(b->template_name, "code-interpreter-v1") == 0, .cwd = "/app",
+                            .save_after = c->session->output_limit,
                             .should_cancel = cancelled, .userdata = c};
     mcp_code_result r;
     progress(c, "running");
@@ -534,16 +635,23 @@ static json_t *tool_run_code(mcp_call *c)
         return abx_failure(err, rc);
     if (r.timed_out)
         r.exit_code = 124;
-    int t_out = 0, t_err = 0;
+    int t_out = 0, t_err = 0, t_res = 0;
+    size_t limit = c->session->output_limit;
+    mcp_output_view vo = {.limit = limit, .saved_path = r.stdout_path},
+                    ve = {.limit = limit, .saved_path = r.stderr_path},
+                    vr = {.limit = limit, .how_to_read_all = "to read it all, assign the value to a variable and "
+                                                              "print it in parts, or write it to a file"};
     json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout",
-                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &t_out),
-                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &t_err),
+                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out),
+                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err),
                             "exit_code",
                             r.exit_code, "output_files", r.output_files, "result",
-                            r.result ? mcp_text(r.result, strlen(r.result), OUTPUT_MAX, NULL) : json_null(),
+                            r.result ? mcp_output_text(r.result, strlen(r.result), strlen(r.result), strlen(r.result),
+                                                       &vr, &t_res)
+                                     : json_null(),
                             "timed_out", r.timed_out);
-    bool truncated = t_out || t_err || r.stdout_total > r.stdout_len || r.stderr_total > r.stderr_len;
-    json_object_set_new(out, "truncated", json_boolean(truncated));
+    json_object_set_new(out, "truncated", json_boolean(t_out || t_err || t_res));
+    set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)r.stdout_total));
     json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)r.stderr_total));
     if (r.kernel_died)
@@ -575,7 +683,7 @@ static json_t *tool_run_command(mcp_call *c)
     abx_exec_options o = {.cwd = cwd, .timeout_s = (unsigned)timeout, .keep_output = true,
                           .on_stdout = c->progress_token ? on_output : NULL,
                           .on_stderr = c->progress_token ? on_output : NULL, .userdata = c,
-                          .should_cancel = cancelled};
+                          .should_cancel = cancelled, .save_output_after = c->session->output_limit};
     abx_exec_result r;
     progress(c, "running");
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
@@ -583,12 +691,15 @@ static json_t *tool_run_command(mcp_call *c)
     if (rc < 0)
         return abx_failure(err, rc);
     int t_out = 0, t_err = 0;
+    mcp_output_view vo = {.limit = c->session->output_limit, .saved_path = r.stdout_path},
+                    ve = {.limit = c->session->output_limit, .saved_path = r.stderr_path};
     json_t *out = json_pack("{s:o, s:o, s:i, s:b, s:I, s:I}", "stdout",
-                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &t_out),
-                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &t_err),
+                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out),
+                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err),
                             "exit_code", r.exit_code, "timed_out", r.timed_out, "stdout_bytes",
                             (json_int_t)r.stdout_total, "stderr_bytes", (json_int_t)r.stderr_total);
     json_object_set_new(out, "truncated", json_boolean(t_out || t_err));
+    set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     abx_exec_result_clear(&r);
     return ok(out);
 }
@@ -608,22 +719,69 @@ static json_t *read_bytes(mcp_call *c, const char *id, const char *path, size_t 
     return rc < 0 ? abx_failure(err, rc) : NULL;
 }
 
+/* read_file: a file's text from offset. Without length, the same policy
+ * as every output (text.h): a part longer than the output limit is shown
+ * as its first and last halves, with the offsets to read the rest; with
+ * length, exactly that part (up to FILE_MAX). */
 static json_t *tool_read_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id, *enc;
+    long long offset, length;
     if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f) ||
-        !arg_string(c, "encoding", false, "utf-8", &enc, &f))
+        !arg_string(c, "encoding", false, "utf-8", &enc, &f) ||
+        !arg_int(c, "offset", 0, (1ll << 53), 0, &offset, false, &f) ||
+        !arg_int(c, "length", 1, FILE_MAX, 0, &length, false, &f))
         return invalid(&f);
     if (strcmp(enc, "utf-8") != 0 && strcmp(enc, "utf8") != 0 && strcmp(enc, "UTF-8") != 0)
         return invalid(&(arg_fail){"encoding", "must be utf-8 (use download_file for other bytes)"});
-    char *data = NULL;
-    size_t len = 0;
-    json_t *failure = read_bytes(c, id, path, FILE_MAX, &data, &len);
-    if (failure)
-        return failure;
-    json_t *out = json_pack("{s:o, s:I}", "content", mcp_text(data, len, FILE_MAX, NULL), "size", (json_int_t)len);
-    abx_free(data);
+    bool explicit_length = length > 0;
+    size_t limit = c->session->output_limit;
+    mcp_sandbox *b = NULL;
+    abx_error *err = NULL;
+    int rc = use_sandbox(c, id, true, true, &b, &err);
+    if (rc < 0)
+        return abx_failure(err, rc);
+    char *head = NULL, *tail = NULL;
+    size_t head_len = 0, tail_len = 0;
+    unsigned long long size = 0, tail_from = 0;
+    rc = abx_sandbox_read_file_range(b->handle, path, NULL, (unsigned long long)offset,
+                                     explicit_length ? (size_t)length : limit, &head, &head_len, &size, &err);
+    bool cut = rc == 0 && !explicit_length && size > (unsigned long long)offset + limit;
+    if (cut) { /* the first half from offset, and the file's last half-limit */
+        tail_from = size - (limit - limit / 2);
+        head_len = limit / 2;
+        rc = abx_sandbox_read_file_range(b->handle, path, NULL, tail_from, limit - limit / 2, &tail, &tail_len,
+                                         &size, &err);
+    }
+    mcp_session_release(c->session, b);
+    if (rc < 0) {
+        abx_free(head);
+        return abx_failure(err, rc);
+    }
+    json_t *content;
+    unsigned long long shown = head_len + tail_len;
+    if (cut) {
+        char *both = malloc(head_len + tail_len + 1);
+        if (both) {
+            memcpy(both, head, head_len);
+            memcpy(both + head_len, tail, tail_len);
+        }
+        char how[200];
+        snprintf(how, sizeof how, "read the part left out with read_file offset=%llu length=N (up to %u bytes a call)",
+                 (unsigned long long)offset + head_len, FILE_MAX);
+        mcp_output_view v = {.limit = limit, .how_to_read_all = how};
+        content = both ? mcp_output_text(both, head_len + tail_len, head_len, size - (unsigned long long)offset, &v, NULL)
+                       : json_string("");
+        free(both);
+    } else {
+        content = mcp_text(head, head_len, FILE_MAX, NULL);
+    }
+    json_t *out = json_pack("{s:o, s:I, s:I, s:I, s:b}", "content", content, "size", (json_int_t)size, "offset",
+                            (json_int_t)offset, "length", (json_int_t)(cut ? size - (unsigned long long)offset : shown),
+                            "truncated", cut);
+    abx_free(head);
+    abx_free(tail);
     return ok(out);
 }
 
@@ -872,13 +1030,25 @@ static json_t *tool_get_background_task(mcp_call *c)
         return abx_failure(err, rc);
     char task[16];
     snprintf(task, sizeof task, "%d", pid);
+    /* the same policy: the first and last bytes of what is new since the
+     * offsets given; the offsets let a caller read any part the task's
+     * buffer still holds */
+    char how_out[200], how_err[200];
+    snprintf(how_out, sizeof how_out, "to read the part left out, call again with stdout_offset=%llu",
+             (unsigned long long)(o.stdout_offset - o.stdout_len) + c->session->output_limit / 2);
+    snprintf(how_err, sizeof how_err, "to read the part left out, call again with stderr_offset=%llu",
+             (unsigned long long)(o.stderr_offset - o.stderr_len) + c->session->output_limit / 2);
+    mcp_output_view vo = {.limit = c->session->output_limit, .how_to_read_all = how_out},
+                    ve = {.limit = c->session->output_limit, .how_to_read_all = how_err};
+    int t_out = 0, t_err = 0;
     json_t *out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "task_id", task, "status",
                             o.running ? "running" : "exited", "exit_code",
                             o.running ? json_null() : json_integer(o.exit_code), "stdout",
-                            mcp_text(o.stdout_data, o.stdout_len, OUTPUT_MAX, NULL), "stderr",
-                            mcp_text(o.stderr_data, o.stderr_len, OUTPUT_MAX, NULL), "stdout_offset",
-                            (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset, "truncated",
-                            o.truncated);
+                            mcp_output_text(o.stdout_data, o.stdout_len, o.stdout_len, o.stdout_len, &vo, &t_out),
+                            "stderr",
+                            mcp_output_text(o.stderr_data, o.stderr_len, o.stderr_len, o.stderr_len, &ve, &t_err),
+                            "stdout_offset", (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset,
+                            "truncated", o.truncated || t_out || t_err);
     abx_process_output_clear(&o);
     return ok(out);
 }

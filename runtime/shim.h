@@ -32,6 +32,7 @@
 
 #define ABX_OUTBUF_CAP ABX_BOUND_RING /* bytes kept per stream */
 #define ABX_SHIM_MAX_PROCS 1024
+#define ABX_SHIM_SAVED_OUTPUTS 32 /* saved whole outputs kept in a sandbox's /tmp/.abx-output */
 #define ABX_ENVD_VERSION "0.6.4"
 #define ABX_SHIM_MAX_STREAMS 8
 
@@ -63,6 +64,16 @@ typedef struct shim_proc {
     bool paused;         /* the event loop skipped a pipe for a lagging stream */
     bool awaiting_stream; /* started for a stream that has not attached yet: its output
                              is held from the first byte as if it had (nothing wraps away) */
+    /* Saving whole output (shim_proc.c): a stream that passes save_after
+     * bytes is also written to /tmp/.abx-output/<pid>.stdout|.stderr in the
+     * sandbox, so that a caller showing only its head and tail can say
+     * where the rest is. */
+    unsigned uid;
+    uint64_t save_after;  /* 0: never */
+    int save_fd[2];       /* stdout, stderr: -1 until saving starts and after it ends */
+    uint64_t saved[2];    /* bytes in the file */
+    uint64_t save_cap[2]; /* at most this many: a quarter of the free space when saving began */
+    bool save_ended[2];   /* stopped: failed, or the file reached ABX_BOUND_SAVED_OUTPUT */
 } shim_proc;
 
 typedef struct shim_reply {
@@ -92,6 +103,8 @@ typedef struct shim {
     shim_proc *procs[ABX_SHIM_MAX_PROCS];
     int nprocs;
     size_t ring_pool;    /* ABX_BOUND_SHIM_RINGS less what the rings hold (lock: mu) */
+    char saved_files[ABX_SHIM_SAVED_OUTPUTS][48]; /* the newest saved outputs (lock: mu); older ones are removed */
+    unsigned saved_next;
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
@@ -122,7 +135,10 @@ typedef struct shim_start_request {
     unsigned uid;        /* 0 or 1000 */
     bool stdin_open;
     bool streamed;       /* a stream will attach (process Start): hold output until it does */
+    uint64_t save_after; /* 0, or save each stream whole once it passes this many bytes */
 } shim_start_request;
+/* The sandbox path of pid's saved stream (err_stream: stderr). */
+void abx__shim_saved_path(int pid, bool err_stream, char *out, size_t len);
 /* Starts a process; returns its pid (>0) or -ABX_E* with *err set. */
 int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err);
 /* The process by pid (or by tag when pid <= 0 and tag is non-NULL); lock held. */

@@ -9,7 +9,7 @@
  *   POST /process.Process/{Start,Connect}              server-streaming
  *   POST /process.Process/{List,SendInput,SendSignal,CloseStdin,Update}
  *   POST /filesystem.Filesystem/{Stat,ListDir,MakeDir,Move,Remove}
- *   GET  /files?path=&username=                        raw bytes, streamed from the file
+ *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range: bytes=A-B)
  *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
  *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
  *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
@@ -29,6 +29,7 @@
 #include "parse.h"
 #include "b64.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include "netlibs.h"
@@ -251,8 +252,14 @@ static void stream_next(stream_ctx *s)
             bool exited;
             char status[96];
             abx__shim_proc_end_fields(p, &code, &exited, status, sizeof status);
-            stream_set(s, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", code, "exited",
-                                       exited, "status", status));
+            json_t *end = json_pack("{s:i, s:b, s:s}", "exitCode", code, "exited", exited, "status", status);
+            for (int i = 0; i < 2; i++) { /* abx's own: where a saved whole stream is */
+                char path[48];
+                abx__shim_saved_path(p->pid, i == 1, path, sizeof path);
+                if (p->saved[i] > 0)
+                    json_object_set_new(end, i ? "stderrPath" : "stdoutPath", json_string(path));
+            }
+            stream_set(s, 0, json_pack("{s:{s:o}}", "event", "end", end));
             s->phase = PH_TRAILER;
             break;
         }
@@ -371,6 +378,9 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
         .uid = uid,
         .stdin_open = json_is_true(json_object_get(req, "stdin")),
         .streamed = true,
+        .save_after = (uint64_t)(json_integer_value(json_object_get(req, "saveOutputAfter")) > 0
+                                     ? json_integer_value(json_object_get(req, "saveOutputAfter"))
+                                     : 0),
     };
     if (!sr.cmd || !*sr.cmd || !abx__shim_string_array_ok(sr.args) || !abx__shim_string_map_ok(sr.envs))
         return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");
@@ -598,7 +608,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
  * a client that leaves frees it at once (file_stream_free). */
 typedef struct file_stream {
     int fd;
-    uint64_t size;
+    uint64_t start; /* a range's first byte */
+    uint64_t size;  /* bytes served from start */
 } file_stream;
 
 static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -610,7 +621,7 @@ static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
         max = (size_t)(fs->size - pos);
     ssize_t n;
     do
-        n = pread(fs->fd, buf, max, (off_t)pos);
+        n = pread(fs->fd, buf, max, (off_t)(fs->start + pos));
     while (n < 0 && errno == EINTR);
     return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
 }
@@ -620,6 +631,35 @@ static void file_stream_free(void *cls)
     file_stream *fs = cls;
     close(fs->fd);
     free(fs);
+}
+
+/* One byte range, "bytes=FIRST-" or "bytes=FIRST-LAST" (RFC 9110 14.1.2;
+ * other forms are ignored and the whole file is served). Returns 1 with
+ * [*first, *last] clamped to the file, 0 for no usable range, -1 when
+ * FIRST is past the end (416). */
+static int parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *last)
+{
+    if (!h || strncmp(h, "bytes=", 6) != 0 || !isdigit((unsigned char)h[6]))
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long a = strtoull(h + 6, &end, 10), b = 0;
+    if (errno || *end != '-')
+        return 0;
+    bool open_end = end[1] == '\0';
+    if (!open_end) {
+        const char *second = end + 1;
+        if (!isdigit((unsigned char)*second))
+            return 0;
+        b = strtoull(second, &end, 10);
+        if (errno || *end || b < a)
+            return 0;
+    }
+    if (a >= size)
+        return -1;
+    *first = a;
+    *last = open_end || b >= size ? size - 1 : b;
+    return 1;
 }
 
 static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
@@ -638,19 +678,40 @@ static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
         close(fd);
         return send_error(c, ABX_EIO, "stat failed");
     }
+    uint64_t size = (uint64_t)st.st_size, first = 0, last = 0;
+    int ranged = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"), size, &first, &last);
+    char content_range[96];
+    if (ranged < 0) { /* past the end: 416, with the size */
+        close(fd);
+        snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)size);
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+            return MHD_NO;
+        MHD_add_response_header(r, "Content-Range", content_range);
+        enum MHD_Result ok = MHD_queue_response(c, 416, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    if (!ranged)
+        last = size ? size - 1 : 0;
+    uint64_t count = size ? last - first + 1 : 0;
     file_stream *fs = malloc(sizeof *fs);
-    struct MHD_Response *r = fs ? MHD_create_response_from_callback((uint64_t)st.st_size, 65536, file_read, fs,
-                                                                     file_stream_free)
+    struct MHD_Response *r = fs ? MHD_create_response_from_callback(count, 65536, file_read, fs, file_stream_free)
                                 : NULL;
     if (fs)
-        *fs = (file_stream){.fd = fd, .size = (uint64_t)st.st_size};
+        *fs = (file_stream){.fd = fd, .start = first, .size = count};
     if (!r) {
         free(fs);
         close(fd);
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "application/octet-stream");
-    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    if (ranged) {
+        snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu", (unsigned long long)first,
+                 (unsigned long long)last, (unsigned long long)size);
+        MHD_add_response_header(r, "Content-Range", content_range);
+    }
+    enum MHD_Result ok = MHD_queue_response(c, ranged ? 206 : 200, r);
     MHD_destroy_response(r);
     return ok;
 }

@@ -3,7 +3,9 @@
  * Owns: starting processes through init (one spawn request per process,
  * with its three pipes), the table of processes and their bounded output
  * (the last 1 MiB per stream, readable by absolute offset, with a
- * truncation flag), stdin, signals, and what a finished process reports.
+ * truncation flag), a stream saved whole to a file in the sandbox when its
+ * starter asked (save_after), stdin, signals, and what a finished process
+ * reports.
  * Does not own HTTP or the event loop (shim_http.c, shim.c).
  *
  * A process's life: PENDING (spawn sent; held in a reply slot) -> RUNNING
@@ -15,7 +17,9 @@
 #include "error_internal.h"
 #include "init_proto.h"
 #include "sandbox_env.h"
+#include "shim_files.h"
 #include "sysutil.h"
+#include "bounds.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define FINISH_GRACE_MS 100
@@ -202,6 +207,9 @@ void abx__shim_proc_free(shim_proc *p)
         close(p->out_fd);
     if (p->err_fd >= 0)
         close(p->err_fd);
+    for (int i = 0; i < 2; i++)
+        if (p->save_fd[i] >= 0)
+            close(p->save_fd[i]);
     abx__outbuf_release(&p->out);
     abx__outbuf_release(&p->err);
     json_decref(p->config);
@@ -348,6 +356,9 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     }
     p->out.pool = p->err.pool = &sh->ring_pool;
     p->awaiting_stream = req->streamed;
+    p->uid = req->uid;
+    p->save_after = req->save_after;
+    p->save_fd[0] = p->save_fd[1] = -1;
     p->stdin_fd = in[1];
     p->out_fd = out[0];
     p->err_fd = errp[0];
@@ -452,6 +463,78 @@ void abx__shim_on_init_message(shim *sh, json_t *msg)
     pthread_mutex_unlock(&sh->mu);
 }
 
+/* ---- saving whole output ------------------------------------------------ */
+
+void abx__shim_saved_path(int pid, bool err_stream, char *out, size_t len)
+{
+    snprintf(out, len, "/tmp/.abx-output/%d.%s", pid, err_stream ? "stderr" : "stdout");
+}
+
+static void save_end_locked(shim_proc *p, int i)
+{
+    if (p->save_fd[i] >= 0)
+        close(p->save_fd[i]);
+    p->save_fd[i] = -1;
+    p->save_ended[i] = true;
+}
+
+/* Opens the file for stream i and remembers it among the sandbox's newest
+ * saved outputs, removing the oldest. False when it cannot be made. */
+static bool save_open_locked(shim *sh, shim_proc *p, int i)
+{
+    char path[48];
+    abx__shim_saved_path(p->pid, i == 1, path, sizeof path);
+    char *slot = sh->saved_files[sh->saved_next++ % ABX_SHIM_SAVED_OUTPUTS];
+    if (slot[0] && strcmp(slot, path) != 0)
+        abx__fs_remove(sh, 0, slot, NULL);
+    snprintf(slot, sizeof sh->saved_files[0], "%s", path);
+    if (abx__fs_open_file(sh, p->uid, path, O_WRONLY | O_CREAT | O_TRUNC, &p->save_fd[i], NULL) < 0)
+        return false;
+    /* saving never takes more than a quarter of the sandbox's free space:
+     * the sandbox's own writes come first */
+    struct statvfs vfs;
+    uint64_t avail = fstatvfs(p->save_fd[i], &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : 0;
+    p->save_cap[i] = avail / 4 < ABX_BOUND_SAVED_OUTPUT ? avail / 4 : ABX_BOUND_SAVED_OUTPUT;
+    return true;
+}
+
+static bool save_write(shim_proc *p, int i, const char *data, size_t n)
+{
+    if (p->saved[i] + n > p->save_cap[i] || abx__write_all(p->save_fd[i], data, n) < 0)
+        return false;
+    p->saved[i] += n;
+    return true;
+}
+
+/* The chunk just appended to stream i also goes to its saved file once the
+ * stream has passed save_after bytes; the first time, what the ring still
+ * holds from before the chunk is written first. Lock: mu held. */
+static void save_output_locked(shim *sh, shim_proc *p, int i, const char *chunk, size_t n)
+{
+    abx_outbuf *b = i ? &p->err : &p->out;
+    if (!p->save_after || b->total <= p->save_after || p->save_ended[i])
+        return;
+    if (p->save_fd[i] < 0) {
+        if (!save_open_locked(sh, p, i)) {
+            save_end_locked(p, i);
+            return;
+        }
+        char earlier[16384];
+        uint64_t off = 0, upto = b->total - n;
+        bool trunc = false;
+        while (off < upto) {
+            size_t want = upto - off < sizeof earlier ? (size_t)(upto - off) : sizeof earlier;
+            size_t got = abx__outbuf_read_locked(b, &off, earlier, want, &trunc);
+            if (got == 0 || !save_write(p, i, earlier, got)) {
+                save_end_locked(p, i);
+                return;
+            }
+        }
+    }
+    if (!save_write(p, i, chunk, n))
+        save_end_locked(p, i);
+}
+
 /* The event loop: fd is readable (or at EOF). Reads no more than the
  * process's streams have room for (the fd is non-blocking, so the lock is
  * held across the read). */
@@ -474,9 +557,14 @@ void abx__shim_on_output(shim *sh, int fd)
         }
         if (n > 0 && room > 0) {
             abx__outbuf_append(is_err ? &p->err : &p->out, buf, (size_t)n);
+            save_output_locked(sh, p, is_err, buf, (size_t)n);
         } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
             close(fd);
             *slot = -1;
+            if (p->save_fd[is_err] >= 0) { /* the stream is whole: the file is done */
+                close(p->save_fd[is_err]);
+                p->save_fd[is_err] = -1;
+            }
         }
         break;
     }

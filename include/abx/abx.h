@@ -202,6 +202,12 @@ typedef struct abx_exec_options {
      * command's stdin is empty. */
     bool with_stdin;
     int stdin_fd;
+    /* 0: off. Otherwise a stream that passes this many bytes is also saved
+     * whole (up to 32 MiB, and a quarter of the sandbox's free space) into a file inside the sandbox, named in the
+     * result's stdout_path / stderr_path, so that a caller who shows only
+     * the head and tail can say where the rest is. The sandbox keeps the
+     * newest 32 such files (in /tmp/.abx-output). */
+    unsigned long long save_output_after;
 } abx_exec_options;
 
 typedef struct abx_exec_result {
@@ -218,6 +224,10 @@ typedef struct abx_exec_result {
     unsigned long long stderr_total;
     size_t stdout_cut;
     size_t stderr_cut;
+    /* With save_output_after: the sandbox path holding the whole stream,
+     * or "" when it was not saved. */
+    char stdout_path[64];
+    char stderr_path[64];
 } abx_exec_result;
 
 /* Runs command through `bash -l -c` (`sh -c` where there is no bash) and
@@ -275,6 +285,11 @@ ABX_API int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int
 /* Reads a whole file (up to max_len bytes, else E8018) into *data (abx_free). */
 ABX_API int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len,
                                   char **data, size_t *len, abx_error **err);
+/* Bytes [offset, offset + length) of a file (fewer at its end, none past
+ * it), NUL-terminated (abx_free), and the file's size. */
+ABX_API int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user, unsigned long long offset,
+                                        size_t length, char **data, size_t *len, unsigned long long *file_size,
+                                        abx_error **err);
 ABX_API int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
                                         unsigned long long *read_bytes, abx_error **err);
 /* Entries as a JSON array of {name, type ("file", "dir" or "symlink"),

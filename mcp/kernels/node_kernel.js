@@ -48,6 +48,20 @@ function capped(chunks) {
   return [Buffer.concat([head, tail]).toString('base64'), buf.length, head.length];
 }
 
+// A stream longer than the caller's save_after bytes is kept whole in a file
+// in the sandbox (the newest SAVE_KEEP of them); returns its path or null.
+const SAVE_DIR = '/tmp/.abx-output', SAVE_KEEP = 32, savedFiles = [];
+function saveWhole(chunks, req, stream) {
+  const limit = req.save_after || 0;
+  const buf = Buffer.from(chunks.join(''));
+  if (!limit || buf.length <= limit) return null;
+  const file = `${SAVE_DIR}/javascript-${process.pid}-${req.id}.${stream}`;
+  try { fs.mkdirSync(SAVE_DIR, { recursive: true }); fs.writeFileSync(file, buf); } catch { return null; }
+  savedFiles.push(file);
+  while (savedFiles.length > SAVE_KEEP) { try { fs.unlinkSync(savedFiles.shift()); } catch { /* gone */ } }
+  return file;
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 rl.on('line', (line) => {
   let req;
@@ -77,7 +91,9 @@ rl.on('line', (line) => {
   const files = [...after.keys()].sort().filter((p) => before.get(p) !== after.get(p))
     .slice(0, FILES_MAX).map((p) => ({ name: path.basename(p), path: p, size: Number(after.get(p).split(':')[1]) }));
   const [o, oTotal, oCut] = capped(out), [e, eTotal, eCut] = capped(err);
+  const stdoutPath = saveWhole(out, req, 'stdout'), stderrPath = saveWhole(err, req, 'stderr');
   protoWrite(MARKER + JSON.stringify({ id: req.id, stdout: o, stdout_bytes: oTotal, stdout_cut: oCut, stderr: e,
-    stderr_bytes: eTotal, stderr_cut: eCut, exit_code: code, result, files }) + '\n');
+    stderr_bytes: eTotal, stderr_cut: eCut, exit_code: code, result, files, stdout_path: stdoutPath,
+    stderr_path: stderrPath }) + '\n');
 });
 process.on('SIGINT', () => { /* vm's timeout stops cells; a stray SIGINT must not kill the kernel */ });

@@ -1,9 +1,11 @@
 # python_kernel.py: abx's stateful Python kernel (runs inside a sandbox).
-# Protocol: one JSON request per stdin line, {"id", "code", "cwd", "env"?}; one reply
+# Protocol: one JSON request per stdin line, {"id", "code", "cwd", "env"?,
+# "save_after"?}; one reply
 # per request on the original stdout, MARKER + JSON + "\n", with the cell's
 # stdout and stderr (captured at the file-descriptor level, so subprocesses
 # are captured too) base64-encoded and capped, its exit code, the value of a
-# final expression, and the files it created or changed under cwd.
+# final expression, the files it created or changed under cwd, and where a
+# stream longer than save_after bytes was saved whole (stdout_path).
 # Variables live in one namespace for the kernel's life, as in a notebook.
 # SIGINT (sent on timeout) interrupts the running cell; the kernel survives.
 import ast, base64, json, os, sys, tempfile, traceback
@@ -66,6 +68,43 @@ def read_capped(f):
     return base64.b64encode(data).decode(), total, cut
 
 
+SAVE_DIR = "/tmp/.abx-output"
+SAVE_KEEP = 32  # saved outputs kept per kernel; older ones are removed
+saved_files = []
+
+
+def capture_file(req, stream):
+    """Where the cell's stream is captured: a file in SAVE_DIR, kept when the
+    stream passes the caller's save_after bytes (else removed after the
+    cell), or an anonymous temporary file."""
+    try:
+        os.makedirs(SAVE_DIR, exist_ok=True)
+        path = "%s/python-%d-%s.%s" % (SAVE_DIR, os.getpid(), req.get("id"), stream)
+        return open(path, "w+b"), path
+    except (OSError, TypeError):
+        return tempfile.TemporaryFile(), None
+
+
+def keep_or_remove(path, total, req):
+    """The path when the stream is kept whole (newest SAVE_KEEP), else None."""
+    limit = req.get("save_after") or 0
+    if path is None:
+        return None
+    if not limit or total <= limit:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
+    saved_files.append(path)
+    while len(saved_files) > SAVE_KEEP:
+        try:
+            os.unlink(saved_files.pop(0))
+        except OSError:
+            pass
+    return path
+
+
 def serve():
     for line in sys.stdin:
         try:
@@ -81,8 +120,8 @@ def serve():
         saved_env = {k: os.environ.get(k) for k in env}
         os.environ.update({str(k): str(v) for k, v in env.items()})
         before = snapshot(cwd)
-        out = tempfile.TemporaryFile()
-        err = tempfile.TemporaryFile()
+        out, out_path = capture_file(req, "stdout")
+        err, err_path = capture_file(req, "stderr")
         sys.stdout.flush()
         sys.stderr.flush()
         saved_out, saved_err = os.dup(1), os.dup(2)
@@ -118,10 +157,13 @@ def serve():
                  for p in sorted(after) if before.get(p) != after[p]][:FILES_MAX]
         o, o_total, o_cut = read_capped(out)
         e, e_total, e_cut = read_capped(err)
+        o_path = keep_or_remove(out_path, o_total, req)
+        e_path = keep_or_remove(err_path, e_total, req)
         out.close()
         err.close()
         reply = {"id": req.get("id"), "stdout": o, "stdout_bytes": o_total, "stdout_cut": o_cut,
-                 "stderr": e, "stderr_bytes": e_total, "stderr_cut": e_cut, "exit_code": code, "result": result, "files": files}
+                 "stderr": e, "stderr_bytes": e_total, "stderr_cut": e_cut, "exit_code": code, "result": result, "files": files,
+                 "stdout_path": o_path, "stderr_path": e_path}
         proto.write(MARKER + json.dumps(reply) + "\n")
         proto.flush()
 

@@ -366,3 +366,116 @@ test('abx doctor says what works here as this user: everything as root, the cgro
     fs.rmSync(home, { recursive: true, force: true });
   }
 });
+
+test('one model-sized output policy: head and tail of each stream, what was left out, and a file in the sandbox with all of it', { timeout: 180000 }, async () => {
+  for (const transport of ['stdio', 'http']) {
+    let srv = null, c;
+    if (transport === 'stdio') c = await stdioClient();
+    else {
+      srv = await startHttpServer(['--no-auth', '--template', 'code-interpreter-v1'], { env: H.env });
+      c = await httpClient(srv.url);
+    }
+    try {
+      const total = Buffer.byteLength(Array.from({ length: 400000 }, (_, i) => `${i + 1}\n`).join(''));
+      const r = await c.callTool({ name: 'run_command', arguments: { command: 'seq 1 400000' } }, undefined, { timeout: 120000 });
+      const sc = r.structuredContent;
+      assert.equal(sc.exit_code, 0, transport);
+      assert.equal(sc.truncated, true);
+      assert.equal(sc.stdout_bytes, total);
+      // 32 KiB by default: the first and last 16 KiB, and a note between them
+      assert.ok(sc.stdout.length < 33 * 1024, `${transport}: ${sc.stdout.length} chars`);
+      assert.ok(sc.stdout.startsWith('1\n2\n3\n'));
+      assert.ok(sc.stdout.endsWith('399999\n400000\n'));
+      assert.match(sc.stdout, /\[abx: output truncated: \d+ bytes left out here; showing the first 16384 and the last 16384 of \d+ bytes; the whole output is in \/tmp\/\.abx-output\/\d+\.stdout inside the sandbox/);
+      // the whole result stays small: the text copy is not a second megabyte
+      assert.ok(JSON.stringify(r).length < 100 * 1024, `${transport}: ${JSON.stringify(r).length} bytes`);
+      // and the whole output is where the note says, readable with the tools
+      assert.match(sc.stdout_path, /^\/tmp\/\.abx-output\/\d+\.stdout$/);
+      const wc = await c.callTool({ name: 'run_command', arguments: { command: `wc -c < ${sc.stdout_path}; tail -n 1 ${sc.stdout_path}` } });
+      assert.equal(wc.structuredContent.stdout, `${total}\n400000\n`);
+      // small output: shown whole, nothing saved
+      const small = await c.callTool({ name: 'run_command', arguments: { command: 'echo hi' } });
+      assert.equal(small.structuredContent.stdout, 'hi\n');
+      assert.equal(small.structuredContent.truncated, false);
+      assert.equal(small.structuredContent.stdout_path, undefined);
+      // run_code follows the same policy, for each language
+      for (const [language, code] of [['python', 'for i in range(1, 400001): print(i)'], ['javascript', 'for (let i = 1; i <= 400000; i++) console.log(i)']]) {
+        const rc = await c.callTool({ name: 'run_code', arguments: { language, code } }, undefined, { timeout: 120000 });
+        const out = rc.structuredContent;
+        assert.equal(out.exit_code, 0, `${transport} ${language}: ${JSON.stringify(out).slice(0, 300)}`);
+        assert.ok(out.stdout.length < 33 * 1024, `${transport} ${language}: ${out.stdout.length}`);
+        assert.ok(out.stdout.startsWith('1\n2\n') && out.stdout.endsWith('400000\n'));
+        assert.match(out.stdout, /the whole output is in \/tmp\/\.abx-output\//);
+        const back = await c.callTool({ name: 'run_command', arguments: { command: `wc -c < ${out.stdout_path}` } });
+        assert.equal(back.structuredContent.stdout, `${total}\n`, `${transport} ${language}`);
+      }
+    } finally {
+      await c.close();
+      if (srv) await stopServer(srv);
+    }
+  }
+});
+
+test('the output limit is configurable, and a bad value is said at start', async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start', '--template', 'base'], env: { ...H.env, ABX_MCP_OUTPUT_LIMIT: '2048' }, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(transport);
+  try {
+    const r = await c.callTool({ name: 'run_command', arguments: { command: 'seq 1 10000' } });
+    assert.match(r.structuredContent.stdout, /showing the first 1024 and the last 1024 of 48894 bytes/);
+  } finally {
+    await c.close();
+  }
+  const bad = runAbx(['mcp', 'start'], { env: { ...H.env, ABX_MCP_OUTPUT_LIMIT: '12' }, input: '' });
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /ABX_MCP_OUTPUT_LIMIT: must be a number of bytes from 1024 to 1048576/);
+});
+
+test('read_file takes offset and length, and shows a large file within the output limit with the offset of the rest', { timeout: 120000 }, async () => {
+  const c = await stdioClient();
+  try {
+    // 200000 bytes: "000000\n000001\n..." (7 bytes a line)
+    const w = await c.callTool({ name: 'run_command', arguments: { command: 'seq -f %06g 0 29999 | head -c 200000 > /app/big.txt; wc -c < /app/big.txt' } });
+    assert.equal(w.structuredContent.stdout, '200000\n');
+    const whole = (await c.callTool({ name: 'read_file', arguments: { path: '/app/big.txt' } })).structuredContent;
+    assert.equal(whole.size, 200000);
+    assert.equal(whole.truncated, true);
+    assert.ok(whole.content.length < 33 * 1024, String(whole.content.length));
+    assert.ok(whole.content.startsWith('000000\n000001\n'));
+    assert.match(whole.content, /read the part left out with read_file offset=16384 length=N/);
+    assert.ok(whole.content.endsWith('028570\n028'));
+    const part = (await c.callTool({ name: 'read_file', arguments: { path: '/app/big.txt', offset: 7 * 1000, length: 14 } })).structuredContent;
+    assert.deepEqual([part.content, part.offset, part.length, part.size, part.truncated], ['001000\n001001\n', 7000, 14, 200000, false]);
+    // an explicit length past the limit is read exactly
+    const long = (await c.callTool({ name: 'read_file', arguments: { path: '/app/big.txt', offset: 0, length: 100000 } })).structuredContent;
+    assert.equal(long.content.length, 100000);
+    // past the end: nothing, and the size
+    const past = (await c.callTool({ name: 'read_file', arguments: { path: '/app/big.txt', offset: 300000 } })).structuredContent;
+    assert.deepEqual([past.content, past.size, past.length], ['', 200000, 0]);
+    // a small file is whole
+    await c.callTool({ name: 'write_file', arguments: { path: '/app/s.txt', content: 'héllo' } });
+    const small = (await c.callTool({ name: 'read_file', arguments: { path: '/app/s.txt' } })).structuredContent;
+    assert.deepEqual([small.content, small.size, small.truncated], ['héllo', 6, false]);
+    const bad = await c.callTool({ name: 'read_file', arguments: { path: '/app/s.txt', length: 0 } });
+    assert.equal(bad.isError, true);
+    assert.equal(bad.structuredContent.error.field, 'length');
+  } finally {
+    await c.close();
+  }
+});
+
+test('tool descriptions tell a model what the sandbox runs and has, its directory and the output limit', async () => {
+  const c = await stdioClient();
+  try {
+    const { tools } = await c.listTools();
+    const by = Object.fromEntries(tools.map((t) => [t.name, t.description]));
+    assert.match(by.run_code, /\(This host: python, javascript, shell run[;.]/);
+    assert.match(by.run_code, /working directory is \/app/);
+    assert.match(by.run_code, /up to 32768 bytes is shown whole/);
+    assert.match(by.run_command, /the sandbox has bash, coreutils, python3/);
+    assert.match(by.read_file, /longer than 32768 bytes/);
+    assert.ok(!tools.some((t) => /\{[a-z_]+\}/.test(t.description)), 'a placeholder was left in a description');
+  } finally {
+    await c.close();
+  }
+});

@@ -221,8 +221,8 @@ test('run_command, files, list_files, background tasks, upload and download', as
     r = ok(await s.call('run_command', { command: 'head -c 3000000 /dev/zero | tr "\\0" x' }));
     assert.equal(r.truncated, true);
     assert.equal(r.stdout_bytes, 3000000);
-    // the first and last 128 KiB are kept (lib/bounds.h), the middle is dropped and counted
-    assert.match(r.stdout, /^x{131072}\n\[abx: output truncated: 2737856 bytes dropped here; showing the first 131072 and the last 131072 of 3000000 bytes\]\nx{131072}$/);
+    // the first and last 16 KiB are shown (mcp/text.h), the middle is left out, counted and saved
+    assert.match(r.stdout, /^x{16384}\n\[abx: output truncated: 2967232 bytes left out here; showing the first 16384 and the last 16384 of 3000000 bytes; the whole output is in \/tmp\/\.abx-output\/\d+\.stdout inside the sandbox: read it with read_file \(offset, length\) or run_command \(grep, sed -n\)\]\nx{16384}$/);
     r = ok(await s.call('run_command', { command: 'printf "\\377\\376 ok"' }));
     assert.equal(r.stdout, '\uFFFD\uFFFD ok');
     assert.deepEqual(ok(await s.call('write_file', { path: '/app/dir/hello.txt', content: 'héllo' })), { success: true, bytes_written: 6 });

@@ -48,7 +48,9 @@ export function render(tools) {
     '',
   ];
   for (const t of tools) {
-    out.push(`## ${t.name}`, '', `**${t.title}.** ${t.description}`, '');
+    // what the sandbox runs and has differs between hosts: shown as a placeholder
+    const description = t.description.replace(/\(This host: [^)]*\)/g, '(This host: what the sandbox runs and has, found when the server starts.)');
+    out.push(`## ${t.name}`, '', `**${t.title}.** ${description}`, '');
     const a = t.annotations || {};
     out.push(`Annotations: read-only ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, open-world ${a.openWorldHint}.`, '');
     const props = t.inputSchema.properties || {};
