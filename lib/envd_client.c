@@ -377,6 +377,77 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     return rc;
 }
 
+/* ---- a JSON request with a raw answer (code interpreter: NDJSON) ---------- */
+
+typedef struct cancel_state {
+    abx_envd_cancel_fn cancel;
+    void *userdata;
+    bool cancelled;
+} cancel_state;
+
+static int cancel_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    cancel_state *s = ud;
+    if (s->cancel && s->cancel(s->userdata)) {
+        s->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
+int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
+                       void *userdata, char **out, size_t *out_len, abx_error **err)
+{
+    *out = NULL;
+    *out_len = 0;
+    CURL *c = acquire(e);
+    if (!c)
+        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+    char url[1200];
+    snprintf(url, sizeof url, "%s%s", e->base_url, path);
+    char *text = json_dumps(body, JSON_COMPACT);
+    struct curl_slist *h = base_headers(e, user, "application/json");
+    membuf answer = {0};
+    cancel_state cs = {.cancel = cancel, .userdata = userdata};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, text ? text : "{}");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(text ? strlen(text) : 2));
+    if (cancel) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &cs);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
+    CURLcode cc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    free(text);
+    int rc = 0;
+    if (cs.cancelled)
+        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    else if (cc != CURLE_OK)
+        rc = answer.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
+    else if (status < 200 || status > 299)
+        rc = error_from_body(answer.data, answer.len, status, err);
+    if (rc == 0) {
+        *out = answer.data ? answer.data : calloc(1, 1);
+        *out_len = answer.len;
+        answer.data = NULL;
+    }
+    free(answer.data);
+    /* a transfer cut short leaves the connection unusable: do not cache it */
+    if (cs.cancelled || cc != CURLE_OK)
+        curl_easy_cleanup(c);
+    else
+        release(e, c);
+    return rc == 0 && !*out ? abx__error_set(err, ABX_ENOMEM, "answer") : rc;
+}
+
 /* ---- files -------------------------------------------------------------- */
 
 static void files_url(abx_envd *e, CURL *c, const char *path, const char *user, char *url, size_t len)

@@ -37,6 +37,13 @@ typedef bool (*abx_envd_cancel_fn)(void *userdata);
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
                      abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err);
 
+/* POST path with a JSON body; the answer's bytes, whatever their type, in
+ * *out (NUL-terminated; the caller frees). cancel (may be NULL) is polled:
+ * true cuts the transfer (-ABX_ECANCELLED), which the server sees as a
+ * hang-up. */
+int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
+                       void *userdata, char **out, size_t *out_len, abx_error **err);
+
 typedef size_t (*abx_envd_write_fn)(const char *data, size_t len, void *userdata); /* return len, else abort */
 typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata);         /* 0 at end */
 /* GET /files: the file's bytes go to fn as they arrive. */

@@ -16,6 +16,7 @@
 #include "capbuf.h"
 #include "config.h"
 #include "envd_client.h"
+#include "code.h"
 #include "error_internal.h"
 #include "parse.h"
 #include "sandbox_id.h"
@@ -925,6 +926,37 @@ int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
     *json = list ? json_dumps(list, JSON_COMPACT) : strdup("[]");
     json_decref(resp);
     return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
+}
+
+/* ---- code ---------------------------------------------------------------- */
+
+static bool code_should_cancel(void *ud)
+{
+    const abx_code_options *o = ud;
+    return o->should_cancel(o->userdata);
+}
+
+int abx_sandbox_run_code(abx_sandbox *s, const char *code, const abx_code_options *opts, abx_code_result *out,
+                         abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!code)
+        return abx__error_set(err, ABX_EINVAL, "code: required");
+    int rc = 0;
+    json_t *req = abx__code_request(code, opts, err, &rc);
+    if (!req)
+        return rc;
+    char *answer = NULL;
+    size_t len = 0;
+    bool cancellable = opts && opts->should_cancel;
+    rc = abx__envd_post_raw(&s->envd, "/execute", NULL, req, cancellable ? code_should_cancel : NULL,
+                            cancellable ? (void *)opts : NULL, &answer, &len, err);
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    rc = abx__code_parse_answer(answer, len, out);
+    free(answer);
+    return rc < 0 ? abx__error_set(err, -rc, "reading the answer") : 0;
 }
 
 /* ---- files -------------------------------------------------------------- */

@@ -28,22 +28,24 @@ typedef struct mcp_code_result {
     /* This call started a new kernel because the last one died or timed
      * out: variables and imports from earlier calls are gone. */
     bool state_reset;
+    char state_reset_reason[200];
+    json_t *results;        /* E2B's results in order: [{text?, html?, png?, ..., is_main_result}] */
 } mcp_code_result;
 
 typedef struct mcp_code_request {
     const char *language;   /* python, javascript, shell, typescript, r */
     const char *code;
     unsigned timeout_s;
-    bool stateful;          /* code-interpreter-v1: keep state per sandbox and language */
+    bool stateful;          /* code-interpreter-v1: the language's default context; else a fresh interpreter */
     const char *cwd;        /* "/app" */
     size_t save_after;      /* 0, or save a stream longer than this whole (stdout_path) */
     bool (*should_cancel)(void *userdata);
     void *userdata;
 } mcp_code_request;
 
+/* Runs the cell; 0 when it ran (an exception, a timeout, a kernel's death
+ * are in *out: free with mcp_code_result_clear), else an error. */
 int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err);
 void mcp_code_result_clear(mcp_code_result *r);
-/* Forgets (and stops) a sandbox's kernels; called when its handle goes. */
-void mcp_kernels_free(mcp_sandbox *b);
 
 #endif

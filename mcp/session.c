@@ -97,9 +97,7 @@ static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, a
 
 static void box_free(mcp_sandbox *b)
 {
-    mcp_kernels_free(b);
     abx_sandbox_free(b->handle);
-    pthread_mutex_destroy(&b->kernel_mu);
     free(b);
 }
 
@@ -124,7 +122,6 @@ static mcp_sandbox *box_new(const char *id, abx_sandbox *h, bool owned, unsigned
     b->handle = h;
     b->owned = owned;
     b->renew_s = renew_s;
-    pthread_mutex_init(&b->kernel_mu, NULL);
     return b;
 }
 

@@ -22,9 +22,6 @@ typedef struct mcp_sandbox {
     uint64_t renewed_ms;      /* when it was last renewed (monotonic ms) */
     int refs;
     bool killed;
-    pthread_mutex_t kernel_mu; /* serialises run_code per sandbox */
-    struct mcp_kernel *kernels; /* code-interpreter kernels (kernel.c) */
-    char lost_kernels[64];      /* languages whose kernel died or was stopped: the next call says state was reset */
 } mcp_sandbox;
 
 typedef struct mcp_session {

@@ -3,6 +3,7 @@
  * output bounds with an explicit marker, and base64 (OpenSSL's codec). */
 #include "text.h"
 #include "b64.h"
+#include "utf8.h"
 #include "config.h"
 #include "error_internal.h"
 
@@ -12,45 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at p (max n bytes), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    unsigned cp = len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
-    for (size_t i = 1; i < len; i++)
-        cp = (cp << 6) | (p[i] & 0x3Fu);
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0; /* overlong, out of range, or a surrogate */
-    return len;
-}
-
-/* Appends data as UTF-8 to out at *o (room: 3 bytes per input byte). */
-static void utf8_copy(char *out, size_t *o, const char *data, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq(p + i, len - i);
-        if (n == 0 || (n == 1 && p[i] == 0)) {
-            memcpy(out + *o, "\xEF\xBF\xBD", 3); /* U+FFFD (NUL too: C strings end there) */
-            *o += 3;
-            i++;
-            continue;
-        }
-        memcpy(out + *o, p + i, n);
-        *o += n;
-        i += n;
-    }
-}
-
 /* Builds the string head + marker + tail (each part may be empty). */
 static json_t *text_parts(const char *head, size_t head_len, const char *marker, const char *tail, size_t tail_len)
 {
@@ -59,10 +21,10 @@ static json_t *text_parts(const char *head, size_t head_len, const char *marker,
     if (!out)
         return json_string("");
     size_t o = 0;
-    utf8_copy(out, &o, head, head_len);
+    abx__utf8_copy(out, &o, head, head_len);
     memcpy(out + o, marker, mlen);
     o += mlen;
-    utf8_copy(out, &o, tail, tail_len);
+    abx__utf8_copy(out, &o, tail, tail_len);
     json_t *s = json_stringn(out, o);
     free(out);
     return s ? s : json_string("");
@@ -177,7 +139,7 @@ json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long 
     while (start > 0 && head_n - start < 4 && ((unsigned char)data[start - 1] & 0xC0) == 0x80)
         start--;
     if (start > 0 && ((unsigned char)data[start - 1] & 0xC0) == 0xC0 &&
-        utf8_seq((const unsigned char *)data + start - 1, head_n - start + 1) == 0)
+        abx__utf8_seq((const unsigned char *)data + start - 1, head_n - start + 1) == 0)
         head_len = start - 1; /* the head ends inside a character: drop its start */
     const char *tail = data + tail_from;
     size_t tail_len = len - tail_from;

@@ -244,29 +244,28 @@ static json_t *elide_long_strings(json_t *v)
 
 static json_t *tool_error(int code, const char *field);
 
-/* structuredContent and its text copy (without long strings), after an
- * optional extra block (an image, whose bytes the text copy then leaves
- * out too). A result too large for a client to take (ABX_BOUND_MCP_RESULT)
- * is an E8018 tool error instead. Takes both. */
-static json_t *result_with(json_t *structured, json_t *extra_content)
+/* structuredContent and its text copy (without long strings), after
+ * optional extra blocks (images, whose bytes the text copy then leaves out
+ * too). A result too large for a client to take (ABX_BOUND_MCP_RESULT) is
+ * an E8018 tool error instead. Takes both; blocks is an array or NULL. */
+static json_t *result_with(json_t *structured, json_t *blocks)
 {
     json_t *shown = elide_long_strings(structured);
-    if (extra_content && json_object_get(shown, "content_base64"))
+    if (blocks && json_object_get(shown, "content_base64"))
         json_object_set_new(shown, "content_base64", json_string("(sent once, as the image content)"));
     char *text = json_dumps(shown, JSON_COMPACT);
     json_decref(shown);
     size_t size = json_dumpb(structured, NULL, 0, JSON_COMPACT) + (text ? strlen(text) : 0);
-    if (extra_content)
-        size += json_string_length(json_object_get(extra_content, "data"));
+    size_t i;
+    json_t *b;
+    json_array_foreach(blocks, i, b) size += json_string_length(json_object_get(b, "data"));
     if (size > ABX_BOUND_MCP_RESULT) {
         free(text);
         json_decref(structured);
-        json_decref(extra_content);
+        json_decref(blocks);
         return tool_error(ABX_ETOOBIG, "result");
     }
-    json_t *content = json_array();
-    if (extra_content)
-        json_array_append_new(content, extra_content);
+    json_t *content = blocks ? blocks : json_array();
     json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
     free(text);
     return json_pack("{s:o, s:o}", "content", content, "structuredContent", structured);
@@ -586,6 +585,41 @@ static json_t *tool_create_sandbox(mcp_call *c)
     return ok(r);
 }
 
+/* run_code's rich results for structuredContent: each with its text forms
+ * (text, html, markdown, svg, latex, json), cut to the output limit's
+ * size, and its images sent once, as MCP image content appended to images
+ * (the result then says which block: "image": N). */
+static json_t *rich_results(json_t *results, json_t *images)
+{
+    static const char *const text_forms[] = {"text", "html", "markdown", "svg", "latex"};
+    static const struct { const char *key, *mime; } image_forms[] = {{"png", "image/png"}, {"jpeg", "image/jpeg"}};
+    json_t *out = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        json_t *e = json_pack("{s:b}", "is_main_result", json_is_true(json_object_get(r, "is_main_result")));
+        for (size_t k = 0; k < sizeof text_forms / sizeof text_forms[0]; k++) {
+            const char *v = json_string_value(json_object_get(r, text_forms[k]));
+            if (v)
+                json_object_set_new(e, text_forms[k], mcp_text(v, strlen(v), ABX_BOUND_RESULT_TEXT_STRING, NULL));
+        }
+        json_t *j = json_object_get(r, "json");
+        if (j && !json_is_null(j))
+            json_object_set(e, "json", j);
+        for (size_t k = 0; k < sizeof image_forms / sizeof image_forms[0]; k++) {
+            const char *data = json_string_value(json_object_get(r, image_forms[k].key));
+            if (!data || json_object_get(e, "image"))
+                continue;
+            json_object_set_new(e, "image", json_integer((json_int_t)json_array_size(images)));
+            json_object_set_new(e, "mime_type", json_string(image_forms[k].mime));
+            json_array_append_new(images, json_pack("{s:s, s:s, s:s}", "type", "image", "data", data, "mimeType",
+                                                    image_forms[k].mime));
+        }
+        json_array_append_new(out, e);
+    }
+    return out;
+}
+
 /* Names the sandbox files that hold whole outputs a result shows only in
  * part (stdout_path, stderr_path). */
 static void set_saved_paths(json_t *out, const char *stdout_path, const char *stderr_path)
@@ -657,13 +691,22 @@ static json_t *tool_run_code(mcp_call *c)
     if (r.kernel_died)
         json_object_set_new(out, "kernel_died", json_true());
     if (r.state_reset) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "%s%svariables, functions and imports from earlier calls are gone",
+                 r.state_reset_reason[0] ? r.state_reset_reason : "the previous kernel for this language died or "
+                                                                  "was stopped",
+                 ": ");
         json_object_set_new(out, "state_reset", json_true());
-        json_object_set_new(out, "state_reset_reason",
-                            json_string("the previous kernel for this language died or was stopped: variables, "
-                                        "functions and imports from earlier calls are gone"));
+        json_object_set_new(out, "state_reset_reason", json_string(reason));
     }
+    json_t *images = json_array();
+    json_object_set_new(out, "results", rich_results(r.results, images));
     mcp_code_result_clear(&r);
-    return ok(out);
+    if (json_array_size(images) == 0) {
+        json_decref(images);
+        images = NULL;
+    }
+    return result_with(out, images);
 }
 
 static json_t *tool_run_command(mcp_call *c)
@@ -1150,7 +1193,7 @@ static json_t *tool_download_file(mcp_call *c)
     if (mime)
         json_object_set_new(out, "mime_type", json_string(mime));
     if (mime && len <= IMAGE_INLINE_MAX) /* larger images come back as bytes only */
-        image = json_pack("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime);
+        image = json_pack("[{s:s, s:s, s:s}]", "type", "image", "data", b64, "mimeType", mime);
     free(b64);
     return result_with(out, image); /* the text copy leaves the bytes to the image and structuredContent */
 }

@@ -10,7 +10,8 @@
  *   /bin /sbin /lib* the host's merged-usr symlinks (or read-only binds)
  *   /etc         generated passwd, group, hosts, hostname; a curated list
  *                of host files bound read-only (certificates, loader cache,
- *                alternatives, resolver, locale and shell profiles)
+ *                alternatives, resolver, locale and shell profiles,
+ *                matplotlib's and fontconfig's settings)
  *   /app         working directory, owned by user (uid 1000)
  *   /home/user   user's home; /root root's home; /tmp and /var/tmp 1777
  *   /proc        a fresh procfs of the sandbox's pid namespace, with
@@ -203,7 +204,7 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
         "/etc/inputrc", "/etc/environment",
         "/etc/login.defs", "/etc/os-release", "/etc/debian_version", "/etc/terminfo",
         "/etc/magic", "/etc/python3", "/etc/python3.11", "/etc/perl", "/etc/papersize",
-        "/etc/skel",
+        "/etc/skel", "/etc/matplotlibrc", "/etc/fonts",
     };
     bool has_default = false;
     for (size_t i = 0; i < sizeof curated / sizeof curated[0]; i++) {

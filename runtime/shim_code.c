@@ -1,13 +1,25 @@
 /* shim_code.c: E2B's code-interpreter API (../shared/e2b-protocol.md §3)
- * served by the shim: /execute (NDJSON) and /contexts.
+ * served by the shim: /execute (NDJSON) and /contexts. It is the one place
+ * where notebook state lives: MCP's run_code, the CLI and E2B's SDK all
+ * run cells here, so every client of a sandbox sees the same variables.
  *
  * Owns: contexts (one kernel process each: mcp/kernels/python_kernel.py or
- * node_kernel.js, started through the shim's own process table with stdin
- * open), the default context per language, and turning a kernel's reply
- * into E2B's NDJSON lines (number_of_executions, stdout, stderr, result,
- * error, end_of_execution). Executions are serialised (code_mu): a kernel
- * runs one cell at a time. A cell past EXEC_TIMEOUT_S gets SIGINT; a kernel
- * that still does not answer is killed and its context restarted.
+ * node_kernel.js, started from a file through the shim's own process table
+ * with stdin open), the default context per language and user, and turning
+ * a kernel's reply into E2B's NDJSON lines (number_of_executions, stdout,
+ * stderr, result, error, end_of_execution) plus one line of abx's own
+ * ({"type":"abx"}: exact byte counts, saved outputs, the kernel's fate),
+ * which E2B's SDK ignores.
+ *
+ * A context runs one cell at a time (its run_mu); different contexts run
+ * in parallel. A cell past its timeout, or whose client hung up, gets
+ * SIGINT; a kernel that still does not answer within KILL_GRACE_MS is
+ * killed. A kernel that dies (it exited, or the memory limit killed it) is
+ * reported as the kernel's death, and the next cell in that context runs
+ * in a new kernel and says that the state was reset.
+ *
+ * Lifetime: code_mu guards the table and each context's refs/deleted; a
+ * context is freed when it is deleted and no execution holds it.
  */
 #include "shim_code.h"
 #include "b64.h"
@@ -16,15 +28,19 @@
 #include "shim_files.h"
 #include "sysutil.h"
 #include "reply_scan.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #define EXEC_TIMEOUT_S 300
@@ -35,10 +51,15 @@ typedef struct code_context {
     char language[16];
     char cwd[256];
     unsigned uid;
-    int pid;
-    uint64_t out_off;     /* where the next reply is read from in the kernel's stdout */
-    unsigned executions;
+    atomic_int pid;       /* written under run_mu */
+    uint64_t out_off;     /* where the next reply is read from in the kernel's stdout (run_mu) */
+    unsigned executions;  /* (run_mu) */
     bool is_default;
+    bool listed;          /* in sh->contexts; false: a one-call ("fresh") context */
+    int refs;             /* executions holding it (code_mu) */
+    bool deleted;         /* (code_mu) */
+    pthread_mutex_t run_mu;
+    char lost_why[200];   /* (run_mu) why the last kernel went: the next cell says its state was reset */
 } code_context;
 
 static bool language_ok(const char *l)
@@ -78,7 +99,8 @@ static int spawn_kernel(shim *sh, code_context *c, abx_error **err)
     int rc = write_kernel_file(sh, c, file, sizeof file, err);
     if (rc < 0)
         return rc;
-    json_t *args = strcmp(c->language, "python") == 0 ? json_pack("[s, s]", "-u", file) : json_pack("[s]", file);
+    json_t *args = strcmp(c->language, "python") == 0 ? json_pack("[s, s]", "-u", file)
+                                                      : json_pack("[s, s]", "--expose-internals", file);
     char tag[64];
     snprintf(tag, sizeof tag, "abx-context-%s", c->id);
     shim_start_request r = {.cmd = strcmp(c->language, "python") == 0 ? "python3" : "node", .args = args,
@@ -87,10 +109,12 @@ static int spawn_kernel(shim *sh, code_context *c, abx_error **err)
     json_decref(args);
     if (pid < 0)
         return pid;
-    c->pid = pid;
+    atomic_store(&c->pid, pid);
     c->out_off = 0;
     return 0;
 }
+
+/* ---- contexts --------------------------------------------------------------- */
 
 /* Lock held (code_mu). */
 static code_context *find(shim *sh, const char *id)
@@ -101,10 +125,18 @@ static code_context *find(shim *sh, const char *id)
     return NULL;
 }
 
-static int context_new(shim *sh, const char *language, const char *cwd, unsigned uid, bool is_default,
+static void context_free(code_context *c)
+{
+    pthread_mutex_destroy(&c->run_mu);
+    free(c);
+}
+
+/* A new context (its kernel not started yet: the first cell starts it).
+ * listed: put in the table (code_mu held), else the caller's alone. */
+static int context_new(shim *sh, const char *language, const char *cwd, unsigned uid, bool is_default, bool listed,
                        code_context **out, abx_error **err)
 {
-    if (sh->ncontexts >= (int)(sizeof sh->contexts / sizeof sh->contexts[0]))
+    if (listed && sh->ncontexts >= (int)(sizeof sh->contexts / sizeof sh->contexts[0]))
         return abx__error_set(err, ABX_ELIMIT, "too many contexts (16): delete one");
     code_context *c = calloc(1, sizeof *c);
     if (!c)
@@ -117,17 +149,40 @@ static int context_new(shim *sh, const char *language, const char *cwd, unsigned
     for (int i = 0; i < 8; i++)
         snprintf(c->id + 2 * i, 3, "%02x", raw[i]);
     snprintf(c->language, sizeof c->language, "%s", language);
-    snprintf(c->cwd, sizeof c->cwd, "%s", cwd ? cwd : "/home/user");
+    snprintf(c->cwd, sizeof c->cwd, "%s", cwd && *cwd ? cwd : "/home/user");
     c->uid = uid;
     c->is_default = is_default;
-    int rc = spawn_kernel(sh, c, err);
-    if (rc < 0) {
-        free(c);
-        return rc;
-    }
-    sh->contexts[sh->ncontexts++] = c;
+    c->listed = listed;
+    pthread_mutex_init(&c->run_mu, NULL);
+    if (listed)
+        sh->contexts[sh->ncontexts++] = c;
     *out = c;
     return 0;
+}
+
+/* Takes a reference (code_mu held). */
+static code_context *hold(code_context *c)
+{
+    c->refs++;
+    return c;
+}
+
+/* Drops a reference; frees a deleted context nobody holds. */
+static void release(shim *sh, code_context *c)
+{
+    pthread_mutex_lock(&sh->code_mu);
+    bool gone = --c->refs == 0 && c->deleted;
+    pthread_mutex_unlock(&sh->code_mu);
+    if (gone)
+        context_free(c);
+}
+
+static void unlist_locked(shim *sh, code_context *c)
+{
+    for (int i = 0; i < sh->ncontexts; i++)
+        if (sh->contexts[i] == c)
+            sh->contexts[i] = sh->contexts[--sh->ncontexts];
+    c->deleted = true;
 }
 
 static json_t *context_json(const code_context *c)
@@ -142,10 +197,24 @@ int abx__code_context_create(shim *sh, json_t *req, unsigned uid, json_t **out, 
         return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
     pthread_mutex_lock(&sh->code_mu);
     code_context *c = NULL;
-    int rc = context_new(sh, lang, json_string_value(json_object_get(req, "cwd")), uid, false, &c, err);
+    int rc = context_new(sh, lang, json_string_value(json_object_get(req, "cwd")), uid, false, true, &c, err);
+    if (rc == 0)
+        hold(c);
+    pthread_mutex_unlock(&sh->code_mu);
+    if (rc < 0)
+        return rc;
+    /* the kernel starts now, so that a bad context fails here, not later */
+    pthread_mutex_lock(&c->run_mu);
+    rc = spawn_kernel(sh, c, err);
+    pthread_mutex_unlock(&c->run_mu);
     if (rc == 0)
         *out = context_json(c);
-    pthread_mutex_unlock(&sh->code_mu);
+    if (rc < 0) {
+        pthread_mutex_lock(&sh->code_mu);
+        unlist_locked(sh, c);
+        pthread_mutex_unlock(&sh->code_mu);
+    }
+    release(sh, c);
     return rc;
 }
 
@@ -162,78 +231,148 @@ json_t *abx__code_contexts_list(shim *sh)
 int abx__code_context_delete(shim *sh, const char *id, abx_error **err)
 {
     pthread_mutex_lock(&sh->code_mu);
-    int rc = 0;
     code_context *c = find(sh, id);
-    if (!c) {
-        rc = abx__error_set(err, ABX_ENOENT, "context not found");
-    } else {
-        abx__shim_proc_signal(sh, c->pid, SIGKILL);
-        for (int i = 0; i < sh->ncontexts; i++)
-            if (sh->contexts[i] == c)
-                sh->contexts[i] = sh->contexts[--sh->ncontexts];
-        free(c);
+    int pid = c ? atomic_load(&c->pid) : 0;
+    bool free_now = false;
+    if (c) {
+        unlist_locked(sh, c);
+        free_now = c->refs == 0;
     }
     pthread_mutex_unlock(&sh->code_mu);
-    return rc;
+    if (!c)
+        return abx__error_set(err, ABX_ENOENT, "context not found");
+    if (pid > 0)
+        abx__shim_proc_signal(sh, pid, SIGKILL); /* a cell running in it ends with the kernel's death */
+    if (free_now)
+        context_free(c);
+    return 0;
 }
 
 int abx__code_context_restart(shim *sh, const char *id, abx_error **err)
 {
     pthread_mutex_lock(&sh->code_mu);
     code_context *c = find(sh, id);
-    int rc = c ? 0 : abx__error_set(err, ABX_ENOENT, "context not found");
-    if (c) {
-        abx__shim_proc_signal(sh, c->pid, SIGKILL);
-        rc = spawn_kernel(sh, c, err);
-    }
+    if (c)
+        hold(c);
     pthread_mutex_unlock(&sh->code_mu);
+    if (!c)
+        return abx__error_set(err, ABX_ENOENT, "context not found");
+    int pid = atomic_load(&c->pid);
+    if (pid > 0)
+        abx__shim_proc_signal(sh, pid, SIGKILL); /* a running cell ends first */
+    pthread_mutex_lock(&c->run_mu);
+    pid = atomic_load(&c->pid);
+    if (pid > 0)
+        abx__shim_proc_signal(sh, pid, SIGKILL);
+    int rc = spawn_kernel(sh, c, err);
+    c->executions = 0;
+    c->lost_why[0] = '\0'; /* asked for: no surprise to report */
+    pthread_mutex_unlock(&c->run_mu);
+    release(sh, c);
     return rc;
 }
 
-/* ---- execute ---------------------------------------------------------------- */
+/* ---- one cell ----------------------------------------------------------------- */
 
 static uint64_t now_ms(void)
 {
     return abx__shim_now_ms();
 }
 
-/* Waits for the reply to id in c's kernel stdout; NULL on timeout or death.
- * The channel is read through a bounded scanner (reply_scan.h): a kernel
- * or cell that floods it costs the shim at most ABX_BOUND_KERNEL_LINE.
- * Lock: code_mu held; takes sh->mu while reading. */
-static json_t *await_reply(shim *sh, code_context *c, unsigned id, bool *interrupted)
+typedef struct cell_request {
+    const char *code;
+    const char *cwd;        /* NULL: the context's */
+    json_t *env;            /* for this cell only; may be NULL */
+    unsigned timeout_s;
+    uint64_t save_after;    /* 0, or keep a longer stream whole in the sandbox */
+    int client_fd;          /* the caller's connection: a hang-up interrupts the cell; -1 none */
+} cell_request;
+
+typedef struct cell_outcome {
+    json_t *reply;          /* the kernel's reply, or NULL */
+    bool timed_out;         /* interrupted at its timeout */
+    bool cancelled;         /* the client hung up */
+    bool died;              /* the kernel died during the cell */
+    int died_code;          /* its exit status, or 128 + signal */
+    char died_why[200];
+} cell_outcome;
+
+static bool client_gone(int fd)
 {
-    uint64_t deadline = now_ms() + EXEC_TIMEOUT_S * 1000u;
+    if (fd < 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static void describe_death(const code_context *c, const shim_proc *p, cell_outcome *o)
+{
+    int code;
+    bool exited;
+    char status[96];
+    abx__shim_proc_end_fields(p, &code, &exited, status, sizeof status);
+    o->died = true;
+    if (exited) {
+        o->died_code = code;
+        snprintf(o->died_why, sizeof o->died_why,
+                 "the %s kernel exited with status %d (the code ended the interpreter, e.g. os._exit or "
+                 "process.exit)",
+                 c->language, code);
+    } else {
+        int sig = WTERMSIG(p->wait_status);
+        o->died_code = 128 + sig;
+        snprintf(o->died_why, sizeof o->died_why, "the %s kernel was killed by signal %d%s", c->language, sig,
+                 sig == SIGKILL ? " (most often the sandbox's memory limit: use less memory, or create a sandbox "
+                                  "with more)"
+                                : "");
+    }
+}
+
+/* Waits for the reply to id in c's kernel stdout. The channel is read
+ * through a bounded scanner (reply_scan.h): a kernel or cell that floods
+ * it costs the shim at most ABX_BOUND_KERNEL_LINE. Lock: run_mu held;
+ * takes sh->mu while reading. */
+static void await_reply(shim *sh, code_context *c, unsigned id, const cell_request *req, cell_outcome *o)
+{
+    uint64_t deadline = now_ms() + (uint64_t)req->timeout_s * 1000u;
+    bool interrupted = false;
     abx_reply_scan scan;
     abx__reply_scan_init(&scan, 0, 0); /* bytes outside replies are not kept */
-    json_t *reply = NULL;
     char *buf = malloc(65536);
+    int pid = atomic_load(&c->pid);
     pthread_mutex_lock(&sh->mu);
-    while (buf) {
-        shim_proc *p = abx__shim_proc_find_locked(sh, c->pid, NULL);
+    while (buf && !o->reply) {
+        shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
         if (!p)
             break;
         bool trunc = false, got = false;
         size_t n;
-        while (!reply && (n = abx__outbuf_read_locked(&p->out, &c->out_off, buf, 65536, &trunc)) > 0) {
+        while (!o->reply && (n = abx__outbuf_read_locked(&p->out, &c->out_off, buf, 65536, &trunc)) > 0) {
             size_t used = 0;
-            reply = abx__reply_scan_feed(&scan, buf, n, id, &used);
+            o->reply = abx__reply_scan_feed(&scan, buf, n, id, &used);
             c->out_off -= n - used; /* what follows the reply is the next call's */
             got = true;
         }
-        if (reply)
+        if (o->reply)
             break;
         if (got)
             abx__shim_wake(sh); /* the kernel may be paused on a full ring */
-        if (p->exited || sh->ending)
+        if (p->exited) {
+            describe_death(c, p, o);
+            break;
+        }
+        if (sh->ending)
             break;
         uint64_t now = now_ms();
-        if (now >= deadline) {
-            if (*interrupted)
+        bool gone = !interrupted && client_gone(req->client_fd);
+        if (now >= deadline || gone) {
+            if (interrupted)
                 break;
-            *interrupted = true;
+            interrupted = true;
+            o->timed_out = !gone;
+            o->cancelled = gone;
             pthread_mutex_unlock(&sh->mu);
-            abx__shim_proc_signal(sh, c->pid, SIGINT);
+            abx__shim_proc_signal(sh, pid, SIGINT);
             pthread_mutex_lock(&sh->mu);
             deadline = now + KILL_GRACE_MS;
             continue;
@@ -250,129 +389,159 @@ static json_t *await_reply(shim *sh, code_context *c, unsigned id, bool *interru
     pthread_mutex_unlock(&sh->mu);
     free(buf);
     abx__reply_scan_free(&scan);
-    return reply;
 }
 
-static void line(json_t *lines, json_t *obj)
+/* Makes sure c has a live kernel; *reset_why is set (non-empty) when the
+ * one before had gone, taking its state with it. Lock: run_mu held. */
+static int ensure_kernel(shim *sh, code_context *c, char *reset_why, size_t len, abx_error **err)
 {
-    json_array_append_new(lines, obj);
+    reset_why[0] = '\0';
+    int pid = atomic_load(&c->pid);
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = pid > 0 ? abx__shim_proc_find_locked(sh, pid, NULL) : NULL;
+    bool alive = p && !p->exited;
+    pthread_mutex_unlock(&sh->mu);
+    if (alive)
+        return 0;
+    if (c->lost_why[0])
+        snprintf(reset_why, len, "%s", c->lost_why);
+    else if (pid > 0 && c->executions > 0)
+        snprintf(reset_why, len, "the %s kernel had stopped (killed from outside, or by the memory limit)",
+                 c->language);
+    c->lost_why[0] = '\0';
+    return spawn_kernel(sh, c, err);
 }
 
-static json_t *decoded(json_t *reply, const char *field)
+static int send_cell(shim *sh, code_context *c, unsigned id, const cell_request *req)
 {
-    char *out = NULL;
-    long n = abx__b64_decode(json_string_value(json_object_get(reply, field)) ?: "", &out);
-    json_t *s = n > 0 ? json_stringn(out, (size_t)n) : NULL; /* invalid UTF-8 -> dropped */
-    free(out);
-    return s;
+    json_t *msg = json_pack("{s:i, s:s, s:s, s:i, s:I}", "id", (int)id, "code", req->code, "cwd",
+                            req->cwd && *req->cwd ? req->cwd : c->cwd, "timeout", (int)req->timeout_s, "save_after",
+                            (json_int_t)req->save_after);
+    if (json_is_object(req->env))
+        json_object_set(msg, "env", req->env);
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!text)
+        return -ABX_ENOMEM;
+    size_t n = strlen(text);
+    text[n] = '\n';
+    int rc = abx__shim_proc_write_stdin(sh, atomic_load(&c->pid), text, n + 1);
+    free(text);
+    return rc;
 }
 
-/* E2B's error event from a traceback: name and value from its last line
- * ("ZeroDivisionError: division by zero"). */
-static json_t *error_event(json_t *stderr_text)
+/* ---- the answer --------------------------------------------------------------- */
+
+/* Appends a kernel stream (base64 of its head and tail, cut where the head
+ * ends) as up to two E2B lines of valid UTF-8; *text_cut gets the byte
+ * length of the first part as sent. */
+static void stream_lines(json_t *lines, json_t *reply, const char *name, size_t *text_cut)
 {
-    const char *tb = json_string_value(stderr_text) ?: "";
-    size_t n = strlen(tb);
-    while (n > 0 && tb[n - 1] == '\n')
-        n--;
-    size_t start = n;
-    while (start > 0 && tb[start - 1] != '\n')
-        start--;
-    char last[1200];
-    snprintf(last, sizeof last, "%.*s", (int)(n - start), tb + start);
-    char *sep = strstr(last, ": ");
-    const char *value = "";
-    if (sep) {
-        *sep = '\0';
-        value = sep + 2;
+    char *raw = NULL;
+    long n = abx__b64_decode(json_string_value(json_object_get(reply, name)) ?: "", &raw);
+    char key[24];
+    snprintf(key, sizeof key, "%s_cut", name);
+    json_int_t cut = json_integer_value(json_object_get(reply, key));
+    if (n < 0)
+        n = 0;
+    if (cut < 0 || cut > n)
+        cut = n;
+    *text_cut = 0;
+    const char *parts[2] = {raw, raw ? raw + cut : NULL};
+    size_t lens[2] = {(size_t)cut, (size_t)(n - cut)};
+    for (int i = 0; i < 2 && raw; i++) {
+        if (lens[i] == 0)
+            continue;
+        size_t clean_len = 0;
+        char *clean = abx__utf8_clean(parts[i], lens[i], &clean_len);
+        if (!clean)
+            continue;
+        if (i == 0)
+            *text_cut = clean_len;
+        json_array_append_new(lines, json_pack("{s:s, s:s%}", "type", name, "text", clean, clean_len));
+        free(clean);
     }
-    return json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", last[0] ? last : "Error", "value", value,
-                     "traceback", tb);
+    free(raw);
 }
 
-int abx__code_execute(shim *sh, json_t *req, unsigned uid, char **ndjson, abx_error **err)
+static const char *const RESULT_FORMATS[] = {"text", "html", "markdown", "svg", "png", "jpeg", "pdf",
+                                             "latex", "json", "javascript", "data", "chart", "extra"};
+
+/* E2B result lines from the kernel's results (display() outputs, figures,
+ * the final expression's value, in order); only known formats pass. */
+static void result_lines(json_t *lines, json_t *reply)
 {
-    const char *code = json_string_value(json_object_get(req, "code"));
-    const char *ctx_id = json_string_value(json_object_get(req, "context_id"));
-    const char *lang_in = json_string_value(json_object_get(req, "language"));
-    if (!code)
-        return abx__error_set(err, ABX_EINVAL, "code: a string is required");
-    if (ctx_id && lang_in)
-        return abx__error_set(err, ABX_EINVAL, "context_id and language: give one, not both");
-    const char *lang = normalise(lang_in);
-    if (!ctx_id && !language_ok(lang))
-        return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
-    pthread_mutex_lock(&sh->code_mu);
-    code_context *c = NULL;
-    int rc = 0;
-    if (ctx_id) {
-        c = find(sh, ctx_id);
-        if (!c)
-            rc = abx__error_set(err, ABX_ENOENT, "context not found");
-    } else {
-        for (int i = 0; i < sh->ncontexts && !c; i++)
-            if (sh->contexts[i]->is_default && strcmp(sh->contexts[i]->language, lang) == 0 &&
-                sh->contexts[i]->uid == uid)
-                c = sh->contexts[i];
-        if (!c)
-            rc = context_new(sh, lang, "/home/user", uid, true, &c, err);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(reply, "results"), i, r) {
+        json_t *line = json_pack("{s:s, s:b}", "type", "result", "is_main_result",
+                                 json_is_true(json_object_get(r, "is_main_result")));
+        for (size_t k = 0; k < sizeof RESULT_FORMATS / sizeof RESULT_FORMATS[0]; k++) {
+            json_t *v = json_object_get(r, RESULT_FORMATS[k]);
+            if (v && !json_is_null(v))
+                json_object_set(line, RESULT_FORMATS[k], v);
+        }
+        json_array_append_new(lines, line);
     }
-    if (rc == 0) { /* a kernel that died (OOM, a kill) is started again */
-        pthread_mutex_lock(&sh->mu);
-        shim_proc *p = abx__shim_proc_find_locked(sh, c->pid, NULL);
-        bool dead = !p || p->exited;
-        pthread_mutex_unlock(&sh->mu);
-        if (dead)
-            rc = spawn_kernel(sh, c, err);
-    }
+}
+
+static json_t *error_line(const char *name, const char *value, const char *traceback)
+{
+    return json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", name, "value", value, "traceback", traceback);
+}
+
+static json_t *answer_lines(const code_context *c, unsigned id, const cell_outcome *o, const char *reset_why)
+{
     json_t *lines = json_array();
-    if (rc == 0) {
-        unsigned id = ++c->executions;
-        json_t *msg = json_pack("{s:i, s:s, s:s, s:i}", "id", (int)id, "code", code, "cwd", c->cwd, "timeout",
-                                EXEC_TIMEOUT_S);
-        json_t *env = json_object_get(req, "env_vars"); /* for this cell only */
-        if (json_is_object(env))
-            json_object_set(msg, "env", env);
-        char *text = json_dumps(msg, JSON_COMPACT);
-        json_decref(msg);
-        size_t n = text ? strlen(text) : 0;
-        if (text) {
-            text[n] = '\n';
-            rc = abx__shim_proc_write_stdin(sh, c->pid, text, n + 1);
-            free(text);
-        }
-        bool interrupted = false;
-        json_t *reply = rc == 0 ? await_reply(sh, c, id, &interrupted) : NULL;
-        line(lines, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count", (int)id));
-        if (!reply) {
-            abx__shim_proc_signal(sh, c->pid, SIGKILL);
-            line(lines, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", "TimeoutError", "value",
-                                  "the cell did not finish and was stopped; the context was restarted", "traceback",
-                                  ""));
-            spawn_kernel(sh, c, NULL);
-        } else {
-            json_t *out = decoded(reply, "stdout"), *errs = decoded(reply, "stderr");
-            if (out && json_string_length(out))
-                line(lines, json_pack("{s:s, s:O}", "type", "stdout", "text", out));
-            if (errs && json_string_length(errs) && json_integer_value(json_object_get(reply, "exit_code")) == 0)
-                line(lines, json_pack("{s:s, s:O}", "type", "stderr", "text", errs));
-            const char *result = json_string_value(json_object_get(reply, "result"));
-            if (result)
-                line(lines, json_pack("{s:s, s:s, s:b}", "type", "result", "text", result, "is_main_result", 1));
-            if (json_integer_value(json_object_get(reply, "exit_code")) != 0)
-                line(lines, error_event(errs));
-            json_decref(out);
-            json_decref(errs);
-            json_decref(reply);
-        }
-        line(lines, json_pack("{s:s}", "type", "end_of_execution"));
-        rc = 0;
+    json_array_append_new(lines, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count", (int)id));
+    json_t *abx = json_pack("{s:s, s:s, s:b, s:b}", "type", "abx", "context_id", c->id, "timed_out",
+                            o->timed_out, "kernel_died", o->died);
+    if (reset_why[0]) {
+        json_object_set_new(abx, "state_reset", json_true());
+        json_object_set_new(abx, "state_reset_reason", json_string(reset_why));
     }
-    pthread_mutex_unlock(&sh->code_mu);
-    if (rc < 0) {
-        json_decref(lines);
-        return rc;
+    if (o->reply) {
+        size_t out_cut = 0, err_cut = 0;
+        stream_lines(lines, o->reply, "stdout", &out_cut);
+        stream_lines(lines, o->reply, "stderr", &err_cut);
+        result_lines(lines, o->reply);
+        json_t *e = json_object_get(o->reply, "error");
+        if (json_is_object(e))
+            json_array_append_new(lines, error_line(json_string_value(json_object_get(e, "name")) ?: "Error",
+                                                    json_string_value(json_object_get(e, "value")) ?: "",
+                                                    json_string_value(json_object_get(e, "traceback")) ?: ""));
+        json_object_set_new(abx, "exit_code", json_integer(o->timed_out ? 124 : json_integer_value(json_object_get(o->reply, "exit_code"))));
+        json_object_set(abx, "stdout_bytes", json_object_get(o->reply, "stdout_bytes"));
+        json_object_set(abx, "stderr_bytes", json_object_get(o->reply, "stderr_bytes"));
+        json_object_set_new(abx, "stdout_cut", json_integer((json_int_t)out_cut));
+        json_object_set_new(abx, "stderr_cut", json_integer((json_int_t)err_cut));
+        static const char *const copied[] = {"stdout_path", "stderr_path", "files"};
+        for (size_t k = 0; k < 3; k++) {
+            json_t *v = json_object_get(o->reply, copied[k]);
+            if (v && !json_is_null(v))
+                json_object_set(abx, copied[k], v);
+        }
+    } else if (o->died) {
+        char value[320];
+        snprintf(value, sizeof value, "%s; its state (variables, imports) is gone and the next cell starts a new kernel",
+                 o->died_why);
+        json_array_append_new(lines, error_line("KernelDied", value, ""));
+        json_object_set_new(abx, "exit_code", json_integer(o->died_code ? o->died_code : 1));
+    } else {
+        json_array_append_new(lines, error_line("TimeoutError",
+                                                o->cancelled ? "the cell was cancelled and did not stop; its kernel was restarted"
+                                                             : "the cell ran past its timeout and did not stop when "
+                                                               "interrupted; its kernel was restarted (state is gone)",
+                                                ""));
+        json_object_set_new(abx, "exit_code", json_integer(124));
     }
+    json_array_append_new(lines, abx);
+    json_array_append_new(lines, json_pack("{s:s}", "type", "end_of_execution"));
+    return lines;
+}
+
+static int ndjson(json_t *lines, char **out, abx_error **err)
+{
     size_t cap = 1024, len = 0;
     char *buf = malloc(cap);
     size_t i;
@@ -384,10 +553,8 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, char **ndjson, abx_er
             while (len + tl + 2 > cap)
                 cap *= 2;
             char *g = realloc(buf, cap);
-            if (!g) {
+            if (!g)
                 free(buf);
-                buf = NULL;
-            }
             buf = g;
         }
         if (buf && t) {
@@ -398,9 +565,94 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, char **ndjson, abx_er
         }
         free(t);
     }
-    json_decref(lines);
     if (!buf)
         return abx__error_set(err, ABX_ENOMEM, "answer");
-    *ndjson = buf;
+    *out = buf;
     return 0;
+}
+
+/* Runs one cell in c (held by the caller). */
+static int run_cell(shim *sh, code_context *c, const cell_request *req, char **out, abx_error **err)
+{
+    pthread_mutex_lock(&c->run_mu);
+    char reset_why[200];
+    int rc = ensure_kernel(sh, c, reset_why, sizeof reset_why, err);
+    if (rc < 0) {
+        pthread_mutex_unlock(&c->run_mu);
+        return rc;
+    }
+    unsigned id = ++c->executions;
+    cell_outcome o = {0};
+    if (send_cell(sh, c, id, req) == 0)
+        await_reply(sh, c, id, req, &o);
+    if (!o.reply) { /* the kernel died, or would not stop: it goes, and so does its state */
+        abx__shim_proc_signal(sh, atomic_load(&c->pid), SIGKILL);
+        snprintf(c->lost_why, sizeof c->lost_why, "%s",
+                 o.died ? o.died_why : "the last cell ran past its timeout and its kernel was stopped");
+    }
+    json_t *lines = answer_lines(c, id, &o, reset_why);
+    pthread_mutex_unlock(&c->run_mu);
+    json_decref(o.reply);
+    rc = ndjson(lines, out, err);
+    json_decref(lines);
+    return rc;
+}
+
+int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char **out, abx_error **err)
+{
+    const char *code = json_string_value(json_object_get(req, "code"));
+    const char *ctx_id = json_string_value(json_object_get(req, "context_id"));
+    const char *lang_in = json_string_value(json_object_get(req, "language"));
+    json_t *timeout = json_object_get(req, "timeout"), *save = json_object_get(req, "save_after");
+    json_t *cwd = json_object_get(req, "cwd");
+    bool fresh = json_is_true(json_object_get(req, "fresh"));
+    if (!code)
+        return abx__error_set(err, ABX_EINVAL, "code: a string is required");
+    if (ctx_id && lang_in)
+        return abx__error_set(err, ABX_EINVAL, "context_id and language: give one, not both");
+    if (ctx_id && fresh)
+        return abx__error_set(err, ABX_EINVAL, "context_id and fresh: give one, not both");
+    if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1 || json_integer_value(timeout) > 86400))
+        return abx__error_set(err, ABX_EINVAL, "timeout: seconds from 1 to 86400");
+    if (save && (!json_is_integer(save) || json_integer_value(save) < 0))
+        return abx__error_set(err, ABX_EINVAL, "save_after: a number of bytes");
+    if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
+        return abx__error_set(err, ABX_EINVAL, "cwd: an absolute path");
+    const char *lang = normalise(lang_in);
+    if (!ctx_id && !language_ok(lang))
+        return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
+    cell_request cell = {.code = code, .cwd = json_string_value(cwd), .env = json_object_get(req, "env_vars"),
+                         .timeout_s = timeout ? (unsigned)json_integer_value(timeout) : EXEC_TIMEOUT_S,
+                         .save_after = save ? (uint64_t)json_integer_value(save) : 0, .client_fd = client_fd};
+    code_context *c = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&sh->code_mu);
+    if (fresh) { /* a kernel for this cell alone */
+        rc = context_new(sh, lang, NULL, uid, false, false, &c, err);
+    } else if (ctx_id) {
+        c = find(sh, ctx_id);
+        if (!c)
+            rc = abx__error_set(err, ABX_ENOENT, "context not found");
+    } else {
+        for (int i = 0; i < sh->ncontexts && !c; i++)
+            if (sh->contexts[i]->is_default && strcmp(sh->contexts[i]->language, lang) == 0 &&
+                sh->contexts[i]->uid == uid)
+                c = sh->contexts[i];
+        if (!c)
+            rc = context_new(sh, lang, "/home/user", uid, true, true, &c, err);
+    }
+    if (rc == 0)
+        hold(c);
+    pthread_mutex_unlock(&sh->code_mu);
+    if (rc < 0)
+        return rc;
+    rc = run_cell(sh, c, &cell, out, err);
+    if (fresh) {
+        abx__shim_proc_signal(sh, atomic_load(&c->pid), SIGKILL);
+        pthread_mutex_lock(&sh->code_mu);
+        c->deleted = true;
+        pthread_mutex_unlock(&sh->code_mu);
+    }
+    release(sh, c);
+    return rc;
 }

@@ -4,9 +4,12 @@
 
 #include "shim.h"
 
-/* POST /execute {code, context_id?, language?, env_vars?}: runs code in a
- * context's kernel; *ndjson gets the answer lines (caller frees). */
-int abx__code_execute(shim *sh, json_t *req, unsigned uid, char **ndjson, abx_error **err);
+/* POST /execute {code, context_id?, language?, env_vars?} and abx's own
+ * fields {timeout? (s, default 300), cwd? (this cell's), save_after?
+ * (bytes), fresh? (a kernel for this cell alone)}: runs code in a
+ * context's kernel; *ndjson gets the answer lines (caller frees).
+ * client_fd: the caller's connection (a hang-up interrupts the cell), or -1. */
+int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char **ndjson, abx_error **err);
 /* POST /contexts {language?, cwd?} -> {id, language, cwd}. */
 int abx__code_context_create(shim *sh, json_t *req, unsigned uid, json_t **out, abx_error **err);
 /* GET /contexts -> [{id, language, cwd}]. */

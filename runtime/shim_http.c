@@ -820,7 +820,8 @@ static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *
     int rcode = 0;
     if (strcmp(url, "/execute") == 0 && strcmp(method, "POST") == 0) {
         char *lines = NULL;
-        rcode = abx__code_execute(sh, req, uid, &lines, &err);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        rcode = abx__code_execute(sh, req, uid, ci ? ci->connect_fd : -1, &lines, &err);
         r = rcode < 0 ? send_abx_error(c, err, rcode) : send_bytes(c, 200, "application/x-ndjson", lines, strlen(lines));
         free(lines);
     } else if (strcmp(url, "/contexts") == 0 && strcmp(method, "POST") == 0) {

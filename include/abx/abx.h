@@ -273,6 +273,57 @@ ABX_API int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err);
 /* Running processes as a JSON array of {pid, tag?, config{cmd,args,envs,cwd}}. Free with abx_free. */
 ABX_API int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err);
 
+/* ---- code (a code interpreter in the sandbox) --------------------------- */
+
+/* Runs a cell in one of the sandbox's kernels: the same kernels E2B's SDK
+ * reaches through /execute, so every client of the sandbox sees the same
+ * notebook state. */
+typedef struct abx_code_options {
+    const char *language;       /* "python" (default) or "javascript" */
+    const char *context_id;     /* NULL: the language's default context */
+    const char *cwd;            /* this cell's directory; NULL: the context's */
+    unsigned timeout_s;         /* 0: 300; past it the cell is interrupted */
+    bool fresh;                 /* a new interpreter for this cell alone */
+    const char *const *envs;    /* "K=V" for this cell only; may be NULL */
+    unsigned long long save_output_after; /* as in abx_exec_options */
+    bool (*should_cancel)(void *userdata); /* polled: true interrupts the cell */
+    void *userdata;
+} abx_code_options;
+
+typedef struct abx_code_result {
+    int exit_code;              /* 0; 1 an exception; 124 timeout; 130 interrupted; the kernel's status if it died */
+    bool timed_out;
+    bool kernel_died;           /* the kernel died in this cell: error_* says how */
+    bool state_reset;           /* this cell ran in a new kernel: earlier state is gone */
+    char state_reset_reason[200];
+    int execution_count;
+    char context_id[40];
+    /* Each stream's first bytes and last bytes (cut where the first part
+     * ends) of *_total written, as UTF-8; *_path names a file in the
+     * sandbox holding all of it when it was saved. */
+    char *stdout_data;
+    size_t stdout_len, stdout_cut;
+    unsigned long long stdout_total;
+    char stdout_path[96];
+    char *stderr_data;
+    size_t stderr_len, stderr_cut;
+    unsigned long long stderr_total;
+    char stderr_path[96];
+    char *error_name, *error_value, *traceback; /* NULL without an error */
+    char *text;                 /* the final expression's value as text, or NULL */
+    /* JSON arrays: E2B's results in order ({text?, html?, markdown?, svg?,
+     * png? (base64), jpeg?, json?, ..., is_main_result}) and the files the
+     * cell created or changed under its directory ({name, path, size}). */
+    char *results_json;
+    char *files_json;
+} abx_code_result;
+
+/* Returns 0 when the cell ran, whatever it did (an exception, a timeout
+ * and a kernel's death are in *out); free *out with abx_code_result_clear. */
+ABX_API int abx_sandbox_run_code(abx_sandbox *s, const char *code, const abx_code_options *opts,
+                                 abx_code_result *out, abx_error **err);
+ABX_API void abx_code_result_clear(abx_code_result *r);
+
 /* ---- files --------------------------------------------------------------- */
 
 /* Paths are inside the sandbox; relative ones are relative to the user's

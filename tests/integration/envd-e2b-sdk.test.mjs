@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { runAbx, privateHome } from '../lib/harness.mjs';
+import { abx, runAbx, privateHome } from '../lib/harness.mjs';
 
 const H = privateHome('abx-e2b');
 let id, proxy, proxyCI, Sandbox, CommandExitError;
 
 before(async () => {
   ({ Sandbox, CommandExitError } = await import('e2b'));
-  const r = runAbx(['create', '--timeout', '300', '--env', 'FROM_CREATE=yes'], { env: H.env });
+  const r = runAbx(['create', '--template', 'code-interpreter-v1', '--timeout', '300', '--env', 'FROM_CREATE=yes'], { env: H.env });
   assert.equal(r.status, 0, r.stderr);
   id = r.stdout.trim().replace(/^local:/, '');
   const dir = path.join(H.home, 'sandboxes', id);
@@ -121,4 +121,30 @@ test('E2B code interpreter (@e2b/code-interpreter): runCode keeps state, reports
   assert.ok(contexts.some((c) => c.id === ctx.id && c.language === 'javascript'));
   await sbx.removeCodeContext(ctx);
   assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+});
+
+test('one notebook per sandbox: MCP\'s run_code and E2B\'s runCode share variables; E2B gets rich results (png, html)', async () => {
+  const { Sandbox: CodeSandbox } = await import('@e2b/code-interpreter');
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const mcp = new Client({ name: 'abx-e2b', version: '1' });
+  await mcp.connect(new StdioClientTransport({ command: abx, args: ['mcp', 'start'], env: H.env, stderr: 'pipe' }));
+  try {
+    const mcpRun = async (code) => (await mcp.callTool({ name: 'run_code', arguments: { sandbox_id: `local:${id}`, code } }, undefined, { timeout: 60000 })).structuredContent;
+    assert.equal((await mcpRun('from_mcp = "set by MCP"\nfrom_mcp')).result, "'set by MCP'");
+    const sbx = await CodeSandbox.create();
+    let e = await sbx.runCode('from_mcp');
+    assert.equal(e.results[0].text, "'set by MCP'");
+    await sbx.runCode('from_e2b = 7');
+    assert.equal((await mcpRun('from_e2b * 6')).result, '42');
+    e = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()');
+    assert.equal(e.error, undefined, JSON.stringify(e.error));
+    assert.equal(e.results.length, 1);
+    assert.ok(Buffer.from(e.results[0].png, 'base64').subarray(1, 4).equals(Buffer.from('PNG')));
+    e = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1]})');
+    assert.match(e.results[0].html, /<table/);
+    assert.match(e.results[0].text, /a\n0\s+1/);
+  } finally {
+    await mcp.close();
+  }
 });

@@ -479,3 +479,119 @@ test('tool descriptions tell a model what the sandbox runs and has, its director
     await c.close();
   }
 });
+
+test('notebook state belongs to the sandbox: a second MCP session reattached to it sees the first one\'s variables; the kernels are the sandbox\'s, one per language', { timeout: 120000 }, async () => {
+  const created = runAbx(['create', '--template', 'code-interpreter-v1', '--timeout', '300'], { env: H.env });
+  assert.equal(created.status, 0, created.stderr);
+  const id = created.stdout.trim();
+  try {
+    for (const round of [1, 2]) {
+      const c = await stdioClient();
+      try {
+        const run = async (args) => (await c.callTool({ name: 'run_code', arguments: { sandbox_id: id, ...args } }, undefined, { timeout: 60000 })).structuredContent;
+        if (round === 1) {
+          assert.equal((await run({ code: 'shared = 6 * 7\nshared' })).result, '42');
+          assert.equal((await run({ language: 'javascript', code: 'const jsShared = "js"; jsShared' })).result, "'js'");
+        } else {
+          assert.equal((await run({ code: 'shared' })).result, '42', 'the second session lost the variable');
+          assert.equal((await run({ language: 'javascript', code: 'jsShared' })).result, "'js'");
+        }
+      } finally {
+        await c.close();
+      }
+    }
+    // one kernel per language, started from a file (a short command line), owned by the sandbox
+    const ps = runAbx(['--json', 'ps', id], { env: H.env });
+    assert.equal(ps.status, 0, ps.stderr);
+    const kernels = JSON.parse(ps.stdout).filter((p) => /^abx-context-/.test(p.tag));
+    assert.equal(kernels.length, 2, ps.stdout);
+    for (const k of kernels) assert.ok(k.command.join(' ').length < 120, k.command.join(' '));
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
+
+test('no kernel outlives its use: on base each call runs in a fresh interpreter that is gone after it', { timeout: 120000 }, async () => {
+  const c = await stdioClient(); // --template base
+  try {
+    const run = async (args) => (await c.callTool({ name: 'run_code', arguments: args }, undefined, { timeout: 60000 })).structuredContent;
+    assert.equal((await run({ code: 'v = 1\nv' })).result, '1');
+    assert.match((await run({ code: 'v' })).stderr, /NameError/);
+    assert.equal((await run({ language: 'javascript', code: '1 + 1' })).result, '2');
+    const ps = (await c.callTool({ name: 'run_command', arguments: { command: 'ps -eo args= | grep -cE "^(python3|node) .*_kernel" || true' } })).structuredContent.stdout;
+    assert.equal(ps, '0\n');
+  } finally {
+    await c.close();
+  }
+});
+
+test('rich results: a matplotlib figure is an image, a DataFrame is text and HTML, display() outputs come in order', { timeout: 180000 }, async () => {
+  const srv = await startHttpServer(['--no-auth', '--template', 'code-interpreter-v1'], { env: H.env });
+  const c = await httpClient(srv.url);
+  try {
+    const call = (code) => c.callTool({ name: 'run_code', arguments: { code } }, undefined, { timeout: 120000 });
+    let r = await call('import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title("squares")\nplt.show()\nprint("drawn")');
+    assert.equal(r.structuredContent.exit_code, 0, JSON.stringify(r.structuredContent).slice(0, 600));
+    assert.equal(r.structuredContent.stdout, 'drawn\n');
+    const images = r.content.filter((b) => b.type === 'image');
+    assert.equal(images.length, 1);
+    assert.equal(images[0].mimeType, 'image/png');
+    assert.ok(Buffer.from(images[0].data, 'base64').subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47])));
+    assert.deepEqual(r.structuredContent.results.map((x) => [x.image, x.mime_type, x.is_main_result]), [[0, 'image/png', false]]);
+    assert.ok(!JSON.stringify(r.structuredContent).includes(images[0].data.slice(0, 64)), 'the image bytes were sent twice');
+    // a figure left open at the end of a cell is shown too
+    r = await call('fig = plt.figure()\nplt.bar([1, 2], [3, 4])\nNone');
+    assert.equal(r.content.filter((b) => b.type === 'image').length, 1);
+    r = await call('import pandas as pd\ndf = pd.DataFrame({"city": ["Oslo", "Lima"], "t": [3, 19]})\ndf');
+    const main = r.structuredContent.results.find((x) => x.is_main_result);
+    assert.match(main.text, /city\s+t\n0\s+Oslo\s+3/);
+    assert.match(main.html, /<table[^>]*class="dataframe"/);
+    assert.match(r.structuredContent.result, /Oslo/);
+    r = await call('display("first")\ndisplay(df.head(1))\n"last"');
+    assert.deepEqual(r.structuredContent.results.map((x) => [x.is_main_result, x.text.split('\n')[0]]), [[false, "'first'"], [false, '   city  t'], [true, "'last'"]]);
+  } finally {
+    await c.close();
+    await stopServer(srv);
+  }
+});
+
+test('kernels as a model expects them: JS top-level await, import(), redeclared const/let, clean stacks; python input() fails at once; late output is delivered', { timeout: 120000 }, async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['mcp', 'start', '--template', 'code-interpreter-v1'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-agent', version: '1' });
+  await c.connect(transport);
+  const run = async (language, code, extra = {}) => (await c.callTool({ name: 'run_code', arguments: { language, code, ...extra } }, undefined, { timeout: 60000 })).structuredContent;
+  try {
+    let r = await run('javascript', 'const n = await Promise.resolve(20); n + 1');
+    assert.equal(r.result, '21', JSON.stringify(r));
+    r = await run('javascript', 'const n = 5; let m = n * 2; m');
+    assert.equal(r.result, '10', 'const/let could not be declared again');
+    r = await run('javascript', 'const { sep } = await import("node:path"); sep');
+    assert.equal(r.result, "'/'");
+    r = await run('javascript', 'const fs = require("fs"); typeof fs.readFileSync');
+    assert.equal(r.result, "'function'");
+    r = await run('javascript', 'function boom() { throw new TypeError("bad value") }\nboom()');
+    assert.equal(r.exit_code, 1);
+    assert.match(r.stderr, /TypeError: bad value\n\s+at boom/);
+    assert.ok(!/node_kernel|node:internal|node:vm/.test(r.stderr), r.stderr);
+    r = await run('javascript', 'setTimeout(() => console.log("from a timer"), 50); "returned"');
+    assert.equal(r.result, "'returned'");
+    await new Promise((res) => setTimeout(res, 300));
+    r = await run('javascript', '1');
+    assert.equal(r.stdout, 'from a timer\n', 'output printed after the cell was lost');
+    const t0 = Date.now();
+    r = await run('python', 'name = input("name? ")', { timeout: 30 });
+    assert.ok(Date.now() - t0 < 10000, 'input() blocked');
+    assert.equal(r.exit_code, 1);
+    assert.match(r.stderr, /EOFError: input\(\) is not available/);
+    assert.ok(!/python_kernel/.test(r.stderr), r.stderr);
+    r = await run('python', 'import threading\nthreading.Timer(0.05, lambda: print("from a thread")).start()\n"returned"');
+    await new Promise((res) => setTimeout(res, 300));
+    r = await run('python', '1');
+    assert.equal(r.stdout, 'from a thread\n');
+    // a subprocess does not read the kernel's own channel
+    r = await run('python', 'import subprocess\nsubprocess.run(["cat"], capture_output=True, timeout=10).stdout');
+    assert.equal(r.result, "b''");
+  } finally {
+    await c.close();
+  }
+});

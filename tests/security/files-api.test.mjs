@@ -26,10 +26,11 @@ test('a listing stats symlink targets inside the sandbox, never on the host', ()
     assert.equal(r.status, 0, r.stderr);
     const ls = JSON.parse(runAbx(['--json', 'files', 'ls', id, '/app'], { env: H.env }).stdout);
     const by = Object.fromEntries(ls.map((e) => [e.name, e]));
-    const shape = (e) => [e.type, e.permissions[0]];
+    const shape = (e) => [e.type, e.target_type];
     assert.deepEqual(shape(by['to-host-dir']), shape(by['to-nothing']), 'a host-only directory showed through');
     assert.deepEqual(shape(by['to-shadow']), shape(by['to-nothing']), '/etc/shadow of the host showed through');
-    assert.equal(by['to-real-dir'].type, 'FILE_TYPE_DIRECTORY', 'a link to a directory inside still reads as one');
+    assert.deepEqual(shape(by['to-real-dir']), ['symlink', 'dir'], 'a link to a directory inside still reads as one');
+    assert.deepEqual(shape(by['to-host-dir']), ['symlink', 'file']);
   } finally {
     runAbx(['kill', id], { env: H.env });
     fs.rmSync(hostOnly, { recursive: true, force: true });
