@@ -12,7 +12,9 @@
  * cannot redirect a kill. One-shot `abx run` sandboxes skip the freezer
  * leaf (it costs their start time; their pid namespace is gone by then).
  *
- * v2 parent: $ABX_CGROUP_PARENT if set (a delegated subtree), else
+ * v2 parent: $ABX_CGROUP_PARENT if set (a delegated subtree); for a user
+ * who is not root, abx.slice in the subtree systemd delegates to them
+ * (user@UID.service: `systemctl --user` sessions have one); else
  * /sys/fs/cgroup/abx when abx runs as root.
  */
 #include "cgroup.h"
@@ -139,20 +141,68 @@ static int enable_v2_controllers(const char *dir, abx_error **err)
     return 0;
 }
 
+int abx__cgroup_user_parent(const char *self_cgroup, unsigned uid, char *out, size_t len)
+{
+    const char *line = self_cgroup;
+    while (line && strncmp(line, "0::", 3) != 0) { /* the v2 line: "0::/path" */
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    if (!line)
+        return -1;
+    char service[48];
+    snprintf(service, sizeof service, "/user@%u.service", uid);
+    const char *at = strstr(line + 3, service);
+    size_t end = at ? (size_t)(at - (line + 3)) + strlen(service) : 0;
+    if (!at || (at[strlen(service)] != '/' && at[strlen(service)] != '\n' && at[strlen(service)] != '\0'))
+        return -1;
+    int n = snprintf(out, len, CGROUP_FS "%.*s/abx.slice", (int)end, line + 3);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* The parent of sandbox cgroups on v2: $ABX_CGROUP_PARENT; as root,
+ * /sys/fs/cgroup/abx; otherwise abx.slice in the subtree systemd delegates
+ * to this user (user@UID.service), when there is one. */
+static int v2_parent(char *out, size_t len)
+{
+    const char *env = getenv("ABX_CGROUP_PARENT");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    if (geteuid() == 0) {
+        snprintf(out, len, CGROUP_FS "/abx");
+        return 0;
+    }
+    char self[2048] = "";
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, self, sizeof self - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    return abx__cgroup_user_parent(self, (unsigned)geteuid(), out, len);
+}
+
 static int create_v2(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_error **err)
 {
-    const char *parent = getenv("ABX_CGROUP_PARENT");
+    char parent[200];
     int rc;
-    if (!parent || !*parent) {
-        if (geteuid() != 0)
-            return abx__error_set(err, ABX_ECGROUP,
-                                  "cgroup v2: not root and ABX_CGROUP_PARENT names no delegated cgroup");
-        parent = CGROUP_FS "/abx";
-        if ((rc = enable_v2_controllers(CGROUP_FS, err)) < 0)
+    const char *env = getenv("ABX_CGROUP_PARENT");
+    if (v2_parent(parent, sizeof parent) < 0)
+        return abx__error_set(err, ABX_ECGROUP,
+                              "cgroup v2: not root, no systemd-delegated subtree for this user, and "
+                              "ABX_CGROUP_PARENT names no delegated cgroup");
+    if (!env || !*env) { /* abx's own parent: made here, under a root (or this user's delegated subtree) */
+        char *slash = strrchr(parent, '/');
+        *slash = '\0';
+        rc = enable_v2_controllers(parent, err);
+        *slash = '/';
+        if (rc < 0)
             return rc;
         if (abx__mkdir_exist_ok(parent, 0755) < 0)
-            return abx__error_set(err, ABX_ECGROUP, "cgroup v2: cannot create the abx cgroup: %s",
-                                  strerror(errno));
+            return abx__error_set(err, ABX_ECGROUP, "cgroup v2: cannot create %s: %s", parent, strerror(errno));
     }
     if ((rc = enable_v2_controllers(parent, err)) < 0)
         return rc;
@@ -353,8 +403,9 @@ void abx__cgroup_sweep_stale(unsigned grace_s)
             sweep_dir(parent, grace_s);
         }
     } else if (version == 2) {
-        const char *parent = getenv("ABX_CGROUP_PARENT");
-        sweep_dir(parent && *parent ? parent : CGROUP_FS "/abx", grace_s);
+        char parent[200];
+        if (v2_parent(parent, sizeof parent) == 0)
+            sweep_dir(parent, grace_s);
     }
 }
 
@@ -373,8 +424,10 @@ void abx__cgroup_reap_id(const char *id)
         if (!cg.freezer)
             cg.ndirs = V1_REQUIRED;
     } else {
-        const char *parent = getenv("ABX_CGROUP_PARENT");
-        snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], "%s/%s", parent && *parent ? parent : CGROUP_FS "/abx", id);
+        char parent[200];
+        if (v2_parent(parent, sizeof parent) < 0)
+            return;
+        snprintf(cg.dirs[cg.ndirs++], sizeof cg.dirs[0], "%s/%s", parent, id);
     }
     abx__cgroup_destroy(&cg);
 }

@@ -34,5 +34,9 @@ void abx__cgroup_sweep_stale(unsigned grace_s);
 void abx__cgroup_reap_id(const char *id);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */
 int abx__cgroup_detect(abx_error **err);
+/* From /proc/self/cgroup's text, the cgroup v2 parent abx uses for a user
+ * who is not root: /sys/fs/cgroup/<...>/user@UID.service/abx.slice (the
+ * subtree systemd delegates to the user). 0, or -1 when there is none. */
+int abx__cgroup_user_parent(const char *self_cgroup, unsigned uid, char *out, size_t len);
 
 #endif

@@ -113,4 +113,11 @@ void cli_print_help(const cli_command *cmd);
 CLI_VERBS(CLI_DECLARE)
 #undef CLI_DECLARE
 
+/* host_checks.c: what this host and user can run (a JSON array of
+ * {check, status, detail}; the caller owns it); *sandboxes_work is false
+ * when a check failed. */
+struct json_t *cli_host_checks(bool *sandboxes_work);
+/* The failed checks as one line ("check: detail; ...") in out; their count. */
+size_t cli_host_failures(const struct json_t *checks, char *out, size_t len);
+
 #endif

@@ -1,152 +1,22 @@
 /* cmd_doctor.c: `abx doctor`: what this host and this user can run, checked
  * before an IDE or a script finds out by failing (issue 9 #8). Each check
  * prints one line: ok, warn (sandboxes work, with less) or fail (sandboxes
- * cannot be made here), and what to do. Reads only; changes nothing. */
+ * cannot be made here), and what to do (the checks: host_checks.c). */
 #include "cli.h"
-#include "config.h"
-#include "netlibs.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/statfs.h>
-#include <unistd.h>
 
 const char cmd_doctor_help[] =
     "Usage: abx doctor [--json]\n"
     "\n"
     "Checks what abx needs on this host, as this user: the namespaces, user\n"
     "namespaces for this user, seccomp, cgroups (v1 controllers or a\n"
-    "delegated v2 subtree), the host uid range for `user` inside, $ABX_HOME,\n"
+    "delegated v2 subtree: ABX_CGROUP_PARENT, or the one systemd gives your\n"
+    "user session), the host uid range for `user` inside, $ABX_HOME,\n"
     "and the libraries loaded on demand (libcurl, libmicrohttpd). Prints one\n"
     "line per check (ok, warn, fail) with what to do; exits 0 when sandboxes\n"
     "can be made here, 1 when they cannot.\n";
-
-typedef struct check_list {
-    json_t *checks;
-    bool failed;
-} check_list;
-
-static void add(check_list *l, const char *name, const char *status, const char *detail)
-{
-    json_array_append_new(l->checks, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
-    if (strcmp(status, "fail") == 0)
-        l->failed = true;
-}
-
-static long read_long(const char *path, long fallback)
-{
-    FILE *f = fopen(path, "re");
-    long v = fallback;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = fallback;
-        fclose(f);
-    }
-    return v;
-}
-
-static void check_namespaces(check_list *l)
-{
-    static const char *const ns[] = {"user", "pid", "mnt", "net", "uts", "ipc", "cgroup"};
-    char missing[128] = "";
-    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/ns/%s", ns[i]);
-        if (access(path, F_OK) < 0)
-            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s", ns[i]);
-    }
-    if (missing[0]) {
-        char d[256];
-        snprintf(d, sizeof d, "the kernel lacks:%s namespaces (E8006)", missing);
-        add(l, "namespaces", "fail", d);
-    } else {
-        add(l, "namespaces", "ok", "user, pid, mount, network, UTS, IPC and cgroup namespaces");
-    }
-    long max = read_long("/proc/sys/user/max_user_namespaces", -1);
-    long unpriv = read_long("/proc/sys/kernel/unprivileged_userns_clone", 1);
-    if (max == 0)
-        add(l, "user namespaces", "fail", "user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000");
-    else if (geteuid() != 0 && unpriv == 0)
-        add(l, "user namespaces", "fail",
-            "kernel.unprivileged_userns_clone is 0: run abx as root, or sysctl -w kernel.unprivileged_userns_clone=1");
-    else
-        add(l, "user namespaces", "ok", geteuid() == 0 ? "as root" : "allowed for unprivileged users");
-}
-
-static void check_seccomp(check_list *l)
-{
-    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL)
-        add(l, "seccomp", "fail", "the kernel has no seccomp (E8006)");
-    else
-        add(l, "seccomp", "ok", "seccomp filters");
-}
-
-static void check_cgroups(check_list *l)
-{
-    struct statfs sf;
-    const char *parent = getenv("ABX_CGROUP_PARENT");
-    if (statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == 0x63677270) { /* cgroup2 */
-        const char *dir = parent && *parent ? parent : "/sys/fs/cgroup";
-        if (access(dir, W_OK) == 0)
-            add(l, "cgroups", "ok", parent && *parent ? "v2, the delegated subtree in ABX_CGROUP_PARENT" : "v2, as root");
-        else
-            add(l, "cgroups", "fail",
-                "v2 without a subtree this user may write: set ABX_CGROUP_PARENT to a delegated cgroup (e.g. "
-                "systemd-run --user --scope -p Delegate=yes) or run abx as root (E8007)");
-        return;
-    }
-    bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0 && access("/sys/fs/cgroup/pids", F_OK) == 0 &&
-              access("/sys/fs/cgroup/cpu", F_OK) == 0;
-    if (!v1)
-        add(l, "cgroups", "fail", "neither cgroup v2 nor the v1 memory, pids and cpu controllers are mounted (E8007)");
-    else if (access("/sys/fs/cgroup/memory", W_OK) < 0)
-        add(l, "cgroups", "fail", "v1 controllers this user may not write: run abx as root (E8007)");
-    else
-        add(l, "cgroups", "ok",
-            access("/sys/fs/cgroup/freezer", F_OK) == 0 ? "v1 memory, pids, cpu and freezer" : "v1 memory, pids, cpu");
-}
-
-static void check_ids(check_list *l)
-{
-    if (geteuid() == 0)
-        add(l, "host ids", "ok",
-            "each sandbox gets 65536 host uids of its own (pool from ABX_UID_POOL_BASE, 1000000000 by default)");
-    else
-        add(l, "host ids", "warn",
-            "not root: only your own uid is mapped, so commands run as root inside (--user root); `user` needs root");
-}
-
-static void check_home(check_list *l)
-{
-    char home[512];
-    abx_error *err = NULL;
-    if (abx__home(home, sizeof home) < 0) {
-        add(l, "state directory", "fail", "neither ABX_HOME nor HOME is set");
-        return;
-    }
-    if (abx__home_check(home, &err) < 0) {
-        char d[700];
-        snprintf(d, sizeof d, "%s (E8025)", abx_error_message(err));
-        add(l, "state directory", "fail", d);
-    } else {
-        add(l, "state directory", "ok", home);
-    }
-    abx_error_free(err);
-}
-
-/* The libraries abx loads on first use (lib/netlibs.c), loaded here. */
-static void check_libraries(check_list *l)
-{
-    bool curl = abx__curl() != NULL, mhd = abx__mhd() != NULL;
-    add(l, "libcurl", curl ? "ok" : "fail",
-        curl ? "the data-plane client" : "not found: apt-get install libcurl4 (E8006)");
-    add(l, "libmicrohttpd", mhd ? "ok" : "fail",
-        mhd ? "abx-shim and mcp serve" : "not found: apt-get install libmicrohttpd12 (E8006)");
-}
 
 int cmd_doctor(cli_ctx *ctx, int argc, char **argv)
 {
@@ -157,24 +27,19 @@ int cmd_doctor(cli_ctx *ctx, int argc, char **argv)
         return cli_parse_exit(rc);
     if (npos != 0)
         return cli_fail(ctx, ABX_EUSAGE, "usage: abx doctor [--json]");
-    check_list l = {json_array(), false};
-    check_namespaces(&l);
-    check_seccomp(&l);
-    check_cgroups(&l);
-    check_ids(&l);
-    check_home(&l);
-    check_libraries(&l);
+    bool works = false;
+    json_t *checks = cli_host_checks(&works);
     if (ctx->json) {
-        cli_print_json(json_pack("{s:b, s:o}", "sandboxes_work", !l.failed, "checks", l.checks));
+        cli_print_json(json_pack("{s:b, s:o}", "sandboxes_work", works, "checks", checks));
     } else {
         size_t i;
         json_t *c;
-        json_array_foreach(l.checks, i, c)
+        json_array_foreach(checks, i, c)
             printf("%-5s %-38s %s\n", json_string_value(json_object_get(c, "status")),
                    json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
-        printf("\n%s\n", l.failed ? "sandboxes cannot be made here as this user: fix the lines marked fail"
-                                  : "sandboxes can be made here as this user");
-        json_decref(l.checks);
+        printf("\n%s\n", works ? "sandboxes can be made here as this user"
+                               : "sandboxes cannot be made here as this user: fix the lines marked fail");
+        json_decref(checks);
     }
-    return l.failed ? CLI_EXIT_ERROR : 0;
+    return works ? 0 : CLI_EXIT_ERROR;
 }

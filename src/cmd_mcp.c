@@ -198,6 +198,18 @@ static json_t *load_config(const char *path, bool *exists, int *bad_line)
     return doc;
 }
 
+/* What stops sandboxes here for this user (cli_host_checks), as one line in
+ * out; false when nothing does. The IDE runs abx as this user: say it
+ * before the IDE's first call fails. */
+static bool host_problems(char *out, size_t len)
+{
+    bool works = false;
+    json_t *checks = cli_host_checks(&works);
+    cli_host_failures(checks, out, len);
+    json_decref(checks);
+    return !works;
+}
+
 static int mcp_install(cli_ctx *ctx, const char *target_name)
 {
     const ide_target *t = NULL;
@@ -249,13 +261,24 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
     if (rc < 0)
         return cli_fail(ctx, ABX_EIO, "writing the %s configuration: %s", t->label, strerror(errno));
     json_t *tools = mcp_tools_list();
+    char problems[1024];
+    bool blocked = host_problems(problems, sizeof problems);
+    if (blocked)
+        fprintf(stderr,
+                "abx mcp install: warning: as this user (uid %u), sandboxes cannot be made on this host: %s. "
+                "%s will start abx, but its tool calls will fail (E8007) until this is fixed; `abx doctor` "
+                "says more.\n",
+                (unsigned)geteuid(), problems, t->label);
     if (ctx->json) {
         json_t *names = json_array();
         size_t i;
         json_t *tool;
         json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
-        cli_print_json(json_pack("{s:s, s:s, s:s, s:o, s:b}", "target", t->name, "path", path, "server",
-                                 SERVER_NAME, "tools", names, "api_key_written", key != NULL));
+        json_t *out = json_pack("{s:s, s:s, s:s, s:o, s:b, s:b}", "target", t->name, "path", path, "server",
+                                SERVER_NAME, "tools", names, "api_key_written", key != NULL, "sandboxes_work", !blocked);
+        if (blocked)
+            json_object_set_new(out, "host_problems", json_string(problems));
+        cli_print_json(out);
     } else {
         printf("MCP Server config written to %s\n\nRegistered tools:\n", path);
         size_t i;
@@ -290,9 +313,13 @@ static int mcp_status(cli_ctx *ctx)
         }
         json_object_set_new(installs, targets[k].name, json_pack("{s:s, s:b}", "path", path, "installed", installed));
     }
-    json_t *doc = json_pack("{s:s, s:s, s:I, s:o, s:b, s:o}", "server", SERVER_NAME, "transport", "stdio",
+    char problems[1024];
+    bool blocked = host_problems(problems, sizeof problems);
+    json_t *doc = json_pack("{s:s, s:s, s:I, s:o, s:b, s:o, s:b}", "server", SERVER_NAME, "transport", "stdio",
                             "tool_count", (json_int_t)json_array_size(names), "tools", names, "api_key_configured",
-                            key != NULL, "installations", installs);
+                            key != NULL, "installations", installs, "sandboxes_work", !blocked);
+    if (blocked)
+        json_object_set_new(doc, "host_problems", json_string(problems));
     if (key) {
         explicit_bzero(key, strlen(key));
         free(key);
@@ -306,6 +333,8 @@ static int mcp_status(cli_ctx *ctx)
            (long long)json_integer_value(json_object_get(doc, "tool_count")));
     json_array_foreach(json_object_get(doc, "tools"), i, tool) printf("  %s\n", json_string_value(tool));
     printf("%-20s %s\n", "api key configured", json_is_true(json_object_get(doc, "api_key_configured")) ? "yes" : "no");
+    printf("%-20s %s%s%s\n", "sandboxes here", blocked ? "no, as this user: " : "yes", blocked ? problems : "",
+           blocked ? " (abx doctor)" : "");
     printf("\n%-10s %-10s %s\n", "IDE", "INSTALLED", "CONFIG");
     const char *k;
     json_t *v;
@@ -329,6 +358,11 @@ static int mcp_start(cli_ctx *ctx, const char *template_name)
     if (rc < 0)
         return cli_fail_error(ctx, err, rc);
     fprintf(stderr, "abx mcp: serving %s on stdio (template %s)\n", SERVER_NAME, template_name);
+    char problems[1024];
+    if (host_problems(problems, sizeof problems)) /* said once, at start */
+        fprintf(stderr, "abx mcp: warning: sandboxes cannot be made here as uid %u: %s; tool calls will fail "
+                        "until this is fixed (abx doctor)\n",
+                (unsigned)geteuid(), problems);
     int status = mcp_stdio_serve(srv);
     mcp_server_free(srv);
     return status;

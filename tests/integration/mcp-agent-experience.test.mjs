@@ -595,3 +595,29 @@ test('kernels as a model expects them: JS top-level await, import(), redeclared 
     await c.close();
   }
 });
+
+test('mcp install, status and start say when sandboxes cannot be made here as this user, before an IDE finds out', { skip: process.env.ABX_CGROUP_PARENT ? 'a delegated cgroup is set: this user can make sandboxes' : false }, () => {
+  const home = fs.mkdtempSync(path.join('/tmp', 'abx-ide-'));
+  fs.chownSync(home, 65534, 65534);
+  // runuser sets HOME from the password file: env sets it back, as an IDE's environment would
+  const asNobody = (args, input) => spawnSync('runuser', ['-u', 'nobody', '--', 'env', `HOME=${home}`, abx, ...args], { env: { ...process.env, ABX_HOME: path.join(home, '.abx') }, encoding: 'utf8', input });
+  try {
+    const inst = asNobody(['--json', 'mcp', 'install', '--target', 'cursor']);
+    assert.equal(inst.status, 0, inst.stderr);
+    const doc = JSON.parse(inst.stdout);
+    assert.equal(doc.sandboxes_work, false);
+    assert.match(doc.host_problems, /cgroups: .*E8007/);
+    assert.match(inst.stderr, /warning: as this user \(uid 65534\), sandboxes cannot be made on this host: cgroups/);
+    const st = JSON.parse(asNobody(['--json', 'mcp', 'status']).stdout);
+    assert.equal(st.sandboxes_work, false);
+    assert.equal(st.installations.cursor.installed, true);
+    const start = asNobody(['mcp', 'start'], '');
+    assert.equal((start.stderr.match(/warning: sandboxes cannot be made here as uid 65534/g) || []).length, 1, start.stderr);
+    // as root, nothing to warn about
+    const rootStatus = JSON.parse(runAbx(['--json', 'mcp', 'status'], { env: H.env }).stdout);
+    assert.equal(rootStatus.sandboxes_work, true);
+    assert.equal(rootStatus.host_problems, undefined);
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});

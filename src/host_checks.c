@@ -1,0 +1,186 @@
+/* host_checks.c: what this host and this user can run (issue 9 #8), for
+ * `abx doctor`, and for `abx mcp install|status|start`, which say it
+ * before an IDE finds out by failing. Reads only; changes nothing. Each
+ * check is {check, status: ok|warn|fail, detail (with what to do)}. */
+#include "cli.h"
+#include "cgroup.h"
+#include "config.h"
+#include "netlibs.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+typedef struct check_list {
+    json_t *checks;
+    bool failed;
+} check_list;
+
+static void add(check_list *l, const char *name, const char *status, const char *detail)
+{
+    json_array_append_new(l->checks, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
+    if (strcmp(status, "fail") == 0)
+        l->failed = true;
+}
+
+static long read_long(const char *path, long fallback)
+{
+    FILE *f = fopen(path, "re");
+    long v = fallback;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = fallback;
+        fclose(f);
+    }
+    return v;
+}
+
+static void check_namespaces(check_list *l)
+{
+    static const char *const ns[] = {"user", "pid", "mnt", "net", "uts", "ipc", "cgroup"};
+    char missing[128] = "";
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/ns/%s", ns[i]);
+        if (access(path, F_OK) < 0)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s", ns[i]);
+    }
+    if (missing[0]) {
+        char d[256];
+        snprintf(d, sizeof d, "the kernel lacks:%s namespaces (E8006)", missing);
+        add(l, "namespaces", "fail", d);
+    } else {
+        add(l, "namespaces", "ok", "user, pid, mount, network, UTS, IPC and cgroup namespaces");
+    }
+    long max = read_long("/proc/sys/user/max_user_namespaces", -1);
+    long unpriv = read_long("/proc/sys/kernel/unprivileged_userns_clone", 1);
+    if (max == 0)
+        add(l, "user namespaces", "fail", "user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000");
+    else if (geteuid() != 0 && unpriv == 0)
+        add(l, "user namespaces", "fail",
+            "kernel.unprivileged_userns_clone is 0: run abx as root, or sysctl -w kernel.unprivileged_userns_clone=1");
+    else
+        add(l, "user namespaces", "ok", geteuid() == 0 ? "as root" : "allowed for unprivileged users");
+}
+
+static void check_seccomp(check_list *l)
+{
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL)
+        add(l, "seccomp", "fail", "the kernel has no seccomp (E8006)");
+    else
+        add(l, "seccomp", "ok", "seccomp filters");
+}
+
+static void check_cgroups(check_list *l)
+{
+    struct statfs sf;
+    const char *parent = getenv("ABX_CGROUP_PARENT");
+    if (statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == 0x63677270) { /* cgroup2 */
+        char delegated[200] = "", self[2048] = "";
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        size_t n = f ? fread(self, 1, sizeof self - 1, f) : 0;
+        if (f)
+            fclose(f);
+        self[n] = '\0';
+        bool user_subtree = geteuid() != 0 && !(parent && *parent) &&
+                            abx__cgroup_user_parent(self, (unsigned)geteuid(), delegated, sizeof delegated) == 0;
+        if (user_subtree)
+            *strrchr(delegated, '/') = '\0'; /* abx.slice is made there: the service's directory must be ours */
+        const char *dir = parent && *parent ? parent : user_subtree ? delegated : "/sys/fs/cgroup";
+        char detail[320];
+        snprintf(detail, sizeof detail, "v2, %s", parent && *parent ? "the delegated subtree in ABX_CGROUP_PARENT"
+                                                  : user_subtree ? "the subtree systemd delegates to you (abx.slice)"
+                                                                 : "as root");
+        if (access(dir, W_OK) == 0)
+            add(l, "cgroups", "ok", detail);
+        else
+            add(l, "cgroups", "fail",
+                "v2 without a subtree this user may write: run abx from a systemd user session (its user@UID.service "
+                "is delegated), set ABX_CGROUP_PARENT to a delegated cgroup (e.g. systemd-run --user --scope -p "
+                "Delegate=yes), or run abx as root (E8007)");
+        return;
+    }
+    bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0 && access("/sys/fs/cgroup/pids", F_OK) == 0 &&
+              access("/sys/fs/cgroup/cpu", F_OK) == 0;
+    if (!v1)
+        add(l, "cgroups", "fail", "neither cgroup v2 nor the v1 memory, pids and cpu controllers are mounted (E8007)");
+    else if (access("/sys/fs/cgroup/memory", W_OK) < 0)
+        add(l, "cgroups", "fail", "v1 controllers this user may not write: run abx as root (E8007)");
+    else
+        add(l, "cgroups", "ok",
+            access("/sys/fs/cgroup/freezer", F_OK) == 0 ? "v1 memory, pids, cpu and freezer" : "v1 memory, pids, cpu");
+}
+
+static void check_ids(check_list *l)
+{
+    if (geteuid() == 0)
+        add(l, "host ids", "ok",
+            "each sandbox gets 65536 host uids of its own (pool from ABX_UID_POOL_BASE, 1000000000 by default)");
+    else
+        add(l, "host ids", "warn",
+            "not root: only your own uid is mapped, so commands run as root inside (--user root); `user` needs root");
+}
+
+static void check_home(check_list *l)
+{
+    char home[512];
+    abx_error *err = NULL;
+    if (abx__home(home, sizeof home) < 0) {
+        add(l, "state directory", "fail", "neither ABX_HOME nor HOME is set");
+        return;
+    }
+    if (abx__home_check(home, &err) < 0) {
+        char d[700];
+        snprintf(d, sizeof d, "%s (E8025)", abx_error_message(err));
+        add(l, "state directory", "fail", d);
+    } else {
+        add(l, "state directory", "ok", home);
+    }
+    abx_error_free(err);
+}
+
+/* The libraries abx loads on first use (lib/netlibs.c), loaded here. */
+static void check_libraries(check_list *l)
+{
+    bool curl = abx__curl() != NULL, mhd = abx__mhd() != NULL;
+    add(l, "libcurl", curl ? "ok" : "fail",
+        curl ? "the data-plane client" : "not found: apt-get install libcurl4 (E8006)");
+    add(l, "libmicrohttpd", mhd ? "ok" : "fail",
+        mhd ? "abx-shim and mcp serve" : "not found: apt-get install libmicrohttpd12 (E8006)");
+}
+
+json_t *cli_host_checks(bool *sandboxes_work)
+{
+    check_list l = {json_array(), false};
+    check_namespaces(&l);
+    check_seccomp(&l);
+    check_cgroups(&l);
+    check_ids(&l);
+    check_home(&l);
+    check_libraries(&l);
+    *sandboxes_work = !l.failed;
+    return l.checks;
+}
+
+size_t cli_host_failures(const json_t *checks, char *out, size_t len)
+{
+    size_t count = 0, used = 0;
+    out[0] = '\0';
+    size_t i;
+    json_t *c;
+    json_array_foreach(checks, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
+            continue;
+        int n = snprintf(out + used, len - used, "%s%s: %s", count ? "; " : "",
+                         json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+        if (n > 0 && used + (size_t)n < len)
+            used += (size_t)n;
+        count++;
+    }
+    return count;
+}
