@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -89,6 +90,7 @@ typedef struct spawn_request {
     const char *envp[MAX_ARGS + 1];
     const char *cwd;
     unsigned uid;
+    bool pty;      /* fds are one pseudo-terminal slave: it becomes the controlling terminal */
 } spawn_request;
 
 static int parse_strings(json_t *arr, const char **out)
@@ -123,6 +125,8 @@ __attribute__((noreturn)) static void child_exec(const spawn_request *r, const i
     exec_failure f = {ABX_EJAIL, 0};
     const char *step = "";
     if (setsid() < 0 || dup2(fds[0], 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[2], 2) < 0)
+        goto fail;
+    if (r->pty && ioctl(0, TIOCSCTTY, 0) < 0)
         goto fail;
     if (abx__privs_set_rlimits() < 0 || abx__privs_drop_all(r->uid, r->uid, full_id_range, &step) < 0)
         goto fail;
@@ -195,6 +199,7 @@ static void handle_spawn(int ctl, json_t *msg, const int fds[3], bool full_id_ra
     }
     r->cwd = json_string_value(json_object_get(msg, "cwd"));
     r->uid = (unsigned)json_integer_value(json_object_get(msg, "uid"));
+    r->pty = json_is_true(json_object_get(msg, "pty"));
     if (parse_strings(json_object_get(msg, "argv"), r->argv) < 0 || !r->argv[0] ||
         parse_strings(json_object_get(msg, "env"), r->envp) < 0 || !r->cwd || (r->uid != 0 && r->uid != 1000))
         spawn_reply_error(ctl, seq, ABX_EINVAL, "malformed spawn request");

@@ -69,6 +69,7 @@ typedef struct shim_proc {
      * sandbox, so that a caller showing only its head and tail can say
      * where the rest is. */
     unsigned uid;
+    int pty_master;       /* a pty process: our side of its terminal (output, input, resize); else -1 */
     uint64_t save_after;  /* 0: never */
     int save_fd[2];       /* stdout, stderr: -1 until saving starts and after it ends */
     uint64_t saved[2];    /* bytes in the file */
@@ -136,6 +137,8 @@ typedef struct shim_start_request {
     bool stdin_open;
     bool streamed;       /* a stream will attach (process Start): hold output until it does */
     uint64_t save_after; /* 0, or save each stream whole once it passes this many bytes */
+    bool pty;            /* a pseudo-terminal of rows x cols as its stdin, stdout and stderr */
+    unsigned rows, cols;
 } shim_start_request;
 /* The sandbox path of pid's saved stream (err_stream: stderr). */
 void abx__shim_saved_path(int pid, bool err_stream, char *out, size_t len);
@@ -147,6 +150,8 @@ int abx__shim_proc_signal(shim *sh, int pid, int sig);
 /* Writes bytes to the process's stdin; -ABX_E* if closed or unknown. */
 int abx__shim_proc_write_stdin(shim *sh, int pid, const void *buf, size_t len);
 int abx__shim_proc_close_stdin(shim *sh, int pid);
+/* A pty process's terminal size; -ABX_E* when it has no pty or is gone. */
+int abx__shim_proc_resize(shim *sh, int pid, unsigned rows, unsigned cols);
 /* Copies up to max bytes from offset *off of buf into out; returns bytes
  * copied and advances *off; sets *truncated when bytes before *off were
  * dropped (then *off first jumps to the oldest byte kept). Lock held. */

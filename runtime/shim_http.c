@@ -237,7 +237,7 @@ static void stream_next(stream_ctx *s)
         if (n > 0) {
             if (p->paused)
                 abx__shim_wake(sh); /* room again: read the pipe on */
-            stream_set(s, 0, data_event("stdout", buf, n));
+            stream_set(s, 0, data_event(p->pty_master >= 0 ? "pty" : "stdout", buf, n));
             break;
         }
         n = abx__outbuf_read_locked(&p->err, &s->err_off, buf, chunk, &trunc);
@@ -367,8 +367,10 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
 static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req, unsigned uid)
 {
     json_t *proc = json_object_get(req, "process");
-    if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty")))
-        return send_error(c, ABX_ENOTSUP, "pty: not supported by the local provider yet");
+    json_t *pty = json_object_get(req, "pty");
+    json_t *size = json_object_get(pty, "size");
+    if (pty && !json_is_null(pty) && !json_is_object(pty))
+        return send_error(c, ABX_EINVAL, "pty: {size: {cols, rows}} expected");
     shim_start_request sr = {
         .cmd = json_string_value(json_object_get(proc, "cmd")),
         .args = json_object_get(proc, "args"),
@@ -378,10 +380,15 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
         .uid = uid,
         .stdin_open = json_is_true(json_object_get(req, "stdin")),
         .streamed = true,
+        .pty = json_is_object(pty),
+        .rows = (unsigned)json_integer_value(json_object_get(size, "rows")),
+        .cols = (unsigned)json_integer_value(json_object_get(size, "cols")),
         .save_after = (uint64_t)(json_integer_value(json_object_get(req, "saveOutputAfter")) > 0
                                      ? json_integer_value(json_object_get(req, "saveOutputAfter"))
                                      : 0),
     };
+    if (sr.pty && (sr.rows > 10000 || sr.cols > 10000))
+        return send_error(c, ABX_EINVAL, "pty.size: rows and cols up to 10000");
     if (!sr.cmd || !*sr.cmd || !abx__shim_string_array_ok(sr.args) || !abx__shim_string_map_ok(sr.envs))
         return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");
     abx_error *err = NULL;
@@ -441,12 +448,15 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         int rc = abx__shim_proc_signal(sh, pid, n);
         return rc < 0 ? send_error(c, -rc, NULL) : send_json(c, 200, json_object());
     }
-    if (strcmp(method, "SendInput") == 0) {
-        const char *in = json_string_value(json_object_get(json_object_get(req, "input"), "stdin"));
+    if (strcmp(method, "SendInput") == 0) { /* input: {stdin} or, for a terminal, {pty} */
+        json_t *input = json_object_get(req, "input");
+        const char *in = json_string_value(json_object_get(input, "stdin"));
+        if (!in)
+            in = json_string_value(json_object_get(input, "pty"));
         char *bytes = NULL;
         long n = in ? unb64(in, &bytes) : -1;
         if (n < 0)
-            return send_error(c, ABX_EINVAL, "input.stdin: base64 bytes expected");
+            return send_error(c, ABX_EINVAL, "input.stdin or input.pty: base64 bytes expected");
         int rc = abx__shim_proc_write_stdin(sh, pid, bytes, (size_t)n);
         free(bytes);
         return rc < 0 ? send_error(c, -rc, "stdin is closed") : send_json(c, 200, json_object());
@@ -455,8 +465,16 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         int rc = abx__shim_proc_close_stdin(sh, pid);
         return rc < 0 ? send_error(c, -rc, NULL) : send_json(c, 200, json_object());
     }
-    if (strcmp(method, "Update") == 0)
-        return send_error(c, ABX_ENOTSUP, "pty: not supported by the local provider yet");
+    if (strcmp(method, "Update") == 0) { /* {process, pty: {size: {cols, rows}}}: a terminal's new size */
+        json_t *size = json_object_get(json_object_get(req, "pty"), "size");
+        json_t *rows = json_object_get(size, "rows"), *cols = json_object_get(size, "cols");
+        if (!json_is_integer(rows) || !json_is_integer(cols) || json_integer_value(rows) < 1 ||
+            json_integer_value(cols) < 1 || json_integer_value(rows) > 10000 || json_integer_value(cols) > 10000)
+            return send_error(c, ABX_EINVAL, "pty.size: rows and cols from 1 to 10000");
+        int rc = abx__shim_proc_resize(sh, pid, (unsigned)json_integer_value(rows), (unsigned)json_integer_value(cols));
+        return rc < 0 ? send_error(c, -rc, rc == -ABX_ENOTSUP ? "the process has no terminal" : NULL)
+                      : send_json(c, 200, json_object());
+    }
     return send_error(c, ABX_ENOTSUP, "unknown process method");
 }
 

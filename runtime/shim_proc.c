@@ -210,6 +210,8 @@ void abx__shim_proc_free(shim_proc *p)
     for (int i = 0; i < 2; i++)
         if (p->save_fd[i] >= 0)
             close(p->save_fd[i]);
+    if (p->pty_master >= 0)
+        close(p->pty_master);
     abx__outbuf_release(&p->out);
     abx__outbuf_release(&p->err);
     json_decref(p->config);
@@ -324,6 +326,10 @@ static json_t *wait_reply(shim *sh, int slot)
     return msg;
 }
 
+static shim_proc *proc_new(shim *sh, const shim_start_request *req, json_t *msg);
+static int spawn_and_wait(shim *sh, shim_proc *p, json_t *msg, const int child_fds[3], abx_error **err);
+static int start_pty(shim *sh, const shim_start_request *req, json_t *msg, abx_error **err);
+
 int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err)
 {
     if (!req->cmd || !*req->cmd)
@@ -336,6 +342,8 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     const char *home = req->uid == 0 ? "/root" : "/home/user";
     json_t *msg = json_pack("{s:s, s:o, s:o, s:s, s:i}", "op", "spawn", "argv", argv, "env", build_env(sh, req),
                             "cwd", req->cwd && *req->cwd ? req->cwd : home, "uid", (int)req->uid);
+    if (req->pty)
+        return start_pty(sh, req, msg, err);
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         int e = errno;
@@ -349,29 +357,108 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     }
     fcntl(out[0], F_SETFL, O_NONBLOCK);
     fcntl(errp[0], F_SETFL, O_NONBLOCK);
-    shim_proc *p = calloc(1, sizeof *p);
+    shim_proc *p = proc_new(sh, req, msg);
     if (!p) {
+        for (int k = 0; k < 2; k++) {
+            close(in[k]);
+            close(out[k]);
+            close(errp[k]);
+        }
         json_decref(msg);
         return abx__error_set(err, ABX_ENOMEM, "process");
     }
+    p->stdin_fd = in[1];
+    p->out_fd = out[0];
+    p->err_fd = errp[0];
+    if (!req->stdin_open) {
+        close(p->stdin_fd);
+        p->stdin_fd = -1;
+    }
+    int child_fds[3] = {in[0], out[1], errp[1]};
+    int rc = spawn_and_wait(sh, p, msg, child_fds, err);
+    close(in[0]);
+    close(out[1]);
+    close(errp[1]);
+    json_decref(msg);
+    return rc;
+}
+
+/* A process with a pseudo-terminal (E2B's pty.create, `abx exec -t`): its
+ * stdin, stdout and stderr are the slave, which init makes its controlling
+ * terminal; our side (the master) gives its output, takes its input, and
+ * resizes it. The terminal's one stream is the process's stdout. */
+static int start_pty(shim *sh, const shim_start_request *req, json_t *msg, abx_error **err)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    char name[64];
+    int slave = -1;
+    if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 && ptsname_r(master, name, sizeof name) == 0)
+        slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    struct winsize ws = {.ws_row = (unsigned short)(req->rows ? req->rows : 24),
+                         .ws_col = (unsigned short)(req->cols ? req->cols : 80)};
+    shim_proc *p = slave >= 0 && ioctl(master, TIOCSWINSZ, &ws) == 0 ? proc_new(sh, req, msg) : NULL;
+    if (!p) {
+        int e = errno;
+        if (master >= 0)
+            close(master);
+        if (slave >= 0)
+            close(slave);
+        json_decref(msg);
+        return abx__error_errno(err, ABX_ELIMIT, e, "a pseudo-terminal for the process");
+    }
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    p->out_fd = master;
+    p->err_fd = -1;
+    p->stdin_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+    p->pty_master = fcntl(master, F_DUPFD_CLOEXEC, 3);
+    if (p->stdin_fd >= 0) /* input writes wait for room, as a pipe's do */
+        fcntl(p->stdin_fd, F_SETFL, 0);
+    json_object_set_new(msg, "pty", json_true());
+    int child_fds[3] = {slave, slave, slave};
+    int rc = spawn_and_wait(sh, p, msg, child_fds, err);
+    close(slave);
+    json_decref(msg);
+    return rc;
+}
+
+int abx__shim_proc_resize(shim *sh, int pid, unsigned rows, unsigned cols)
+{
+    if (rows == 0 || cols == 0 || rows > 10000 || cols > 10000)
+        return -ABX_EINVAL;
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *p = abx__shim_proc_find_locked(sh, pid, NULL);
+    int rc = !p ? -ABX_ENOTFOUND : p->pty_master < 0 ? -ABX_ENOTSUP : 0;
+    struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+    if (rc == 0 && ioctl(p->pty_master, TIOCSWINSZ, &ws) < 0)
+        rc = -ABX_EIO;
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+/* A new process record for req (spawn sent later); takes nothing. */
+static shim_proc *proc_new(shim *sh, const shim_start_request *req, json_t *msg)
+{
+    shim_proc *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
     p->out.pool = p->err.pool = &sh->ring_pool;
     p->awaiting_stream = req->streamed;
     p->uid = req->uid;
     p->save_after = req->save_after;
     p->save_fd[0] = p->save_fd[1] = -1;
-    p->stdin_fd = in[1];
-    p->out_fd = out[0];
-    p->err_fd = errp[0];
+    p->stdin_fd = p->out_fd = p->err_fd = p->pty_master = -1;
     snprintf(p->tag, sizeof p->tag, "%s", req->tag ? req->tag : "");
     p->config = json_pack("{s:s, s:o, s:o, s:s}", "cmd", req->cmd, "args",
                           req->args ? json_incref(req->args) : json_array(), "envs",
                           req->envs ? json_incref(req->envs) : json_object(), "cwd",
                           json_string_value(json_object_get(msg, "cwd")));
-    if (!req->stdin_open) {
-        close(p->stdin_fd);
-        p->stdin_fd = -1;
-    }
+    return p;
+}
 
+/* Sends the spawn for p (the child's fds: child_fds, which the caller
+ * closes) and waits for init's answer; the pid, or -ABX_E* with p freed. */
+static int spawn_and_wait(shim *sh, shim_proc *p, json_t *msg, const int child_fds[3], abx_error **err)
+{
     pthread_mutex_lock(&sh->mu);
     unsigned seq = 0;
     int slot = make_room_locked(sh) ? alloc_reply_locked(sh, &seq) : -1;
@@ -382,7 +469,6 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
                             ABX_SHIM_MAX_PROCS);
     } else {
         json_object_set_new(msg, "seq", json_integer(seq));
-        int child_fds[3] = {in[0], out[1], errp[1]};
         pthread_mutex_lock(&sh->mu);
         sh->replies[slot].pending = p; /* the event loop registers it on "spawned" */
         pthread_mutex_unlock(&sh->mu);
@@ -390,10 +476,6 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
         if (rc < 0)
             rc = abx__error_set(err, -rc, "the sandbox is not running");
     }
-    close(in[0]);
-    close(out[1]);
-    close(errp[1]);
-    json_decref(msg);
     if (slot < 0 || rc < 0) {
         if (slot >= 0) {
             pthread_mutex_lock(&sh->mu);

@@ -148,3 +148,34 @@ test('one notebook per sandbox: MCP\'s run_code and E2B\'s runCode share variabl
     await mcp.close();
   }
 });
+
+test('pty.create: a terminal with input, resize and Ctrl-C, as E2B\'s SDK drives it', async () => {
+  const sbx = await Sandbox.create();
+  let out = '';
+  const waitFor = async (re, ms = 15000) => {
+    const end = Date.now() + ms;
+    while (!re.test(out)) {
+      if (Date.now() > end) throw new Error(`no ${re} in ${JSON.stringify(out.slice(-500))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += Buffer.from(d).toString(); } });
+  const type = (text) => sbx.pty.sendInput(h.pid, new TextEncoder().encode(text));
+  await type('test -t 0 && test -t 1 && echo "is a ter""minal"; stty size; echo "term=$TERM"\n');
+  await waitFor(/is a terminal/);
+  await waitFor(/[\r\n]24 80\r?\n/);
+  await waitFor(/term=xterm-256color/);
+  await sbx.pty.resize(h.pid, { cols: 132, rows: 40 });
+  await type('stty size\n');
+  await waitFor(/[\r\n]40 132\r?\n/);
+  await type('sleep 60\n');
+  await new Promise((r) => setTimeout(r, 300));
+  const t0 = Date.now();
+  await type('\x03'); // Ctrl-C reaches the sleep through the terminal's line discipline
+  await type('echo "after ""ctrl-c"\n');
+  await waitFor(/after ctrl-c/);
+  assert.ok(Date.now() - t0 < 10000);
+  await type('exit 7\n');
+  const r = await h.wait().catch((e) => e);
+  assert.equal(r.exitCode, 7);
+});
