@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -566,6 +567,18 @@ static int check_user(const char *user, abx_error **err)
     return 0;
 }
 
+/* The size of the terminal on fd; false (and the sizes untouched) when fd
+ * is not one. */
+static bool terminal_size(int fd, unsigned *rows, unsigned *cols)
+{
+    struct winsize ws;
+    if (fd < 0 || ioctl(fd, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+        return false;
+    *rows = ws.ws_row;
+    *cols = ws.ws_col;
+    return true;
+}
+
 static json_t *start_request(const char *const *argv, const abx_exec_options *o, bool want_stdin, abx_error **err,
                              int *rc)
 {
@@ -582,6 +595,11 @@ static json_t *start_request(const char *const *argv, const abx_exec_options *o,
         json_object_set_new(req, "tag", json_string(o->tag));
     if (o && o->save_output_after)
         json_object_set_new(req, "saveOutputAfter", json_integer((json_int_t)o->save_output_after));
+    if (o && o->pty) {
+        unsigned rows = 24, cols = 80;
+        terminal_size(o->pty_fd, &rows, &cols);
+        json_object_set_new(req, "pty", json_pack("{s:{s:i, s:i}}", "size", "rows", (int)rows, "cols", (int)cols));
+    }
     return req;
 }
 
@@ -634,24 +652,37 @@ static int signal_from_status(const char *status)
 /* The stdin pump: the caller's bytes to the command, then its stdin closed.
  * It polls so that it ends as soon as the command does (stop_pump), even
  * when the caller's input never ends. */
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err);
+
 static void *stdin_pump(void *arg)
 {
     exec_state *st = arg;
+    const abx_exec_options *o = st->opts;
     char buf[65536];
+    unsigned rows = 0, cols = 0;
+    if (o->pty)
+        terminal_size(o->pty_fd, &rows, &cols);
     while (!atomic_load(&st->stop_pump)) {
-        struct pollfd p = {.fd = st->opts->stdin_fd, .events = POLLIN};
+        unsigned r = rows, c = cols; /* a terminal's new size goes with the next wake (at most 100 ms) */
+        if (o->pty && terminal_size(o->pty_fd, &r, &c) && (r != rows || c != cols)) {
+            rows = r;
+            cols = c;
+            abx_sandbox_pty_resize(st->sandbox, st->pid, rows, cols, NULL);
+        }
+        struct pollfd p = {.fd = o->stdin_fd, .events = POLLIN};
         int ready = poll(&p, 1, 100);
         if (ready < 0 && errno != EINTR)
             break;
         if (ready <= 0)
             continue;
-        ssize_t n = read(st->opts->stdin_fd, buf, sizeof buf);
+        ssize_t n = read(o->stdin_fd, buf, sizeof buf);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (n <= 0 || abx_sandbox_send_stdin(st->sandbox, st->pid, buf, (size_t)n, NULL) < 0)
+        if (n <= 0 || send_input(st->sandbox, st->pid, o->pty ? "pty" : "stdin", buf, (size_t)n, NULL) < 0)
             break;
     }
-    abx_sandbox_close_stdin(st->sandbox, st->pid, NULL);
+    if (!o->pty) /* a terminal has no end of input of its own: its process decides when it is done */
+        abx_sandbox_close_stdin(st->sandbox, st->pid, NULL);
     return NULL;
 }
 
@@ -670,11 +701,11 @@ static int exec_event(json_t *msg, void *ud)
     }
     json_t *data = json_object_get(ev, "data");
     if (data) {
-        const char *which = json_object_get(data, "stdout") ? "stdout" : "stderr";
+        const char *which = json_object_get(data, "stdout") ? "stdout" : json_object_get(data, "pty") ? "pty" : "stderr";
         char *raw = NULL;
         long len = abx__b64_decode(json_string_value(json_object_get(data, which)) ?: "", &raw);
         if (len >= 0) {
-            bool out = which[3] == 'o';
+            bool out = which[3] != 'e'; /* stdout, or a terminal's one stream */
             abx_output_fn fn = out ? st->opts->on_stdout : st->opts->on_stderr;
             if (fn)
                 fn(raw, (size_t)len, st->opts->userdata);
@@ -897,17 +928,30 @@ int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
                         json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig), err);
 }
 
-int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+/* SendInput: bytes to a process's stdin, or ("pty") to its terminal. */
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err)
 {
     char *enc = abx__b64_encode(data, len);
     if (!enc)
-        return abx__error_set(err, ABX_ENOMEM, "stdin");
+        return abx__error_set(err, ABX_ENOMEM, "input");
     int rc = process_call(s, "/process.Process/SendInput",
-                          json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", "stdin",
-                                    enc),
+                          json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", kind, enc),
                           err);
     free(enc);
     return rc;
+}
+
+int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+{
+    return send_input(s, pid, "stdin", data, len, err);
+}
+
+int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
+{
+    return process_call(s, "/process.Process/Update",
+                        json_pack("{s:{s:{s:i}}, s:{s:{s:i, s:i}}}", "process", "selector", "pid", pid, "pty", "size",
+                                  "rows", (int)rows, "cols", (int)cols),
+                        err);
 }
 
 int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)

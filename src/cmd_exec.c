@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 const char cmd_exec_help[] =
     "Usage: abx exec ID [--cwd DIR] [--timeout S] [--env K=V]... [--user root|user] [--no-stdin]\n"
     "                [--background] [--json] [--] \"CMD\"\n"
+    "       abx exec -it ID [--cwd DIR] [--env K=V]... [--user root|user] [\"CMD\"]\n"
     "\n"
     "Runs CMD in the sandbox through `bash -l -c` (`sh -c` where there is no\n"
     "bash), streaming its output live. The exit status is CMD's (128+N for\n"
@@ -24,11 +26,15 @@ const char cmd_exec_help[] =
     "  --timeout S     kill CMD after S seconds, 1-86400 (default: none)\n"
     "  --env K=V       environment variable (repeatable)\n"
     "  --user U        user (uid 1000, default) or root\n"
+    "  -it, -t, --tty  a terminal: CMD (default: an interactive bash) gets a\n"
+    "                  pseudo-terminal of its own, sized as yours and resized\n"
+    "                  with it; what you type goes to it as typed (Ctrl-C\n"
+    "                  interrupts CMD, not abx); -i/--interactive is implied\n"
     "  --background    start CMD and print its task id (see 'abx logs',\n"
     "                  'abx signal', 'abx ps') instead of waiting\n"
     "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
     "\n"
-    "abx's stdin (when it is not a terminal) is CMD's stdin; --no-stdin gives\n"
+    "abx's stdin (when it is not a terminal, or with -i) is CMD's stdin; --no-stdin gives\n"
     "CMD an empty one (in a `while read` loop, as ssh -n does).\n"
     "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
     "exits 128+N; the sandbox itself lives on. So does a closed output\n"
@@ -102,14 +108,63 @@ static int join(const char **pos, size_t from, size_t n, char *buf, size_t cap)
     return 0;
 }
 
+/* exec -it: the command gets a terminal of its own; ours is in raw mode
+ * meanwhile (every key, Ctrl-C included, goes to it) and restored after. */
+static int exec_tty(cli_ctx *ctx, abx_sandbox *s, const char *command, abx_exec_options *o)
+{
+    if (!isatty(STDIN_FILENO)) {
+        abx_sandbox_free(s);
+        cli_fail(ctx, ABX_EUSAGE, "exec -it: stdin is not a terminal (use exec without -it for pipes)");
+        return CLI_EXIT_FAILED;
+    }
+    struct termios saved, raw;
+    bool have_modes = tcgetattr(STDIN_FILENO, &saved) == 0;
+    raw = saved;
+    cfmakeraw(&raw);
+    if (have_modes)
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &raw);
+    o->pty = true;
+    o->pty_fd = STDIN_FILENO;
+    o->with_stdin = true;
+    o->stdin_fd = STDIN_FILENO;
+    o->on_stdout = to_stdout;
+    o->on_stderr = to_stderr;
+    o->should_cancel = interrupted; /* SIGTERM, SIGHUP; Ctrl-C is a key now */
+    catch_interrupts();
+    abx_exec_result r;
+    abx_error *err = NULL;
+    static const char *const shell[] = {"/bin/bash", "-i", "-l", NULL};
+    int rc = command ? abx_sandbox_exec(s, command, o, &r, &err) : abx_sandbox_exec_argv(s, shell, o, &r, &err);
+    abx_sandbox_free(s);
+    if (have_modes)
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
+    if (rc == -ABX_ECANCELLED && exec_interrupted_by) {
+        abx_error_free(err);
+        return 128 + exec_interrupted_by;
+    }
+    if (rc < 0) {
+        cli_fail_error(ctx, err, rc);
+        return CLI_EXIT_FAILED;
+    }
+    int code = r.exit_code;
+    abx_exec_result_clear(&r);
+    return code;
+}
+
 int cmd_exec(cli_ctx *ctx, int argc, char **argv)
 {
     const char *envs[129] = {NULL}, *pos[CLI_MAX_POSITIONAL];
     size_t nenvs = 0, npos = 0;
     abx_exec_options o = {0};
-    bool background = false, no_stdin = false;
+    bool background = false, no_stdin = false, tty = false, interactive = false;
     const cli_flag flags[] = {
         {"--no-stdin", CLI_BOOL, &no_stdin, 0, 0, NULL, 0, NULL},
+        {"--tty", CLI_BOOL, &tty, 0, 0, NULL, 0, NULL},
+        {"-t", CLI_BOOL, &tty, 0, 0, NULL, 0, NULL},
+        {"-it", CLI_BOOL, &tty, 0, 0, NULL, 0, NULL},
+        {"-ti", CLI_BOOL, &tty, 0, 0, NULL, 0, NULL},
+        {"--interactive", CLI_BOOL, &interactive, 0, 0, NULL, 0, NULL},
+        {"-i", CLI_BOOL, &interactive, 0, 0, NULL, 0, NULL},
         {"--cwd", CLI_STRING, &o.cwd, 0, 0, NULL, 0, NULL},
         {"--timeout", CLI_UINT, &o.timeout_s, 1, 86400, NULL, 0, NULL},
         {"--env", CLI_MULTI, envs, 0, 0, &nenvs, 128, NULL},
@@ -122,7 +177,13 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     if (!o.cwd)
         o.cwd = "/app"; /* one default working directory for run, exec and the MCP tools */
     char command[1 << 16];
-    if (npos < 2 || join(pos, 1, npos, command, sizeof command) < 0 || !command[0]) {
+    if (tty && (background || ctx->json || no_stdin)) {
+        cli_fail(ctx, ABX_EUSAGE, "exec -it: not with --background, --json or --no-stdin");
+        return CLI_EXIT_FAILED;
+    }
+    if (tty && npos == 1)
+        command[0] = '\0'; /* an interactive shell */
+    else if (npos < 2 || join(pos, 1, npos, command, sizeof command) < 0 || !command[0]) {
         cli_fail(ctx, ABX_EUSAGE, "usage: abx exec ID \"CMD\"");
         return CLI_EXIT_FAILED;
     }
@@ -135,6 +196,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     abx_sandbox *s = cli_connect(ctx, pos[0], &status);
     if (!s)
         return CLI_EXIT_FAILED;
+    if (tty)
+        return exec_tty(ctx, s, command[0] ? command : NULL, &o);
     abx_error *err = NULL;
     if (background) {
         int pid = 0;
@@ -159,7 +222,7 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     }
     /* what comes on abx's stdin is the command's (`echo data | abx exec ID
      * 'wc -c'`); a terminal is not read (no command waits on it by surprise) */
-    o.with_stdin = !no_stdin && !isatty(STDIN_FILENO);
+    o.with_stdin = !no_stdin && (interactive || !isatty(STDIN_FILENO));
     o.stdin_fd = STDIN_FILENO;
     o.keep_output = ctx->json;
     o.should_cancel = interrupted;

@@ -208,6 +208,12 @@ typedef struct abx_exec_options {
      * the head and tail can say where the rest is. The sandbox keeps the
      * newest 32 such files (in /tmp/.abx-output). */
     unsigned long long save_output_after;
+    /* pty: the command gets a pseudo-terminal (its stdin, stdout and
+     * stderr, and its controlling terminal) sized as the terminal on pty_fd
+     * (-1: 24x80), followed when that one is resized; its output comes to
+     * on_stdout, and with_stdin's bytes go to it as typed (Ctrl-C included). */
+    bool pty;
+    int pty_fd;
 } abx_exec_options;
 
 typedef struct abx_exec_result {
@@ -270,6 +276,8 @@ ABX_API void abx_process_output_clear(abx_process_output *o);
 ABX_API int abx_sandbox_signal(abx_sandbox *s, int pid, int signal_number, abx_error **err);
 ABX_API int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err);
 ABX_API int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err);
+/* A terminal process's new size (one started with pty). */
+ABX_API int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err);
 /* Running processes as a JSON array of {pid, tag?, config{cmd,args,envs,cwd}}. Free with abx_free. */
 ABX_API int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err);
 

@@ -3,13 +3,13 @@
 // timeouts, kill, list, bad input, faults, and concurrency.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  abx, runAbx, runAbxAsync, cgroupLeftovers, hostProcesses, mountCount, privateHome, stateIds, shimPid,
+  abx, root, runAbx, runAbxAsync, cgroupLeftovers, hostProcesses, mountCount, privateHome, stateIds, shimPid,
   sleep, waitFor,
 } from '../lib/harness.mjs';
 
@@ -360,4 +360,38 @@ test('config set/get round-trips through ~/.abx/config.toml and masks secrets', 
   assert.equal(abxh(['--provider', 'local', 'list']).status, 0, 'the flag outranks the file');
   assert.equal(abxh(['config', 'unset', 'core.provider']).status, 0);
   assert.equal(runAbx(['list'], { env: { ...H.env, ABX_PROVIDER: 'elsewhere' } }).status, 1);
+});
+
+test('exec -it: a terminal of its own, sized as the caller\'s and resized with it; Ctrl-C interrupts the command, not abx', { timeout: 120000 }, () => {
+  const id = abxh(['create', '--timeout', '120']).stdout.trim();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-tty-'));
+  try {
+    const steps = path.join(dir, 'steps.json');
+    fs.writeFileSync(steps, JSON.stringify([
+      ['wait', '\\$ $'],
+      ['type', 'stty size; test -t 0 && test -t 1 && echo "is a ""tty"\n'], ['wait', 'is a tty'],
+      ['resize', 40, 120], ['sleep', 0.5], ['type', 'stty size\n'], ['wait', '\n40 120'],
+      ['type', 'sleep 60\n'], ['sleep', 0.5], ['type', '\u0003'],
+      ['type', 'echo "after ""ctrl-c"\n'], ['wait', 'after ctrl-c'],
+      ['type', 'exit 5\n'],
+    ]));
+    const t0 = Date.now();
+    const r = spawnSync('/usr/bin/python3', [path.join(root, 'tests/fixtures/tty_drive.py'), steps, '--', abx, 'exec', '-it', id], { env: H.env, encoding: 'utf8', timeout: 90000 });
+    assert.ok(!/TIMEOUT/.test(r.stdout), r.stdout.slice(-1500));
+    assert.match(r.stdout, /\n24 80\r?\n/);
+    assert.match(r.stdout, /\n40 120\r?\n/);
+    assert.match(r.stdout, /after ctrl-c/);
+    assert.match(r.stdout, /\nEXIT 5\n$/, 'abx exits with the shell\'s status');
+    assert.ok(Date.now() - t0 < 60000, 'Ctrl-C did not reach the sleep');
+    // a command instead of the shell; without a terminal, -it is refused clearly
+    fs.writeFileSync(steps, '[]');
+    const one = spawnSync('/usr/bin/python3', [path.join(root, 'tests/fixtures/tty_drive.py'), steps, '--', abx, 'exec', '-it', id, 'tty >/dev/null && echo yes; exit 3'], { env: H.env, encoding: 'utf8', timeout: 60000 });
+    assert.match(one.stdout, /EXIT 3\n$/);
+    const piped = runAbx(['exec', '-it', id, 'true'], { env: H.env, input: '' });
+    assert.equal(piped.status, 125, "exec's own failures exit 125");
+    assert.match(piped.stderr, /stdin is not a terminal/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    abxh(['kill', id]);
+  }
 });
