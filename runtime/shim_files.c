@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -326,6 +327,31 @@ int abx__fs_open_file(shim *sh, unsigned uid, const char *path, int flags, int *
         rc = abx__error_set(err, dir ? ABX_EISDIR : ABX_EINVAL, "%s: not a regular file", path);
     }
 out:
+    restore(c);
+    return rc;
+}
+
+int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask, abx_error **err)
+{
+    char abs_path[4096];
+    fs_creds c;
+    int rc = op_begin(sh, uid, path, abs_path, &c, err);
+    if (rc < 0)
+        return rc;
+    int fd = resolve(sh, abs_path, O_PATH | O_DIRECTORY, 0);
+    if (fd < 0) {
+        rc = fail_errno(err, errno, "watching", path);
+    } else {
+        /* the resolved directory itself, through our own descriptor: the
+         * sandbox's path is never looked up again on the host */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        rc = inotify_add_watch(inotify_fd, self, mask | IN_ONLYDIR);
+        if (rc < 0)
+            rc = errno == ENOSPC ? abx__error_set(err, ABX_ELIMIT, "watching %s: too many watches", path)
+                                 : fail_errno(err, errno, "watching", path);
+        close(fd);
+    }
     restore(c);
     return rc;
 }

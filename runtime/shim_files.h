@@ -17,6 +17,9 @@ int abx__fs_list(shim *sh, unsigned uid, const char *path, unsigned depth, json_
 /* Creates path and its parents; -ABX_EINVAL with *exists set when it was there. */
 int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t **entry, abx_error **err);
 int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_t **entry, abx_error **err);
+/* Adds an inotify watch (mask) on the directory path to inotify_fd; the
+ * watch descriptor, or -ABX_E*. */
+int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask, abx_error **err);
 /* Removes a file, or a directory with everything in it. */
 int abx__fs_remove(shim *sh, unsigned uid, const char *path, abx_error **err);
 /* The absolute sandbox path of path for uid (home-relative when relative). */

@@ -7,6 +7,7 @@
  *
  *   GET  /health                                       204, no token needed
  *   POST /process.Process/{Start,Connect}              server-streaming
+ *   POST /filesystem.Filesystem/WatchDir                server-streaming (shim_watch.c)
  *   POST /process.Process/{List,SendInput,SendSignal,CloseStdin,Update}
  *   POST /filesystem.Filesystem/{Stat,ListDir,MakeDir,Move,Remove}
  *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range: bytes=A-B)
@@ -26,6 +27,7 @@
 #include "error_internal.h"
 #include "shim_code.h"
 #include "shim_files.h"
+#include "shim_watch.h"
 #include "parse.h"
 #include "b64.h"
 
@@ -164,6 +166,7 @@ typedef struct stream_ctx {
     unsigned keepalive_s;
     uint64_t last_emit_ms;
     const char *trailer_error; /* connect code, or NULL for success */
+    abx_watch *watch;          /* a WatchDir stream (else a process's); owned */
 } stream_ctx;
 
 static void stream_set(stream_ctx *s, uint8_t flags, json_t *doc)
@@ -294,6 +297,51 @@ static void stream_next(stream_ctx *s)
     free(buf);
 }
 
+/* A WatchDir stream's next envelope: start, then events as they come,
+ * keepalives between, and the trailer when the directory goes, the
+ * deadline passes or the sandbox ends. */
+static void watch_next(stream_ctx *s)
+{
+    if (s->phase == PH_START) {
+        stream_set(s, 0, json_pack("{s:{}}", "start")); /* WatchDirResponse's oneof is at its top level */
+        s->phase = PH_DATA;
+        return;
+    }
+    if (s->phase == PH_TRAILER) {
+        stream_set(s, 2, s->trailer_error ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error, "message",
+                                                      "the watch ended")
+                                          : json_object());
+        s->phase = PH_DONE;
+        return;
+    }
+    for (;;) {
+        uint64_t now = abx__shim_now_ms();
+        if (s->sh->ending || (s->deadline_ms && now >= s->deadline_ms)) {
+            s->trailer_error = s->sh->ending ? "unavailable" : "deadline_exceeded";
+            s->phase = PH_TRAILER;
+            watch_next(s);
+            return;
+        }
+        uint64_t keepalive_at = s->last_emit_ms + (uint64_t)s->keepalive_s * 1000;
+        if (now >= keepalive_at) {
+            stream_set(s, 0, json_pack("{s:{}}", "keepalive"));
+            return;
+        }
+        bool ended = false;
+        unsigned wait = keepalive_at - now < 500 ? (unsigned)(keepalive_at - now) : 500;
+        json_t *ev = abx__watch_next(s->watch, wait, &ended);
+        if (ev) {
+            stream_set(s, 0, ev);
+            return;
+        }
+        if (ended) {
+            s->phase = PH_TRAILER;
+            watch_next(s);
+            return;
+        }
+    }
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 {
     (void)pos;
@@ -301,7 +349,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max)
     while (s->pending_pos >= s->pending_len) {
         if (s->phase == PH_DONE)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        stream_next(s);
+        if (s->watch)
+            watch_next(s);
+        else
+            stream_next(s);
     }
     size_t n = s->pending_len - s->pending_pos;
     if (n > max)
@@ -319,17 +370,18 @@ static void stream_free(void *cls)
         abx__shim_stream_detach_locked(s->sh, s->pid, &s->out_off);
         pthread_mutex_unlock(&s->sh->mu);
     }
+    abx__watch_close(s->watch);
     free(s->pending);
     free(s);
 }
 
-static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid, bool from_now)
+/* A stream's context with the client's keepalive interval and deadline. */
+static stream_ctx *stream_new(shim *sh, struct MHD_Connection *c)
 {
     stream_ctx *s = calloc(1, sizeof *s);
     if (!s)
-        return MHD_NO;
+        return NULL;
     s->sh = sh;
-    s->pid = pid;
     s->keepalive_s = DEFAULT_KEEPALIVE_S;
     s->last_emit_ms = abx__shim_now_ms();
     const char *ka = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
@@ -339,16 +391,11 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
     const char *deadline = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connect-Timeout-Ms");
     if (deadline && abx__parse_uint(deadline, 1, 4000000000u, &v) == 0)
         s->deadline_ms = abx__shim_now_ms() + v;
-    pthread_mutex_lock(&sh->mu);
-    shim_proc *proc = abx__shim_proc_find_locked(sh, pid, NULL);
-    if (proc && from_now) {
-        s->out_off = proc->out.total;
-        s->err_off = proc->err.total;
-    }
-    s->attached = abx__shim_stream_attach_locked(sh, pid, &s->out_off, &s->err_off);
-    if (!s->attached && proc)
-        proc->awaiting_stream = false; /* no stream after all: do not hold its output */
-    pthread_mutex_unlock(&sh->mu);
+    return s;
+}
+
+static enum MHD_Result queue_stream(struct MHD_Connection *c, stream_ctx *s)
+{
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s,
                                                                 stream_free);
     if (!r) {
@@ -359,6 +406,60 @@ static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid,
     enum MHD_Result ok = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+/* A streaming call that fails before its stream starts: Connect's end of
+ * stream (flag 2) with the error, under a 200, as streaming clients read it. */
+static enum MHD_Result send_stream_error(struct MHD_Connection *c, abx_error *err, int rc)
+{
+    unsigned status;
+    json_t *doc = error_doc(err ? (int)abx_error_code(err) : -rc, abx_error_message(err), &status);
+    abx_error_free(err);
+    stream_ctx *s = calloc(1, sizeof *s);
+    if (!s) {
+        json_decref(doc);
+        return MHD_NO;
+    }
+    stream_set(s, 2, json_pack("{s:o}", "error", doc));
+    s->phase = PH_DONE;
+    return queue_stream(c, s);
+}
+
+/* filesystem.Filesystem/WatchDir {path, recursive?, includeEntry?}. */
+static enum MHD_Result watch_stream(shim *sh, struct MHD_Connection *c, json_t *req, unsigned uid)
+{
+    const char *path = json_string_value(json_object_get(req, "path"));
+    abx_watch *w = NULL;
+    abx_error *err = NULL;
+    int rc = abx__watch_open(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")), &w, &err);
+    if (rc < 0)
+        return send_stream_error(c, err, rc);
+    stream_ctx *s = stream_new(sh, c);
+    if (!s) {
+        abx__watch_close(w);
+        return MHD_NO;
+    }
+    s->watch = w;
+    return queue_stream(c, s);
+}
+
+static enum MHD_Result start_stream(shim *sh, struct MHD_Connection *c, int pid, bool from_now)
+{
+    stream_ctx *s = stream_new(sh, c);
+    if (!s)
+        return MHD_NO;
+    s->pid = pid;
+    pthread_mutex_lock(&sh->mu);
+    shim_proc *proc = abx__shim_proc_find_locked(sh, pid, NULL);
+    if (proc && from_now) {
+        s->out_off = proc->out.total;
+        s->err_off = proc->err.total;
+    }
+    s->attached = abx__shim_stream_attach_locked(sh, pid, &s->out_off, &s->err_off);
+    if (!s->attached && proc)
+        proc->awaiting_stream = false; /* no stream after all: do not hold its output */
+    pthread_mutex_unlock(&sh->mu);
+    return queue_stream(c, s);
 }
 
 /* A streaming request's body is one envelope around a JSON message. */
@@ -901,6 +1002,8 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
         r = pid > 0 ? start_stream(sh, c, pid, true) : send_error(c, ABX_ENOTASK, "process not found");
     } else if (strncmp(url, "/process.Process/", 17) == 0) {
         r = rpc_process(sh, c, url + 17, req);
+    } else if (strcmp(url, "/filesystem.Filesystem/WatchDir") == 0) {
+        r = watch_stream(sh, c, req, uid);
     } else if (strncmp(url, "/filesystem.Filesystem/", 23) == 0) {
         r = rpc_filesystem(sh, c, url + 23, req, uid);
     } else {

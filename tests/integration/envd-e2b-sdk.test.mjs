@@ -179,3 +179,37 @@ test('pty.create: a terminal with input, resize and Ctrl-C, as E2B\'s SDK drives
   const r = await h.wait().catch((e) => e);
   assert.equal(r.exitCode, 7);
 });
+
+test('files.watchDir: create, write, rename, remove and chmod events, recursive into new directories, until stopped', async () => {
+  const sbx = await Sandbox.create();
+  await sbx.commands.run('rm -rf /app/w && mkdir -p /app/w/old');
+  const events = [];
+  const h = await sbx.files.watchDir('/app/w', (e) => events.push(`${e.type} ${e.name}`), { recursive: true });
+  const seen = async (want) => {
+    const end = Date.now() + 10000;
+    while (!events.includes(want)) {
+      if (Date.now() > end) throw new Error(`no "${want}" in ${JSON.stringify(events)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await sbx.files.write('/app/w/a.txt', 'one');
+  await seen('create a.txt');
+  await seen('write a.txt');
+  await sbx.commands.run('chmod 600 /app/w/a.txt; mv /app/w/a.txt /app/w/b.txt');
+  await seen('chmod a.txt');
+  await seen('rename a.txt');
+  await seen('create b.txt');
+  await sbx.commands.run('mkdir /app/w/sub; sleep 0.3; echo x > /app/w/sub/deep.txt; echo y > /app/w/old/in-old.txt');
+  await seen('create sub');
+  await seen('create sub/deep.txt');
+  await seen('create old/in-old.txt');
+  await sbx.files.remove('/app/w/b.txt');
+  await seen('remove b.txt');
+  await h.stop();
+  const count = events.length;
+  await sbx.files.write('/app/w/after.txt', 'late');
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(events.length, count, 'events came after stop');
+  // a directory that does not exist is an error at once
+  await assert.rejects(sbx.files.watchDir('/app/nope', () => {}), (e) => { assert.match(String(e), /not.found|no such/i); return true; });
+});
