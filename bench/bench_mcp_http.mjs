@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const abx = process.argv[2] || path.join(root, 'build/abx');
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-bench-http-'));
-const child = spawn(abx, ['mcp', 'serve', '--listen', '127.0.0.1:0', '--template', 'base'], { env: { ...process.env, ABX_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+const child = spawn(abx, ['mcp', 'serve', '--no-auth', '--listen', '127.0.0.1:0', '--template', 'base'], { env: { ...process.env, ABX_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
 const port = await new Promise((resolve) => {
   let err = '';
   child.stderr.on('data', (d) => { err += d; const m = /:(\d+)\/mcp/.exec(err); if (m) resolve(Number(m[1])); });
