@@ -239,11 +239,29 @@ int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json
 
 /* ---- streams ------------------------------------------------------------ */
 
+/* Cancelling a transfer: cancel (polled by libcurl's progress callback)
+ * returning true cuts it and sets cancelled. */
+typedef struct cancel_state {
+    abx_envd_cancel_fn cancel;
+    void *userdata;
+    bool cancelled;
+} cancel_state;
+
+static int cancel_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    cancel_state *s = ud;
+    if (s->cancel && s->cancel(s->userdata)) {
+        s->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
 typedef struct stream_state {
     membuf buf;
     abx_envd_event_fn fn;
-    abx_envd_cancel_fn cancel;
-    bool cancelled;
+    cancel_state cs;
     void *userdata;
     bool stopped;
     bool ended;
@@ -288,17 +306,6 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
     return len;
 }
 
-static int stream_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    stream_state *s = ud;
-    if (s->cancel && s->cancel(s->userdata)) {
-        s->cancelled = true;
-        return 1;
-    }
-    return 0;
-}
-
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
                      abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err)
 {
@@ -330,10 +337,10 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
         h = curl_slist_append(h, line);
     }
-    stream_state s = {.fn = fn, .userdata = userdata, .curl = c, .cancel = cancel};
+    stream_state s = {.fn = fn, .userdata = userdata, .curl = c, .cs = {.cancel = cancel, .userdata = userdata}};
     if (cancel) {
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, stream_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s.cs);
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     }
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -347,7 +354,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     curl_slist_free_all(h);
     free(body);
     int rc = 0;
-    if (s.cancelled) {
+    if (s.cs.cancelled) {
         rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
     } else if (s.stopped) {
         rc = 0;
@@ -370,7 +377,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     json_decref(s.end_error);
     free(s.buf.data);
     /* a transfer we cut short leaves the connection unusable: do not cache it */
-    if (s.stopped || s.cancelled || cc != CURLE_OK)
+    if (s.stopped || s.cs.cancelled || cc != CURLE_OK)
         curl_easy_cleanup(c);
     else
         release(e, c);
@@ -378,23 +385,6 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
 }
 
 /* ---- a JSON request with a raw answer (code interpreter: NDJSON) ---------- */
-
-typedef struct cancel_state {
-    abx_envd_cancel_fn cancel;
-    void *userdata;
-    bool cancelled;
-} cancel_state;
-
-static int cancel_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    cancel_state *s = ud;
-    if (s->cancel && s->cancel(s->userdata)) {
-        s->cancelled = true;
-        return 1;
-    }
-    return 0;
-}
 
 int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
                        void *userdata, char **out, size_t *out_len, abx_error **err)

@@ -1019,14 +1019,23 @@ static size_t mem_read(char *buf, size_t len, void *ud)
     return n;
 }
 
-int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len, const char *user,
-                           abx_error **err)
+/* The user and the path every file call takes. */
+static int check_file_args(const char *user, const char *path, abx_error **err)
 {
     int rc = check_user(user, err);
     if (rc < 0)
         return rc;
     if (!path || !*path)
         return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    return 0;
+}
+
+int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len, const char *user,
+                           abx_error **err)
+{
+    int rc = check_file_args(user, path, err);
+    if (rc < 0)
+        return rc;
     mem_reader m = {data, len, 0};
     return abx__envd_upload(&s->envd, path, user_of(user), mem_read, &m, (long long)len, err);
 }
@@ -1145,11 +1154,9 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
     *data = NULL;
     *len = 0;
     *file_size = 0;
-    int rc = check_user(user, err);
+    int rc = check_file_args(user, path, err);
     if (rc < 0)
         return rc;
-    if (!path || !*path)
-        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     if (length == 0)
         return abx__error_set(err, ABX_EINVAL, "length: must be at least 1");
     mem_writer m = {.max = length};

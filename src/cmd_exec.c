@@ -108,6 +108,18 @@ static int join(const char **pos, size_t from, size_t n, char *buf, size_t cap)
     return 0;
 }
 
+/* The exit status of an exec that did not run to its end: 128+N when
+ * signal N interrupted abx, else the error's report and 125. Takes err. */
+static int exec_failed(cli_ctx *ctx, abx_error *err, int rc)
+{
+    if (rc == -ABX_ECANCELLED && exec_interrupted_by) {
+        abx_error_free(err);
+        return 128 + exec_interrupted_by;
+    }
+    cli_fail_error(ctx, err, rc);
+    return CLI_EXIT_FAILED;
+}
+
 /* exec -it: the command gets a terminal of its own; ours is in raw mode
  * meanwhile (every key, Ctrl-C included, goes to it) and restored after. */
 static int exec_tty(cli_ctx *ctx, abx_sandbox *s, const char *command, abx_exec_options *o)
@@ -138,14 +150,8 @@ static int exec_tty(cli_ctx *ctx, abx_sandbox *s, const char *command, abx_exec_
     abx_sandbox_free(s);
     if (have_modes)
         tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
-    if (rc == -ABX_ECANCELLED && exec_interrupted_by) {
-        abx_error_free(err);
-        return 128 + exec_interrupted_by;
-    }
-    if (rc < 0) {
-        cli_fail_error(ctx, err, rc);
-        return CLI_EXIT_FAILED;
-    }
+    if (rc < 0)
+        return exec_failed(ctx, err, rc);
     int code = r.exit_code;
     abx_exec_result_clear(&r);
     return code;
@@ -230,14 +236,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     abx_exec_result r;
     rc = abx_sandbox_exec(s, command, &o, &r, &err);
     abx_sandbox_free(s);
-    if (rc == -ABX_ECANCELLED && exec_interrupted_by) {
-        abx_error_free(err);
-        return 128 + exec_interrupted_by;
-    }
-    if (rc < 0) {
-        cli_fail_error(ctx, err, rc);
-        return CLI_EXIT_FAILED;
-    }
+    if (rc < 0)
+        return exec_failed(ctx, err, rc);
     if (ctx->json)
         cli_print_json(json_pack("{s:i, s:o, s:o, s:b}", "exit_code", r.exit_code, "stdout",
                                  mcp_text(r.stdout_data ? r.stdout_data : "", r.stdout_len, (size_t)-1, NULL),
