@@ -329,16 +329,21 @@ static void kill_frozen(const char *dir)
     abx__write_file_at(AT_FDCWD, path, "THAWED");
 }
 
-bool abx__cgroup_oom_killed(const abx_cgroup *cg)
+unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg)
 {
     if (cg->ndirs == 0)
-        return false;
+        return 0;
     char path[512], text[512];
     snprintf(path, sizeof path, "%s/%s", cg->dirs[0], cg->version == 2 ? "memory.events" : "memory.oom_control");
     if (abx__read_small_file(path, text, sizeof text) < 0)
-        return false;
+        return 0;
     const char *at = strstr(text, "oom_kill ");
-    return at && strtoul(at + 9, NULL, 10) > 0;
+    return at ? strtoul(at + 9, NULL, 10) : 0;
+}
+
+bool abx__cgroup_oom_killed(const abx_cgroup *cg)
+{
+    return abx__cgroup_oom_kills(cg) > 0;
 }
 
 void abx__cgroup_destroy(abx_cgroup *cg)

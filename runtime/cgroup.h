@@ -27,6 +27,8 @@ void abx__cgroup_destroy(abx_cgroup *cg);
 /* True when the memory controller's OOM killer killed a process in cg
  * (v1 memory.oom_control, v2 memory.events: oom_kill > 0). */
 bool abx__cgroup_oom_killed(const abx_cgroup *cg);
+/* How many processes the memory limit has killed in the cgroup so far. */
+unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg);
 /* Removes the cgroups of sandboxes whose supervisor died without cleaning
  * up: empty leaves created at least grace_s seconds ago. */
 void abx__cgroup_sweep_stale(unsigned grace_s);

@@ -295,6 +295,7 @@ typedef struct cell_outcome {
     bool died;              /* the kernel died during the cell */
     int died_code;          /* its exit status, or 128 + signal */
     char died_why[200];
+    unsigned long oom_kills_before; /* the sandbox cgroup's count when the cell began */
 } cell_outcome;
 
 static bool client_gone(int fd)
@@ -305,7 +306,7 @@ static bool client_gone(int fd)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-static void describe_death(const code_context *c, const shim_proc *p, cell_outcome *o)
+static void describe_death(shim *sh, const code_context *c, const shim_proc *p, cell_outcome *o)
 {
     int code;
     bool exited;
@@ -321,10 +322,13 @@ static void describe_death(const code_context *c, const shim_proc *p, cell_outco
     } else {
         int sig = WTERMSIG(p->wait_status);
         o->died_code = 128 + sig;
-        snprintf(o->died_why, sizeof o->died_why, "the %s kernel was killed by signal %d%s", c->language, sig,
-                 sig == SIGKILL ? " (most often the sandbox's memory limit: use less memory, or create a sandbox "
-                                  "with more)"
-                                : "");
+        if (sig == SIGKILL && abx__cgroup_oom_kills(&sh->jail.cgroup) > o->oom_kills_before)
+            snprintf(o->died_why, sizeof o->died_why,
+                     "the %s kernel was killed by signal 9 by the sandbox's memory limit (%u MiB): use less memory, "
+                     "or create a sandbox with more",
+                     c->language, sh->limits.memory_mb);
+        else
+            snprintf(o->died_why, sizeof o->died_why, "the %s kernel was killed by signal %d", c->language, sig);
     }
 }
 
@@ -358,7 +362,7 @@ static void await_reply(shim *sh, code_context *c, unsigned id, const cell_reque
         if (got)
             abx__shim_wake(sh); /* the kernel may be paused on a full ring */
         if (p->exited) {
-            describe_death(c, p, o);
+            describe_death(sh, c, p, o);
             break;
         }
         if (sh->ending)
@@ -582,7 +586,7 @@ static int run_cell(shim *sh, code_context *c, const cell_request *req, char **o
         return rc;
     }
     unsigned id = ++c->executions;
-    cell_outcome o = {0};
+    cell_outcome o = {.oom_kills_before = abx__cgroup_oom_kills(&sh->jail.cgroup)};
     if (send_cell(sh, c, id, req) == 0)
         await_reply(sh, c, id, req, &o);
     if (!o.reply) { /* the kernel died, or would not stop: it goes, and so does its state */

@@ -225,7 +225,7 @@ test('a kernel that dies is reported as the kernel\'s death, not the sandbox\'s,
     // killed by the memory limit (the default sandbox has 512 MiB)
     r = await run('b = bytearray(2 << 30)');
     assert.equal(r.kernel_died, true, JSON.stringify(r));
-    assert.match(r.stderr, /killed by signal 9 \(most often the sandbox's memory limit/);
+    assert.match(r.stderr, /killed by signal 9 by the sandbox's memory limit \(512 MiB\)/);
     assert.equal((await c.callTool({ name: 'run_command', arguments: { command: 'echo alive' } })).structuredContent.stdout, 'alive\n');
   } finally {
     await c.close();
