@@ -241,14 +241,23 @@ static void tie_life_to_supervisor(int lifeline_fd, int report_fd)
 
 /* init was forked from the supervisor without an exec, so it still holds
  * the supervisor's descriptors (state-directory files, pipes, signalfds).
- * Closes every one above stderr but KEEP (-1: none); failure is fatal. */
-static void close_inherited_fds(int keep)
+ * Closes every one above stderr but KEEP_A and KEEP_B (-1: none); failure
+ * is fatal. */
+static void close_inherited_fds(int keep_a, int keep_b)
 {
+    int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
+    unsigned from = 3;
     int rc = 0;
-    if (keep > 3)
-        rc = (int)syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u);
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        int keep = i == 0 ? lo : hi;
+        if (keep < 3 || (unsigned)keep < from)
+            continue;
+        if ((unsigned)keep > from)
+            rc = (int)syscall(SYS_close_range, from, (unsigned)keep - 1, 0u);
+        from = (unsigned)keep + 1;
+    }
     if (rc == 0)
-        rc = (int)syscall(SYS_close_range, keep >= 3 ? (unsigned)keep + 1 : 3u, ~0u, 0u);
+        rc = (int)syscall(SYS_close_range, from, ~0u, 0u);
     if (rc < 0)
         _exit(125);
 }
@@ -312,8 +321,9 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (!cfg->argv) {
         scrub_command_line();
         tie_life_to_supervisor(go_fd, report_fd);
+        /* nothing of the supervisor's is left by the time it hears we serve */
+        close_inherited_fds(control_fd, report_fd);
         close(report_fd); /* EOF tells the supervisor we are serving */
-        close_inherited_fds(control_fd);
         abx__init_serve(control_fd, full_id_range);
     }
     pid_t command = fork();
@@ -332,8 +342,8 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         report_fail(report_fd, ABX_EJAIL, 125, "init privileges: %s", strerror(errno));
     }
     tie_life_to_supervisor(go_fd, report_fd);
+    close_inherited_fds(report_fd, -1);
     close(report_fd);
-    close_inherited_fds(-1);
     init_reap_loop(command);
 }
 
