@@ -1,0 +1,446 @@
+/* local_provider.c: the local provider's control plane (provider.h): a
+ * sandbox is a detached abx-shim (runtime/) with its state directory under
+ * $ABX_HOME/sandboxes/<id>/ (state.c), reached over the shim's Unix socket.
+ *
+ * Owns: create (the request file, the token, starting the shim and waiting
+ * until it serves), connect, info, list (the state directories), timeout
+ * and kill through the shim's own endpoints (/abx/...), the shim's output
+ * rings (read_output), and which templates this provider has. The data
+ * plane is envd's (lib/sandbox_envd.c).
+ */
+#include "provider.h"
+#include "b64.h"
+#include "config.h"
+#include "error_internal.h"
+#include "sandbox_id.h"
+#include "state.h"
+#include "sysutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef ABX_LIBEXECDIR
+#define ABX_LIBEXECDIR "/usr/local/libexec"
+#endif
+#define READY_TIMEOUT_MS 15000
+#define KILL_WAIT_MS 5000
+
+/* A local handle's own state (abx_sandbox.impl). */
+typedef struct local_sandbox {
+    char id[ABX_SANDBOX_ID_LEN + 1];
+    char dir[700];
+} local_sandbox;
+
+static local_sandbox *local_of(abx_sandbox *s)
+{
+    return s->impl;
+}
+
+static abx_sandbox *handle_new(const char *id, const char *dir, const char *token)
+{
+    char qualified[96];
+    snprintf(qualified, sizeof qualified, "local:%s", id);
+    abx_sandbox *s = abx__sandbox_new(&abx__provider_local, qualified);
+    local_sandbox *l = s ? calloc(1, sizeof *l) : NULL;
+    if (!l) {
+        free(s);
+        return NULL;
+    }
+    snprintf(l->id, sizeof l->id, "%s", id);
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    s->impl = l;
+    char sock[760];
+    snprintf(sock, sizeof sock, "%s/envd.sock", dir);
+    abx__envd_init(&s->envd, "http://localhost", sock, token);
+    return s;
+}
+
+static void local_free_impl(void *impl)
+{
+    free(impl);
+}
+
+static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, abx_error **err)
+{
+    (void)c;
+    char dir[700], path[760], token[128];
+    if (!abx__sandbox_id_valid(plain))
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
+    int rc = abx__state_dir(plain, dir, sizeof dir, err);
+    if (rc < 0)
+        return rc;
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    if (access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
+        abx__state_reconcile();
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it may have timed out or been killed)");
+    }
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (abx__read_small_file(path, token, sizeof token) < 0)
+        return abx__error_set(err, ABX_EPERM, "cannot read the sandbox's access token");
+    *out = handle_new(plain, dir, token);
+    explicit_bzero(token, sizeof token);
+    return *out ? 0 : abx__error_set(err, ABX_ENOMEM, "sandbox handle");
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+static int find_shim(char *out, size_t len)
+{
+    const char *env = getenv("ABX_SHIM");
+    if (env && *env && access(env, X_OK) == 0) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(out, len, "%s/abx-shim", dirname(self));
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    snprintf(out, len, "%s/abx/abx-shim", ABX_LIBEXECDIR);
+    return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+static int write_private(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = abx__write_all(fd, text, strlen(text));
+    if (close(fd) < 0)
+        rc = -1;
+    return rc;
+}
+
+static int random_token(char out[65])
+{
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    return 0;
+}
+
+/* Starts abx-shim detached (double fork, new session) with the ready pipe on
+ * fd 3 and a minimal environment; waits for its first line. */
+static int start_shim(const char *shim_path, const char *dir, abx_error **err)
+{
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "pipe");
+    char log_path[760];
+    snprintf(log_path, sizeof log_path, "%s/shim.log", dir);
+    const char *cgroup_parent = getenv("ABX_CGROUP_PARENT");
+    char cg_env[600] = "";
+    if (cgroup_parent)
+        snprintf(cg_env, sizeof cg_env, "ABX_CGROUP_PARENT=%s", cgroup_parent);
+    char *const argv[] = {(char *)"abx-shim", (char *)dir, NULL};
+    char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
+                          cgroup_parent ? cg_env : NULL, NULL};
+    /* Only async-signal-safe calls between fork and exec: the caller may be threaded. */
+    pid_t child = fork();
+    if (child < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return abx__error_errno(err, ABX_ELIMIT, errno, "fork");
+    }
+    if (child == 0) {
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int null = open("/dev/null", O_RDWR);
+        int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log >= 0 ? log : null, 2) < 0 ||
+            dup2(ready[1], 3) < 0)
+            _exit(127);
+        syscall(SYS_close_range, 4u, ~0u, 0u);
+        if (chdir("/") < 0)
+            _exit(127);
+        execve(shim_path, argv, envp);
+        _exit(127);
+    }
+    close(ready[1]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    char line[700];
+    size_t got = 0;
+    uint64_t deadline = abx__now_ns() / 1000000 + READY_TIMEOUT_MS;
+    while (got < sizeof line - 1) {
+        int64_t left = (int64_t)(deadline - abx__now_ns() / 1000000);
+        struct pollfd p = {.fd = ready[0], .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        ssize_t n = read(ready[0], line + got, sizeof line - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(line, '\n', got))
+            break;
+    }
+    close(ready[0]);
+    line[got] = '\0';
+    if (strncmp(line, "ok\n", 3) == 0)
+        return 0;
+    int code = 0;
+    char message[600] = "";
+    if (sscanf(line, "E%d %599[^\n]", &code, message) >= 1 && code > 8000 && code < 9000)
+        return abx__error_set(err, code, "%s", message);
+    return abx__error_set(err, ABX_EJAIL, "the sandbox supervisor did not start");
+}
+
+static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+{
+    (void)c;
+    int rc = 0;
+    if (o && o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
+        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
+    json_t *envs = json_object(), *meta = json_object();
+    if ((rc = abx__pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err)) < 0 ||
+        (rc = abx__pairs_to_object(o ? o->metadata : NULL, meta, "metadata", false, err)) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return rc;
+    }
+    char shim_path[PATH_MAX];
+    if (find_shim(shim_path, sizeof shim_path) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
+    }
+    abx__state_reconcile();
+    char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65];
+    unsigned memory = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
+    json_t *cfg = NULL;
+    if (abx__sandbox_id_new(id) < 0 || random_token(token) < 0) {
+        rc = abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
+        goto out;
+    }
+    if ((rc = abx__state_root(root, sizeof root, true, err)) < 0)
+        goto out;
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    if (mkdir(dir, 0700) < 0) {
+        rc = abx__error_errno(err, ABX_EIO, errno, "creating the sandbox state directory");
+        goto out;
+    }
+    cfg = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:i, s:i, s:i}", "sandbox_id", id, "template",
+                    o && o->template_id ? o->template_id : "base", "timeout",
+                    (int)(o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S), "envs", envs, "metadata", meta,
+                    "cpu_count", (int)(o && o->cpu_count ? o->cpu_count : ABX_DEFAULT_CPU_COUNT), "memory_mb",
+                    (int)memory, "disk_size_mb", (int)(memory / 2 > 16 ? memory / 2 : 16), "pids",
+                    (int)ABX_DEFAULT_PIDS);
+    char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int wrc = text ? write_private(path, text) : -1;
+    free(text);
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (wrc < 0 || write_private(path, token) < 0) {
+        rc = abx__error_errno(err, ABX_EIO, errno, "writing the sandbox request");
+        abx__state_reap(id);
+        goto out;
+    }
+    if ((rc = start_shim(shim_path, dir, err)) < 0) {
+        abx__state_reap(id);
+        goto out;
+    }
+    *out = handle_new(id, dir, token);
+    if (!*out)
+        rc = abx__error_set(err, ABX_ENOMEM, "sandbox handle");
+out:
+    explicit_bzero(token, sizeof token);
+    json_decref(cfg);
+    json_decref(envs);
+    json_decref(meta);
+    return rc;
+}
+
+/* ---- info, list, timeout, kill ------------------------------------------ */
+
+static long long parse_time(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return 0;
+    return (long long)timegm(&tm);
+}
+
+static void info_from_json(json_t *doc, abx_sandbox_info *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->sandbox_id, sizeof out->sandbox_id, "local:%s",
+             json_string_value(json_object_get(doc, "sandbox_id")) ?: "");
+    snprintf(out->template_id, sizeof out->template_id, "%s",
+             json_string_value(json_object_get(doc, "template")) ?: "");
+    snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(doc, "status")) ?: "");
+    out->started_at = parse_time(json_string_value(json_object_get(doc, "started_at")));
+    out->end_at = parse_time(json_string_value(json_object_get(doc, "end_at")));
+    out->cpu_count = (unsigned)json_integer_value(json_object_get(doc, "cpu_count"));
+    out->memory_mb = (unsigned)json_integer_value(json_object_get(doc, "memory_mb"));
+    out->disk_size_mb = (unsigned)json_integer_value(json_object_get(doc, "disk_size_mb"));
+    json_t *m = json_object_get(doc, "metadata");
+    json_t *e = json_object_get(doc, "env_names");
+    out->metadata_json = m ? json_dumps(m, JSON_COMPACT) : strdup("{}");
+    out->env_names_json = e ? json_dumps(e, JSON_COMPACT) : strdup("[]");
+}
+
+static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
+{
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
+    if (rc < 0)
+        return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)") : rc;
+    info_from_json(doc, out);
+    json_decref(doc);
+    return 0;
+}
+
+/* Every live sandbox (status_filter applied); sandbox.c sorts and pages. */
+static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count,
+                      abx_error **err)
+{
+    (void)c;
+    *items = NULL;
+    *count = 0;
+    abx__state_reconcile();
+    char root[560];
+    if (abx__state_root(root, sizeof root, false, err) < 0)
+        return 0;
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    size_t cap = 16, n = 0;
+    abx_sandbox_info *all = calloc(cap, sizeof *all);
+    struct dirent *e;
+    while (all && (e = readdir(d))) {
+        if (!abx__sandbox_id_valid(e->d_name))
+            continue;
+        char dir[900], meta[960];
+        snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+        snprintf(meta, sizeof meta, "%s/meta.json", dir);
+        json_t *doc = json_load_file(meta, 0, NULL);
+        if (!doc || !abx__state_shim_alive(dir)) {
+            json_decref(doc);
+            continue;
+        }
+        if (n == cap) {
+            abx_sandbox_info *grown = realloc(all, 2 * cap * sizeof *all);
+            if (!grown) {
+                json_decref(doc);
+                break;
+            }
+            all = grown;
+            cap *= 2;
+        }
+        info_from_json(doc, &all[n]);
+        json_decref(doc);
+        if (status_filter && strcmp(all[n].status, status_filter) != 0)
+            abx_sandbox_info_clear(&all[n]);
+        else
+            n++;
+    }
+    closedir(d);
+    if (!all)
+        return abx__error_set(err, ABX_ENOMEM, "list");
+    *items = all;
+    *count = n;
+    return 0;
+}
+
+static int local_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
+{
+    json_t *body = json_pack("{s:i}", "timeout", (int)seconds), *resp = NULL;
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/timeout", body, &resp, err);
+    json_decref(body);
+    json_decref(resp);
+    if (rc == -ABX_ENOTRUNNING)
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)");
+    return rc;
+}
+
+static int local_kill(abx_sandbox *s, abx_error **err)
+{
+    local_sandbox *l = local_of(s);
+    json_t *resp = NULL, *body = json_object();
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/kill", body, &resp, NULL);
+    json_decref(body);
+    json_decref(resp);
+    (void)rc;
+    /* done when the shim has removed the state directory (or died) */
+    uint64_t deadline = abx__now_ns() / 1000000 + KILL_WAIT_MS;
+    while (access(l->dir, F_OK) == 0 && abx__state_shim_alive(l->dir) && abx__now_ns() / 1000000 < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (access(l->dir, F_OK) == 0) {
+        if (abx__state_shim_alive(l->dir))
+            return abx__error_set(err, ABX_ETIMEOUT, "the sandbox did not end in time");
+        abx__state_reap(l->id);
+    }
+    return 0;
+}
+
+/* ---- output rings ---------------------------------------------------------- */
+
+/* The shim keeps each process's last output in rings, read by offset. */
+static int local_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                             unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                             abx_error **err)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/abx/output?pid=%d&stdout_offset=%llu&stderr_offset=%llu&wait=%u", pid,
+             stdout_offset, stderr_offset, wait_ms > 600000 ? 600000 : wait_ms);
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", path, NULL, &doc, err);
+    if (rc < 0)
+        return rc;
+    out->pid = pid;
+    out->running = strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "running") == 0;
+    out->exit_code = out->running ? 0 : (int)json_integer_value(json_object_get(doc, "exit_code"));
+    out->stdout_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stdout_offset"));
+    out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
+    out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
+                     json_is_true(json_object_get(doc, "stderr_truncated"));
+    out->stdout_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
+    out->stderr_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
+    json_decref(doc);
+    if (!out->stdout_data || !out->stderr_data) {
+        abx_process_output_clear(out);
+        return abx__error_set(err, ABX_ENOMEM, "output");
+    }
+    return 0;
+}
+
+
+const abx_provider abx__provider_local = {
+    .name = "local",
+    .connect = local_connect,
+    .create = local_create,
+    .get_info = local_get_info,
+    .list = local_list,
+    .set_timeout = local_set_timeout,
+    .kill = local_kill,
+    .read_output = local_read_output,
+    .free_impl = local_free_impl,
+};

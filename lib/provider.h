@@ -1,0 +1,59 @@
+/* provider.h: the seam between libabx's provider-neutral API (abx.h, served
+ * by lib/sandbox.c and lib/sandbox_envd.c) and the providers behind it.
+ *
+ * A provider is a table of control-plane operations (as crun's handlers):
+ * create, connect, info, list, timeout, kill, and what a provider may add
+ * (read_output: the local shim's output rings). The data plane (processes,
+ * files, code) speaks E2B's envd protocol to the handle's `envd`, whatever
+ * the provider; a provider that has none will answer through operations of
+ * its own (exec plugins, issue 10). A missing operation is E8004.
+ *
+ * Handles: sandbox.c makes the abx_sandbox; a provider fills `envd` and
+ * `impl` (its own state, freed by free_impl) and the qualified id.
+ */
+#ifndef ABX_PROVIDER_H
+#define ABX_PROVIDER_H
+
+#include "abx/abx.h"
+#include "envd_client.h"
+
+typedef struct abx_provider abx_provider;
+
+struct abx_client {
+    char provider[64];
+    const char *source;         /* where the provider came from (flag, env, config, default) */
+    const abx_provider *ops;
+};
+
+struct abx_sandbox {
+    const abx_provider *ops;
+    char qualified[96];         /* "<provider>:<id>" */
+    abx_envd envd;              /* the data plane */
+    void *impl;                 /* the provider's own; freed by ops->free_impl */
+};
+
+struct abx_provider {
+    const char *name;           /* the id prefix: "local" */
+    /* id: the part after "<name>:". *out is a new handle (abx_sandbox_free). */
+    int (*connect)(abx_client *c, const char *id, abx_sandbox **out, abx_error **err);
+    int (*create)(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err);
+    int (*get_info)(abx_sandbox *s, abx_sandbox_info *out, abx_error **err);
+    int (*list)(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count, abx_error **err);
+    int (*set_timeout)(abx_sandbox *s, unsigned seconds, abx_error **err);
+    int (*kill)(abx_sandbox *s, abx_error **err);
+    int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
+                       unsigned wait_ms, abx_process_output *out, abx_error **err);
+    void (*free_impl)(void *impl);
+};
+
+/* The providers built in (lib/local/local_provider.c). */
+extern const abx_provider abx__provider_local;
+
+/* A new handle of provider ops for qualified id; the caller fills envd and
+ * impl. NULL without memory. */
+abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified);
+/* "K=V" pairs into obj (field names the error); env_names: keys must be
+ * environment variable names. */
+int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names, abx_error **err);
+
+#endif

@@ -1,0 +1,258 @@
+/* sandbox.c: the provider-neutral control plane of abx.h: clients (which
+ * provider, from where), handles, and create / connect / info / list /
+ * timeout / kill routed to the provider (provider.h) by the id's
+ * "<provider>:" prefix, with the checks every provider shares (ranges,
+ * limits, list order and paging).
+ *
+ * Ids: users see "<provider>:<id>"; every function also accepts the bare
+ * id of the client's provider. An id of another provider is E8015; an
+ * empty id E8001; an unknown one E8002 (from the provider).
+ */
+#include "provider.h"
+#include "config.h"
+#include "error_internal.h"
+#include "parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const abx_provider *const providers[] = {&abx__provider_local};
+
+static const abx_provider *provider_named(const char *name)
+{
+    for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++)
+        if (strcmp(providers[i]->name, name) == 0)
+            return providers[i];
+    return NULL;
+}
+
+/* ---- clients and handles --------------------------------------------------- */
+
+int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err)
+{
+    *out = NULL;
+    abx_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return abx__error_set(err, ABX_ENOMEM, "client");
+    int rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
+                                   sizeof c->provider, &c->source, err);
+    if (rc == 0 && !(c->ops = provider_named(c->provider)))
+        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%.32s' (from %s) is not available in this build",
+                            c->provider, c->source);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void abx_client_free(abx_client *c) { free(c); }
+const char *abx_client_provider(const abx_client *c) { return c->provider; }
+const char *abx_client_provider_source(const abx_client *c) { return c->source; }
+const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }
+
+abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified)
+{
+    abx_sandbox *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->ops = ops;
+    snprintf(s->qualified, sizeof s->qualified, "%s", qualified);
+    return s;
+}
+
+void abx_sandbox_free(abx_sandbox *s)
+{
+    if (!s)
+        return;
+    abx__envd_cleanup(&s->envd);
+    explicit_bzero(s->envd.token, sizeof s->envd.token);
+    if (s->ops && s->ops->free_impl)
+        s->ops->free_impl(s->impl);
+    free(s);
+}
+
+int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names,
+                           abx_error **err)
+{
+    for (size_t i = 0; pairs && pairs[i]; i++) {
+        const char *eq = strchr(pairs[i], '=');
+        size_t klen = eq ? (size_t)(eq - pairs[i]) : 0;
+        bool ok = eq && klen > 0 && klen < 256 && (!env_names || abx__env_name_valid(pairs[i], klen));
+        if (!ok)
+            return abx__error_set(err, ABX_EINVAL, "%s: expected KEY=VALUE%s", field,
+                                  env_names ? " with KEY of [A-Za-z_][A-Za-z0-9_]*" : "");
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)klen, pairs[i]);
+        json_object_set_new(obj, key, json_string(eq + 1));
+    }
+    return 0;
+}
+
+/* The provider an id names ("<provider>:<id>", or a bare id of the
+ * client's), and the id without its prefix. */
+static int route(abx_client *c, const char *id, const char **plain, abx_error **err)
+{
+    if (!id || !*id)
+        return abx__error_set(err, ABX_EINVAL, "sandbox_id: must not be empty");
+    const char *colon = strchr(id, ':');
+    *plain = id;
+    if (colon) {
+        size_t n = strlen(c->ops->name);
+        if ((size_t)(colon - id) != n || strncmp(id, c->ops->name, n) != 0)
+            return abx__error_set(err, ABX_EPROVIDER, "sandbox_id: belongs to another provider than '%s'",
+                                  c->ops->name);
+        *plain = colon + 1;
+    }
+    return 0;
+}
+
+int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out, abx_error **err)
+{
+    *out = NULL;
+    const char *plain = NULL;
+    int rc = route(c, id, &plain, err);
+    return rc < 0 ? rc : c->ops->connect(c, plain, out, err);
+}
+
+/* ---- create ------------------------------------------------------------------ */
+
+int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+{
+    *out = NULL;
+    if (o && o->timeout_s > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    abx_limits l = {.memory_mb = o ? o->memory_mb : 0, .cpu_count = o ? o->cpu_count : 0};
+    int rc = abx_limits_check(&l, err);
+    return rc < 0 ? rc : c->ops->create(c, o, out, err);
+}
+
+/* ---- info, list, timeout, kill ------------------------------------------------ */
+
+void abx_sandbox_info_clear(abx_sandbox_info *info)
+{
+    if (!info)
+        return;
+    free(info->metadata_json);
+    free(info->env_names_json);
+    memset(info, 0, sizeof *info);
+}
+
+int abx_sandbox_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    return s->ops->get_info(s, out, err);
+}
+
+int abx_get_info_by_id(abx_client *c, const char *id, abx_sandbox_info *out, abx_error **err)
+{
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_get_info(s, out, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+static int cmp_started(const void *a, const void *b)
+{
+    const abx_sandbox_info *x = a, *y = b;
+    if (x->started_at != y->started_at)
+        return x->started_at < y->started_at ? -1 : 1;
+    return strcmp(x->sandbox_id, y->sandbox_id);
+}
+
+void abx_sandbox_info_list_free(abx_sandbox_info *items, size_t count)
+{
+    for (size_t i = 0; items && i < count; i++)
+        abx_sandbox_info_clear(&items[i]);
+    free(items);
+}
+
+int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset, abx_sandbox_info **items,
+             size_t *count, abx_error **err)
+{
+    *items = NULL;
+    *count = 0;
+    if (limit < 1 || limit > 100)
+        return abx__error_set(err, ABX_EINVAL, "limit: must be from 1 to 100");
+    if (status_filter && strcmp(status_filter, "running") != 0 && strcmp(status_filter, "paused") != 0)
+        return abx__error_set(err, ABX_EINVAL, "status: must be running or paused");
+    abx_sandbox_info *all = NULL;
+    size_t n = 0;
+    int rc = c->ops->list(c, status_filter, &all, &n, err);
+    if (rc < 0)
+        return rc;
+    if (n)
+        qsort(all, n, sizeof *all, cmp_started);
+    size_t first = offset < n ? offset : n;
+    size_t take = n - first < limit ? n - first : limit;
+    for (size_t i = 0; i < first; i++)
+        abx_sandbox_info_clear(&all[i]);
+    for (size_t i = first + take; i < n; i++)
+        abx_sandbox_info_clear(&all[i]);
+    if (all)
+        memmove(all, all + first, take * sizeof *all);
+    *items = all;
+    *count = take;
+    return 0;
+}
+
+int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
+{
+    if (seconds < 1 || seconds > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    return s->ops->set_timeout(s, seconds, err);
+}
+
+int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err)
+{
+    if (seconds < 1 || seconds > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_set_timeout(s, seconds, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+int abx_sandbox_kill(abx_sandbox *s, abx_error **err)
+{
+    return s->ops->kill(s, err);
+}
+
+int abx_kill_by_id(abx_client *c, const char *id, abx_error **err)
+{
+    abx_sandbox *s = NULL;
+    int rc = abx_sandbox_connect(c, id, &s, err);
+    if (rc == 0)
+        rc = abx_sandbox_kill(s, err);
+    abx_sandbox_free(s);
+    return rc;
+}
+
+/* ---- a background process's buffered output ------------------------------------- */
+
+void abx_process_output_clear(abx_process_output *o)
+{
+    if (!o)
+        return;
+    free(o->stdout_data);
+    free(o->stderr_data);
+    memset(o, 0, sizeof *o);
+}
+
+int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                            unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                            abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (pid <= 0)
+        return abx__error_set(err, ABX_EINVAL, "task: expected a process id");
+    if (!s->ops->read_output)
+        return abx__error_set(err, ABX_ENOTSUP, "reading a task's buffered output: the provider cannot");
+    return s->ops->read_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);
+}

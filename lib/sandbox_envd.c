@@ -1,0 +1,772 @@
+/* sandbox_envd.c: the data plane of abx.h (processes, code, files) over
+ * E2B's envd protocol (envd_client.c), the same for every provider whose
+ * sandboxes speak it (the local shim, E2B-protocol clouds, exec plugins
+ * that hand a sandbox over with an envd_url).
+ *
+ * Owns: exec (streamed, with stdin, a terminal, cancel and saved outputs),
+ * background processes, signals and stdin, the code interpreter
+ * (lib/code.c), and files (ranges, sparse downloads, listings in abx's own
+ * JSON style).
+ */
+#include "provider.h"
+#include "b64.h"
+#include "bounds.h"
+#include "capbuf.h"
+#include "code.h"
+#include "error_internal.h"
+#include "parse.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- processes ---------------------------------------------------------- */
+
+static const char *user_of(const char *user)
+{
+    return user && strcmp(user, "root") == 0 ? "root" : "user";
+}
+
+static int check_user(const char *user, abx_error **err)
+{
+    if (user && strcmp(user, "root") != 0 && strcmp(user, "user") != 0)
+        return abx__error_set(err, ABX_EINVAL, "user: must be root or user");
+    return 0;
+}
+
+/* The size of the terminal on fd; false (and the sizes untouched) when fd
+ * is not one. */
+static bool terminal_size(int fd, unsigned *rows, unsigned *cols)
+{
+    struct winsize ws;
+    if (fd < 0 || ioctl(fd, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+        return false;
+    *rows = ws.ws_row;
+    *cols = ws.ws_col;
+    return true;
+}
+
+static json_t *start_request(const char *const *argv, const abx_exec_options *o, bool want_stdin, abx_error **err,
+                             int *rc)
+{
+    json_t *args = json_array();
+    for (size_t i = 1; argv[i]; i++)
+        json_array_append_new(args, json_string(argv[i]));
+    json_t *envs = json_object();
+    *rc = abx__pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err);
+    json_t *proc = json_pack("{s:s, s:o, s:o}", "cmd", argv[0], "args", args, "envs", envs);
+    if (o && o->cwd)
+        json_object_set_new(proc, "cwd", json_string(o->cwd));
+    json_t *req = json_pack("{s:o, s:b}", "process", proc, "stdin", want_stdin);
+    if (o && o->tag)
+        json_object_set_new(req, "tag", json_string(o->tag));
+    if (o && o->save_output_after)
+        json_object_set_new(req, "saveOutputAfter", json_integer((json_int_t)o->save_output_after));
+    if (o && o->pty) {
+        unsigned rows = 24, cols = 80;
+        terminal_size(o->pty_fd, &rows, &cols);
+        json_object_set_new(req, "pty", json_pack("{s:{s:i, s:i}}", "size", "rows", (int)rows, "cols", (int)cols));
+    }
+    return req;
+}
+
+static void shell_argv(const char *command, const char *argv[4])
+{
+    bool bash = access("/bin/bash", X_OK) == 0;
+    argv[0] = bash ? "/bin/bash" : "/bin/sh";
+    argv[1] = bash ? "-l" : "-c";
+    argv[2] = bash ? "-c" : command;
+    argv[3] = bash ? command : NULL;
+}
+
+typedef struct exec_state {
+    abx_sandbox *sandbox;
+    const abx_exec_options *opts;
+    pthread_t pump;             /* copies opts->stdin_fd to the command (with_stdin) */
+    bool pumping;
+    atomic_bool stop_pump;
+    bool (*should_cancel)(void *userdata);
+    abx_exec_result *result;
+    int pid;
+    bool ended;
+    bool stop_at_start;
+    bool cancelled_at_start; /* cancel came before the start event: stopped there */
+    abx_capbuf out, err; /* kept output: head and tail (lib/bounds.h) */
+} exec_state;
+
+/* Moves what st kept into its result (exec_state's buffers are empty after). */
+static void exec_keep_result(exec_state *st)
+{
+    abx_exec_result *r = st->result;
+    r->stdout_total = st->out.total;
+    r->stderr_total = st->err.total;
+    r->stdout_data = abx__capbuf_take(&st->out, &r->stdout_len, &r->stdout_cut);
+    r->stderr_data = abx__capbuf_take(&st->err, &r->stderr_len, &r->stderr_cut);
+}
+
+static int signal_from_status(const char *status)
+{
+    if (!status || strncmp(status, "signal: ", 8) != 0)
+        return 0;
+    for (int sig = 1; sig < 65; sig++) {
+        const char *name = strsignal(sig);
+        if (name && strcasecmp(name, status + 8) == 0)
+            return sig;
+    }
+    return SIGKILL;
+}
+
+/* The stdin pump: the caller's bytes to the command, then its stdin closed.
+ * It polls so that it ends as soon as the command does (stop_pump), even
+ * when the caller's input never ends. */
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err);
+
+static void *stdin_pump(void *arg)
+{
+    exec_state *st = arg;
+    const abx_exec_options *o = st->opts;
+    char buf[65536];
+    unsigned rows = 0, cols = 0;
+    if (o->pty)
+        terminal_size(o->pty_fd, &rows, &cols);
+    while (!atomic_load(&st->stop_pump)) {
+        unsigned r = rows, c = cols; /* a terminal's new size goes with the next wake (at most 100 ms) */
+        if (o->pty && terminal_size(o->pty_fd, &r, &c) && (r != rows || c != cols)) {
+            rows = r;
+            cols = c;
+            abx_sandbox_pty_resize(st->sandbox, st->pid, rows, cols, NULL);
+        }
+        struct pollfd p = {.fd = o->stdin_fd, .events = POLLIN};
+        int ready = poll(&p, 1, 100);
+        if (ready < 0 && errno != EINTR)
+            break;
+        if (ready <= 0)
+            continue;
+        ssize_t n = read(o->stdin_fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0 || send_input(st->sandbox, st->pid, o->pty ? "pty" : "stdin", buf, (size_t)n, NULL) < 0)
+            break;
+    }
+    if (!o->pty) /* a terminal has no end of input of its own: its process decides when it is done */
+        abx_sandbox_close_stdin(st->sandbox, st->pid, NULL);
+    return NULL;
+}
+
+static int exec_event(json_t *msg, void *ud)
+{
+    exec_state *st = ud;
+    json_t *ev = json_object_get(msg, "event");
+    json_t *start = json_object_get(ev, "start");
+    if (start) {
+        st->pid = (int)json_integer_value(json_object_get(start, "pid"));
+        if (st->opts->with_stdin && st->pid > 0 && !st->stop_at_start)
+            st->pumping = pthread_create(&st->pump, NULL, stdin_pump, st) == 0;
+        if (st->opts->should_cancel && st->opts->should_cancel(st->opts->userdata))
+            st->cancelled_at_start = true;
+        return st->stop_at_start || st->cancelled_at_start;
+    }
+    json_t *data = json_object_get(ev, "data");
+    if (data) {
+        const char *which = json_object_get(data, "stdout") ? "stdout" : json_object_get(data, "pty") ? "pty" : "stderr";
+        char *raw = NULL;
+        long len = abx__b64_decode(json_string_value(json_object_get(data, which)) ?: "", &raw);
+        if (len >= 0) {
+            bool out = which[3] != 'e'; /* stdout, or a terminal's one stream */
+            abx_output_fn fn = out ? st->opts->on_stdout : st->opts->on_stderr;
+            if (fn)
+                fn(raw, (size_t)len, st->opts->userdata);
+            if (st->opts->keep_output)
+                abx__capbuf_append(out ? &st->out : &st->err, raw, (size_t)len);
+        }
+        free(raw);
+        return 0;
+    }
+    json_t *end = json_object_get(ev, "end");
+    if (end) {
+        st->ended = true;
+        int code = (int)json_integer_value(json_object_get(end, "exitCode"));
+        if (!json_is_true(json_object_get(end, "exited")))
+            code = 128 + signal_from_status(json_string_value(json_object_get(end, "status")));
+        st->result->exit_code = code;
+        const char *saved_out = json_string_value(json_object_get(end, "stdoutPath"));
+        const char *saved_err = json_string_value(json_object_get(end, "stderrPath"));
+        snprintf(st->result->stdout_path, sizeof st->result->stdout_path, "%s", saved_out ? saved_out : "");
+        snprintf(st->result->stderr_path, sizeof st->result->stderr_path, "%s", saved_err ? saved_err : "");
+    }
+    return 0;
+}
+
+/* The transfer is only cut once the start event has named the process,
+ * so a cancelled command can always be killed; a cancel that comes
+ * earlier is honoured at the start event (exec_event). */
+static bool exec_cancel(void *ud)
+{
+    exec_state *st = ud;
+    return st->pid > 0 && st->opts->should_cancel(st->opts->userdata);
+}
+
+void abx_exec_result_clear(abx_exec_result *r)
+{
+    if (!r)
+        return;
+    free(r->stdout_data);
+    free(r->stderr_data);
+    memset(r, 0, sizeof *r);
+}
+
+static int kill_pid(abx_sandbox *s, int pid)
+{
+    json_t *req = json_pack("{s:{s:{s:i}}, s:s}", "process", "selector", "pid", pid, "signal", "SIGNAL_SIGKILL");
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, "/process.Process/SendSignal", NULL, req, &resp, NULL);
+    json_decref(req);
+    json_decref(resp);
+    return rc;
+}
+
+/* Runs argv (no shell) and waits: the primitive under abx_sandbox_exec. */
+int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                          abx_exec_result *out, abx_error **err)
+{
+    abx_exec_options none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    memset(out, 0, sizeof *out);
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    if (!argv || !argv[0] || !argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    json_t *req = start_request(argv, opts, opts->with_stdin, err, &rc);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    exec_state st = {.sandbox = s, .opts = opts, .result = out};
+    abx__capbuf_init(&st.out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&st.err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
+                          opts->should_cancel ? exec_cancel : NULL, err);
+    json_decref(req);
+    if (st.pumping) {
+        atomic_store(&st.stop_pump, true);
+        pthread_join(st.pump, NULL);
+    }
+    /* output is handed over only with success: a failed call leaves nothing
+     * in *out for its caller to free */
+    if (rc == 0 || rc == -ABX_ETIMEOUT)
+        exec_keep_result(&st);
+    abx__capbuf_free(&st.out);
+    abx__capbuf_free(&st.err);
+    if (rc == 0 && st.cancelled_at_start) {
+        abx_exec_result_clear(out);
+        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    }
+    if (rc == -ABX_ECANCELLED && st.pid > 0)
+        kill_pid(s, st.pid);
+    if (rc == -ABX_ETIMEOUT && st.pid > 0) {
+        kill_pid(s, st.pid);
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        out->timed_out = true;
+        out->exit_code = 124;
+        return 0;
+    }
+    if (rc == 0 && !st.ended)
+        rc = abx__error_set(err, ABX_ENOTRUNNING, "the command's stream ended without its exit");
+    if (rc < 0)
+        abx_exec_result_clear(out);
+    return rc;
+}
+
+int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts, abx_exec_result *out,
+                     abx_error **err)
+{
+    if (!command || !*command) {
+        memset(out, 0, sizeof *out);
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    }
+    const char *argv[5] = {NULL};
+    shell_argv(command, argv);
+    return abx_sandbox_exec_argv(s, argv, opts, out, err);
+}
+
+int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                      int *pid, abx_error **err)
+{
+    abx_exec_options none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    *pid = 0;
+    if (!argv || !argv[0] || !argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    json_t *req = start_request(argv, opts, true, err, &rc);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    abx_exec_result unused;
+    memset(&unused, 0, sizeof unused);
+    exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st, NULL,
+                          err);
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    if (st.pid <= 0)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not report the process");
+    *pid = st.pid;
+    return 0;
+}
+
+int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts, int *pid,
+                                 abx_error **err)
+{
+    *pid = 0;
+    if (!command || !*command)
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    const char *argv[5] = {NULL};
+    shell_argv(command, argv);
+    return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
+}
+
+static int process_call(abx_sandbox *s, const char *method, json_t *req, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, method, NULL, req, &resp, err);
+    json_decref(req);
+    json_decref(resp);
+    return rc;
+}
+
+int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
+{
+    if (pid <= 0 || sig <= 0 || sig >= 65)
+        return abx__error_set(err, ABX_EINVAL, "signal: expected a process id and a signal number from 1 to 64");
+    return process_call(s, "/process.Process/SendSignal",
+                        json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig), err);
+}
+
+/* SendInput: bytes to a process's stdin, or ("pty") to its terminal. */
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err)
+{
+    char *enc = abx__b64_encode(data, len);
+    if (!enc)
+        return abx__error_set(err, ABX_ENOMEM, "input");
+    int rc = process_call(s, "/process.Process/SendInput",
+                          json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", kind, enc),
+                          err);
+    free(enc);
+    return rc;
+}
+
+int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+{
+    return send_input(s, pid, "stdin", data, len, err);
+}
+
+int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
+{
+    return process_call(s, "/process.Process/Update",
+                        json_pack("{s:{s:{s:i}}, s:{s:{s:i, s:i}}}", "process", "selector", "pid", pid, "pty", "size",
+                                  "rows", (int)rows, "cols", (int)cols),
+                        err);
+}
+
+int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
+{
+    return process_call(s, "/process.Process/CloseStdin", json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid),
+                        err);
+}
+
+int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, NULL, &resp, err);
+    if (rc < 0)
+        return rc;
+    json_t *list = json_object_get(resp, "processes");
+    *json = list ? json_dumps(list, JSON_COMPACT) : strdup("[]");
+    json_decref(resp);
+    return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
+}
+
+/* ---- code ---------------------------------------------------------------- */
+
+static bool code_should_cancel(void *ud)
+{
+    const abx_code_options *o = ud;
+    return o->should_cancel(o->userdata);
+}
+
+int abx_sandbox_run_code(abx_sandbox *s, const char *code, const abx_code_options *opts, abx_code_result *out,
+                         abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!code)
+        return abx__error_set(err, ABX_EINVAL, "code: required");
+    int rc = 0;
+    json_t *req = abx__code_request(code, opts, err, &rc);
+    if (!req)
+        return rc;
+    char *answer = NULL;
+    size_t len = 0;
+    bool cancellable = opts && opts->should_cancel;
+    rc = abx__envd_post_raw(&s->envd, "/execute", NULL, req, cancellable ? code_should_cancel : NULL,
+                            cancellable ? (void *)opts : NULL, &answer, &len, err);
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    rc = abx__code_parse_answer(answer, len, out);
+    free(answer);
+    return rc < 0 ? abx__error_set(err, -rc, "reading the answer") : 0;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+typedef struct mem_reader {
+    const char *data;
+    size_t len, pos;
+} mem_reader;
+
+static size_t mem_read(char *buf, size_t len, void *ud)
+{
+    mem_reader *m = ud;
+    size_t n = m->len - m->pos < len ? m->len - m->pos : len;
+    memcpy(buf, m->data + m->pos, n);
+    m->pos += n;
+    return n;
+}
+
+/* The user and the path every file call takes. */
+static int check_file_args(const char *user, const char *path, abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    return 0;
+}
+
+int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len, const char *user,
+                           abx_error **err)
+{
+    int rc = check_file_args(user, path, err);
+    if (rc < 0)
+        return rc;
+    mem_reader m = {data, len, 0};
+    return abx__envd_upload(&s->envd, path, user_of(user), mem_read, &m, (long long)len, err);
+}
+
+typedef struct fd_io {
+    int fd;
+    unsigned long long bytes;
+    bool failed;
+    bool sparse;    /* downloads into a regular file: whole zero blocks become holes */
+} fd_io;
+
+#define HOLE_BLOCK 4096
+
+static bool all_zero(const char *p, size_t n)
+{
+    return n > 0 && p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
+}
+
+static size_t fd_read(char *buf, size_t len, void *ud)
+{
+    fd_io *f = ud;
+    ssize_t n;
+    do
+        n = read(f->fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        f->failed = true;
+        return 0x10000000; /* CURL_READFUNC_ABORT */
+    }
+    f->bytes += (unsigned long long)n;
+    return (size_t)n;
+}
+
+int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                   unsigned long long *written, abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    struct stat st;
+    long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+    fd_io f = {fd, 0, false, false};
+    rc = abx__envd_upload(&s->envd, path, user_of(user), fd_read, &f, size, err);
+    if (rc == 0 && f.failed)
+        rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
+    if (written)
+        *written = f.bytes;
+    return rc;
+}
+
+typedef struct mem_writer {
+    char *data;
+    size_t len, cap, max;
+    bool too_big;
+} mem_writer;
+
+static size_t mem_write(const char *bytes, size_t len, void *ud)
+{
+    mem_writer *m = ud;
+    if (m->len + len > m->max) {
+        m->too_big = true;
+        return 0;
+    }
+    if (m->len + len + 1 > m->cap) {
+        size_t want = m->cap ? m->cap * 2 : 65536;
+        while (want < m->len + len + 1)
+            want *= 2;
+        char *grown = realloc(m->data, want);
+        if (!grown)
+            return 0;
+        m->data = grown;
+        m->cap = want;
+    }
+    memcpy(m->data + m->len, bytes, len);
+    m->len += len;
+    m->data[m->len] = '\0';
+    return len;
+}
+
+int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len, char **data,
+                          size_t *len, abx_error **err)
+{
+    *data = NULL;
+    *len = 0;
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    mem_writer m = {.max = max_len};
+    rc = abx__envd_download(&s->envd, path, user_of(user), mem_write, &m, err);
+    if (m.too_big) {
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        free(m.data);
+        return abx__error_set(err, ABX_ETOOBIG, "the file is larger than %zu bytes", max_len);
+    }
+    if (rc < 0) {
+        free(m.data);
+        return rc;
+    }
+    if (!m.data)
+        m.data = calloc(1, 1);
+    *data = m.data;
+    *len = m.len;
+    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+}
+
+int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user, unsigned long long offset,
+                                size_t length, char **data, size_t *len, unsigned long long *file_size,
+                                abx_error **err)
+{
+    *data = NULL;
+    *len = 0;
+    *file_size = 0;
+    int rc = check_file_args(user, path, err);
+    if (rc < 0)
+        return rc;
+    if (length == 0)
+        return abx__error_set(err, ABX_EINVAL, "length: must be at least 1");
+    mem_writer m = {.max = length};
+    abx_envd_range range = {.offset = offset, .length = length};
+    rc = abx__envd_download_range(&s->envd, path, user_of(user), &range, mem_write, &m, err);
+    if (rc < 0) {
+        free(m.data);
+        return rc;
+    }
+    if (!m.data)
+        m.data = calloc(1, 1);
+    *data = m.data;
+    *len = m.len;
+    *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.len;
+    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+}
+
+/* Writes a download to f->fd. Into a regular file, every whole aligned
+ * block of zeros is skipped with lseek, so a sparse file in the sandbox
+ * (truncate -s 100G) stays sparse on the host instead of filling its disk;
+ * abx_sandbox_read_file_to_fd sets the final size. */
+static size_t fd_write(const char *bytes, size_t len, void *ud)
+{
+    fd_io *f = ud;
+    for (size_t done = 0; done < len;) {
+        size_t in_block = HOLE_BLOCK - (size_t)(f->bytes % HOLE_BLOCK);
+        size_t piece = len - done < in_block ? len - done : in_block;
+        bool hole = f->sparse && piece == HOLE_BLOCK && all_zero(bytes + done, piece);
+        if (hole ? lseek(f->fd, (off_t)piece, SEEK_CUR) < 0 : abx__write_all(f->fd, bytes + done, piece) < 0) {
+            f->failed = true;
+            return 0;
+        }
+        f->bytes += piece;
+        done += piece;
+    }
+    return len;
+}
+
+int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
+                                unsigned long long *read_bytes, abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0)
+        return rc;
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    struct stat st;
+    fd_io f = {fd, 0, false, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
+    rc = abx__envd_download(&s->envd, path, user_of(user), fd_write, &f, err);
+    if (rc == 0 && f.sparse && ftruncate(fd, (off_t)f.bytes) < 0)
+        rc = abx__error_errno(err, ABX_EIO, errno, "setting the downloaded file's size");
+    if (read_bytes)
+        *read_bytes = f.bytes;
+    return rc;
+}
+
+static int fs_call(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
+                   abx_error **err)
+{
+    int rc = check_user(user, err);
+    if (rc < 0) {
+        json_decref(req);
+        return rc;
+    }
+    rc = abx__envd_unary(&s->envd, method, user_of(user), req, resp, err);
+    json_decref(req);
+    return rc;
+}
+
+/* One envd EntryInfo in abx's own JSON style (snake_case, numbers as
+ * numbers, plain enums): the envd wire keeps E2B's shapes, abx's API and
+ * output do not. Returns a new reference. */
+static json_t *entry_from_envd(json_t *e)
+{
+    const char *type = json_string_value(json_object_get(e, "type"));
+    const char *size = json_string_value(json_object_get(e, "size"));
+    json_t *target = json_object_get(e, "symlinkTarget");
+    json_t *out = json_pack("{s:O?, s:s, s:O?, s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "name", json_object_get(e, "name"),
+                            "type", target ? "symlink" : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
+                            "path", json_object_get(e, "path"), "size",
+                            (json_int_t)(size ? strtoll(size, NULL, 10) : json_integer_value(json_object_get(e, "size"))),
+                            "mode", json_object_get(e, "mode"), "permissions", json_object_get(e, "permissions"),
+                            "owner", json_object_get(e, "owner"), "group", json_object_get(e, "group"),
+                            "modified_time", json_object_get(e, "modifiedTime"));
+    if (out && target) {
+        json_object_set(out, "symlink_target", target);
+        json_object_set_new(out, "target_type",
+                            json_string(type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file"));
+    }
+    return out;
+}
+
+int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user, char **json,
+                           abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/ListDir", user,
+                     json_pack("{s:s, s:i}", "path", path && *path ? path : "/", "depth", (int)(depth ? depth : 1)),
+                     &resp, err);
+    if (rc < 0)
+        return rc;
+    json_t *entries = json_object_get(resp, "entries"), *list = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e)
+        json_array_append_new(list, entry_from_envd(e));
+    *json = json_dumps(list, JSON_COMPACT);
+    json_decref(list);
+    json_decref(resp);
+    if (!*json)
+        return abx__error_set(err, ABX_ENOMEM, "listing");
+    return 0;
+}
+
+int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Stat", user, json_pack("{s:s}", "path", path), &resp, err);
+    if (rc < 0)
+        return rc;
+    json_t *entry = entry_from_envd(json_object_get(resp, "entry"));
+    *json = json_dumps(entry, JSON_COMPACT);
+    json_decref(entry);
+    json_decref(resp);
+    if (!*json)
+        return abx__error_set(err, ABX_ENOMEM, "stat");
+    return 0;
+}
+
+int abx_sandbox_mkdir(abx_sandbox *s, const char *path, const char *user, bool *created, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    abx_error *local_err = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/MakeDir", user, json_pack("{s:s}", "path", path), &resp, &local_err);
+    json_decref(resp);
+    if (created)
+        *created = rc == 0;
+    if (rc < 0 && abx_error_code(local_err) == ABX_EINVAL && strstr(abx_error_message(local_err), "already exists")) {
+        abx_error_free(local_err);
+        return 0;
+    }
+    if (rc < 0) {
+        if (err)
+            *err = local_err;
+        else
+            abx_error_free(local_err);
+    }
+    return rc;
+}
+
+int abx_sandbox_remove(abx_sandbox *s, const char *path, const char *user, abx_error **err)
+{
+    if (!path || !*path)
+        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Remove", user, json_pack("{s:s}", "path", path), &resp, err);
+    json_decref(resp);
+    return rc;
+}
+
+int abx_sandbox_move(abx_sandbox *s, const char *from, const char *to, const char *user, abx_error **err)
+{
+    if (!from || !*from || !to || !*to)
+        return abx__error_set(err, ABX_EINVAL, "source and destination: must not be empty");
+    json_t *resp = NULL;
+    int rc = fs_call(s, "/filesystem.Filesystem/Move", user,
+                     json_pack("{s:s, s:s}", "source", from, "destination", to), &resp, err);
+    json_decref(resp);
+    return rc;
+}
