@@ -5,7 +5,9 @@
  * fuzzes it): tables [a] and [a.b], `key = value` where value is a basic
  * "string" (escapes \" \\ \n \t \uXXXX of ASCII), a literal 'string', an
  * integer, or true/false; comments and blank lines. Anything else is an
- * error naming the line, never a guess.
+ * error naming the line, never a guess. abx__toml_parse_json reads the
+ * same subset into typed JSON, plus one-line arrays of strings (provider
+ * manifests).
  */
 #include "config.h"
 #include "error_internal.h"
@@ -303,6 +305,146 @@ int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line)
         *bad_line = line_no;
         return -ABX_ECONFIG;
     }
+    return 0;
+}
+
+/* ---- TOML into JSON (manifests: typed values, arrays of strings) -------- */
+
+/* The object at dotted key path under root, made when missing; NULL when
+ * a part is already something else than a table. */
+static json_t *table_at(json_t *root, const char *path)
+{
+    json_t *t = root;
+    char part[128];
+    while (*path) {
+        const char *dot = strchr(path, '.');
+        size_t n = dot ? (size_t)(dot - path) : strlen(path);
+        if (n >= sizeof part)
+            return NULL;
+        memcpy(part, path, n);
+        part[n] = '\0';
+        json_t *next = json_object_get(t, part);
+        if (!next) {
+            next = json_object();
+            json_object_set_new(t, part, next);
+        } else if (!json_is_object(next)) {
+            return NULL;
+        }
+        t = next;
+        path += n + (dot ? 1 : 0);
+    }
+    return t;
+}
+
+/* ["a", 'b', ...] on one line: strings only, a trailing comma allowed. */
+static json_t *read_string_array(cursor *c)
+{
+    json_t *arr = json_array();
+    c->p++; /* [ */
+    for (;;) {
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return arr;
+        }
+        char item[1024];
+        if (c->p >= c->end || json_array_size(arr) >= 256 ||
+            (*c->p == '"' ? read_basic_string(c, item, sizeof item)
+                          : *c->p == '\'' ? read_literal_string(c, item, sizeof item) : -1) < 0)
+            break;
+        json_array_append_new(arr, json_string(item));
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return arr;
+        }
+        break;
+    }
+    json_decref(arr);
+    return NULL;
+}
+
+static json_t *read_typed_value(cursor *c)
+{
+    skip_ws(c);
+    if (c->p >= c->end)
+        return NULL;
+    if (*c->p == '[')
+        return read_string_array(c);
+    char value[1024];
+    if (*c->p == '"' || *c->p == '\'')
+        return (*c->p == '"' ? read_basic_string(c, value, sizeof value)
+                             : read_literal_string(c, value, sizeof value)) < 0
+                   ? NULL
+                   : json_string(value);
+    if (read_scalar(c, value, sizeof value) < 0)
+        return NULL;
+    if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+        return json_boolean(value[0] == 't');
+    errno = 0;
+    long long v = strtoll(value, NULL, 10);
+    return errno ? NULL : json_integer(v);
+}
+
+int abx__toml_parse_json(const char *text, json_t **out, int *bad_line)
+{
+    json_t *root = json_object(), *table = root;
+    json_t *headers = json_object(); /* tables named in [..]: each only once */
+    int line_no = 0;
+    const char *p = text;
+    cursor c;
+    while (next_line(&p, &c)) {
+        line_no++;
+        if (at_line_end(&c))
+            continue;
+        if (*c.p == '[') {
+            char name[256];
+            c.p++;
+            if (read_dotted_key(&c, name, sizeof name) < 0 || c.p >= c.end || *c.p != ']')
+                goto bad;
+            c.p++;
+            if (!at_line_end(&c) || json_object_get(headers, name) || !(table = table_at(root, name)))
+                goto bad;
+            json_object_set_new(headers, name, json_true());
+            continue;
+        }
+        char key[256];
+        if (read_dotted_key(&c, key, sizeof key) < 0)
+            goto bad;
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '=')
+            goto bad;
+        c.p++;
+        json_t *value = read_typed_value(&c);
+        if (!value || !at_line_end(&c)) {
+            json_decref(value);
+            goto bad;
+        }
+        char *last = strrchr(key, '.');
+        json_t *parent = table;
+        if (last) {
+            *last = '\0';
+            parent = table_at(table, key);
+        }
+        const char *name = last ? last + 1 : key;
+        if (!parent || json_object_get(parent, name)) {
+            json_decref(value);
+            goto bad; /* duplicate keys are an error in TOML */
+        }
+        json_object_set_new(parent, name, value);
+        continue;
+    bad:
+        *bad_line = line_no;
+        json_decref(root);
+        json_decref(headers);
+        return -ABX_ECONFIG;
+    }
+    json_decref(headers);
+    *out = root;
     return 0;
 }
 

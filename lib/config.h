@@ -9,6 +9,7 @@
 #define ABX_CONFIG_H
 
 #include "abx/abx.h"
+#include <jansson.h>
 #include <stddef.h>
 
 #define ABX_CONFIG_MAX_ENTRIES 256
@@ -27,6 +28,9 @@ typedef struct abx_kvs {
 int abx__env_parse(const char *text, abx_kvs *out, int *bad_line);
 /* Parses TOML-subset text. Returns 0, or -ABX_ECONFIG with the line in *bad_line. */
 int abx__toml_parse(const char *text, abx_kvs *out, int *bad_line);
+/* The same subset into JSON (tables as nested objects, strings, integers,
+ * booleans, and one-line arrays of strings): *out is the caller's. */
+int abx__toml_parse_json(const char *text, json_t **out, int *bad_line);
 /* Serialises entries as TOML (grouped by table, keys in order). Caller frees. */
 char *abx__toml_format(const abx_kvs *kvs);
 const char *abx__kvs_get(const abx_kvs *kvs, const char *key);

@@ -1,11 +1,13 @@
-/* fuzz-config.c: fuzzes the TOML-subset and .env parsers and the TOML
- * formatter (what a parse accepts must format and parse back the same).
+/* fuzz-config.c: fuzzes the TOML-subset and .env parsers, the TOML
+ * formatter (what a parse accepts must format and parse back the same),
+ * the typed TOML reader and the provider manifest checks on top of it.
  *
  * Built with tests/fuzz/driver.c (a deterministic mutation loop over the
  * seeds in tests/fuzz/corpus, what `meson test` runs under ASan+UBSan), or
  * with clang's libFuzzer by hand (tests/fuzz/README.md).
  */
 #include "config.h"
+#include "manifest.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -39,6 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (a)
         abx__env_parse(text, a, &line);
+    json_t *doc = NULL;
+    if (abx__toml_parse_json(text, &doc, &line) == 0 && !json_is_object(doc))
+        abort();
+    json_decref(doc);
+    abx_manifest m;
+    abx_error *err = NULL;
+    if (abx__manifest_parse(text, &m, &err) == 0) {
+        if (!abx__provider_id_valid(m.id) || (strcmp(m.kind, "exec") == 0 && json_array_size(m.command) == 0))
+            abort();
+        abx__manifest_clear(&m);
+    }
+    abx_error_free(err);
     free(a);
     free(b);
     free(text);

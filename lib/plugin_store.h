@@ -1,0 +1,22 @@
+/* plugin_store.h: installed provider plugins and their digests (lib/plugin_store.c). */
+#ifndef ABX_PLUGIN_STORE_H
+#define ABX_PLUGIN_STORE_H
+
+#include "abx/abx.h"
+#include <jansson.h>
+#include <stddef.h>
+
+/* $ABX_HOME/<what>[/<id>] into out ("providers", "provider-data",
+ * "provider-index.json"). */
+int abx__plugin_path(const char *what, const char *id, char *out, size_t len, abx_error **err);
+/* The SHA-256 of a plugin directory (paths, modes, contents) in hex. */
+int abx__plugin_digest(const char *dir, char hex[65], abx_error **err);
+/* The index ({} when there is none yet); *index is the caller's. */
+int abx__plugin_index_load(json_t **index, abx_error **err);
+/* Writes the index atomically, 0600. */
+int abx__plugin_index_save(json_t *index, abx_error **err);
+/* Checks an installed plugin against its index entry: *state gets "ok",
+ * "linked" or "mismatch"; a mismatch is -ABX_EPLUGINCHANGED (E8011). */
+int abx__plugin_check(const char *id, json_t *entry, char *state, size_t len, abx_error **err);
+
+#endif

@@ -1,0 +1,393 @@
+/* cmd_provider.c: `abx provider install|list|remove` (issue 10): provider
+ * plugins installed into $ABX_HOME/providers/<id>/ with a digest checked
+ * before every start (lib/plugin_store.c), from a directory for now.
+ * Installing copies files and records; it never runs anything of the
+ * plugin's (no npm, no pip, no install script). */
+#include "cli.h"
+#include "config.h"
+#include "error_internal.h"
+#include "manifest.h"
+#include "plugin_store.h"
+#include "sysutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char cmd_provider_help[] =
+    "Usage: abx provider install SOURCE [--link] [--yes] [--force] [--json]\n"
+    "       abx provider list [--json]\n"
+    "       abx provider remove ID [--purge] [--json]\n"
+    "\n"
+    "Provider plugins: other backends for the same sandbox verbs and tools.\n"
+    "\n"
+    "install  SOURCE is a plugin directory holding abx-provider.toml; the\n"
+    "         directory's name must be the manifest's [provider] id. Shows\n"
+    "         what the plugin will get (its command, the host variables passed\n"
+    "         through, its config keys) and asks unless --yes, then copies it\n"
+    "         to ~/.abx/providers/<id>/ and records a SHA-256 digest of its\n"
+    "         files, checked before every start (a change is E8011). Nothing\n"
+    "         of the plugin's is run. --link installs a symlink instead (for\n"
+    "         development: no digest, a warning at every use). --force\n"
+    "         replaces an installed plugin of the same id.\n"
+    "list     installed plugins: id, kind, version, source, linked, digest\n"
+    "         (ok, mismatch or linked).\n"
+    "remove   uninstalls; the plugin's data (~/.abx/provider-data/<id>/)\n"
+    "         stays unless --purge.\n";
+
+/* ---- copying a plugin ------------------------------------------------------------ */
+
+/* Copies the tree at src into dst (made here): directories, regular files
+ * with their modes, and symlinks that stay inside the plugin. Anything else
+ * (a device node, a fifo, a link out of the tree) refuses the install. */
+static int copy_tree(const char *src, const char *dst, int depth, char *why, size_t why_len)
+{
+    if (depth > 32 || mkdir(dst, 0755) < 0) {
+        snprintf(why, why_len, "cannot create %s", dst);
+        return -1;
+    }
+    DIR *d = opendir(src);
+    if (!d) {
+        snprintf(why, why_len, "cannot read %s", src);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char from[PATH_MAX], to[PATH_MAX];
+        if ((size_t)snprintf(from, sizeof from, "%s/%s", src, e->d_name) >= sizeof from ||
+            (size_t)snprintf(to, sizeof to, "%s/%s", dst, e->d_name) >= sizeof to) {
+            rc = -1;
+            snprintf(why, why_len, "a path in the plugin is too long");
+            break;
+        }
+        struct stat st;
+        if (lstat(from, &st) < 0) {
+            rc = -1;
+            snprintf(why, why_len, "cannot stat %s", from);
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = copy_tree(from, to, depth + 1, why, why_len);
+        } else if (S_ISREG(st.st_mode)) {
+            int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            int out = in >= 0 ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755) : -1;
+            char buf[65536];
+            ssize_t n = 0;
+            while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0 && abx__write_all(out, buf, (size_t)n) == 0)
+                ;
+            if (in < 0 || out < 0 || n < 0 || fchmod(out, st.st_mode & 0755) < 0) {
+                rc = -1;
+                snprintf(why, why_len, "cannot copy %s", from);
+            }
+            if (in >= 0)
+                close(in);
+            if (out >= 0 && close(out) < 0)
+                rc = -1;
+        } else if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t n = readlink(from, target, sizeof target - 1);
+            target[n > 0 ? n : 0] = '\0';
+            if (n <= 0 || target[0] == '/' || strstr(target, "..") || symlink(target, to) < 0) {
+                rc = -1;
+                snprintf(why, why_len, "%s is a symlink that may point outside the plugin", from);
+            }
+        } else {
+            rc = -1;
+            snprintf(why, why_len, "%s is not a file, a directory or a symlink", from);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static void remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char child[PATH_MAX];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            remove_tree(child);
+        }
+        if (d)
+            closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* ---- install ------------------------------------------------------------------------ */
+
+static int read_manifest(const char *dir, abx_manifest *m, abx_error **err)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return abx__error_set(err, ABX_ECONFIG, "%.200s: no readable abx-provider.toml (%s)", dir, strerror(errno));
+    char *text = calloc(1, 65537);
+    size_t n = text ? fread(text, 1, 65536, f) : 0;
+    bool too_long = text && n == 65536 && fgetc(f) != EOF;
+    fclose(f);
+    if (!text || too_long) {
+        free(text);
+        return abx__error_set(err, ABX_ECONFIG, "abx-provider.toml: larger than 64 KiB");
+    }
+    int rc = abx__manifest_parse(text, m, err);
+    free(text);
+    return rc;
+}
+
+/* What the plugin will get, on stderr, before the question. */
+static void show_grants(const abx_manifest *m)
+{
+    fprintf(stderr, "provider %s (%s%s%s, kind %s)\n", m->id, m->name[0] ? m->name : m->id,
+            m->version[0] ? " " : "", m->version, m->kind);
+    if (m->description[0])
+        fprintf(stderr, "  %s\n", m->description);
+    size_t i;
+    json_t *v;
+    if (m->command) {
+        fprintf(stderr, "  runs:");
+        json_array_foreach(m->command, i, v) fprintf(stderr, " %s", json_string_value(v));
+        fprintf(stderr, "\n");
+    }
+    if (m->base_url[0])
+        fprintf(stderr, "  talks to: %s\n", m->base_url);
+    fprintf(stderr, "  host variables passed through:");
+    json_array_foreach(m->env, i, v) fprintf(stderr, " %s", json_string_value(v));
+    fprintf(stderr, "%s\n", json_array_size(m->env) ? "" : " (none)");
+    fprintf(stderr, "  config keys:");
+    const char *k;
+    json_object_foreach(m->config, k, v)
+        fprintf(stderr, " %s%s", k, json_is_true(json_object_get(v, "secret")) ? " (secret)" : "");
+    fprintf(stderr, "%s\n", json_object_size(m->config) ? "" : " (none)");
+}
+
+static bool confirmed(void)
+{
+    if (!isatty(STDIN_FILENO))
+        return false;
+    fprintf(stderr, "Install it? [y/N] ");
+    char line[16];
+    return fgets(line, sizeof line, stdin) && (line[0] == 'y' || line[0] == 'Y');
+}
+
+typedef struct install_args {
+    bool link, yes, force;
+} install_args;
+
+/* Puts the staged copy (or the link) at final, replacing an old one with
+ * --force. */
+static int put_in_place(const char *staged, const char *final, bool force, char *why, size_t len)
+{
+    struct stat st;
+    char old[PATH_MAX + 32] = "";
+    if (lstat(final, &st) == 0) {
+        if (!force) {
+            snprintf(why, len, "already installed (use --force to replace it)");
+            return -1;
+        }
+        snprintf(old, sizeof old, "%s.old.%d", final, (int)getpid());
+        if (rename(final, old) < 0) {
+            snprintf(why, len, "cannot move the installed copy aside");
+            return -1;
+        }
+    }
+    if (rename(staged, final) < 0) {
+        if (old[0])
+            rename(old, final);
+        snprintf(why, len, "cannot move the plugin into place");
+        return -1;
+    }
+    if (old[0])
+        remove_tree(old);
+    return 0;
+}
+
+static int install(cli_ctx *ctx, const char *source, const install_args *a)
+{
+    char src[PATH_MAX];
+    struct stat st;
+    if (!realpath(source, src) || stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+        return cli_fail(ctx, ABX_EINVAL, "install: SOURCE must be a plugin directory (archives and git sources are "
+                                         "not supported yet)");
+    abx_manifest m;
+    abx_error *err = NULL;
+    int rc = read_manifest(src, &m, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+    if (strcmp(base, m.id) != 0) {
+        rc = cli_fail(ctx, ABX_EINVAL, "install: the directory is named '%s' but the manifest's id is '%s': they must "
+                                       "be the same", base, m.id);
+        abx__manifest_clear(&m);
+        return rc;
+    }
+    show_grants(&m);
+    if (!a->yes && !confirmed()) {
+        abx__manifest_clear(&m);
+        return cli_fail(ctx, ABX_EINVAL, "install: not confirmed (answer y, or pass --yes)");
+    }
+    char root[640], final[PATH_MAX], staged[PATH_MAX + 32], why[PATH_MAX + 100] = "", hex[65] = "";
+    if (abx__plugin_path("providers", NULL, root, sizeof root, &err) < 0 ||
+        abx__plugin_path("providers", m.id, final, sizeof final, &err) < 0) {
+        abx__manifest_clear(&m);
+        return cli_fail_error(ctx, err, -ABX_ECONFIG);
+    }
+    char home[512];
+    abx__home(home, sizeof home);
+    abx__mkdir_exist_ok(home, 0700);
+    abx__mkdir_exist_ok(root, 0700);
+    unsigned rnd = 0;
+    getrandom(&rnd, sizeof rnd, 0);
+    snprintf(staged, sizeof staged, "%s/.staging-%s-%08x", root, m.id, rnd);
+    int ok = a->link ? symlink(src, staged) : copy_tree(src, staged, 0, why, sizeof why);
+    if (ok == 0 && !a->link && abx__plugin_digest(staged, hex, &err) < 0)
+        ok = -1;
+    if (ok == 0)
+        ok = put_in_place(staged, final, a->force, why, sizeof why);
+    if (ok < 0) {
+        remove_tree(staged);
+        if (err && !why[0])
+            snprintf(why, sizeof why, "%s", abx_error_message(err));
+        abx_error_free(err);
+        rc = cli_fail(ctx, ABX_EINVAL, "install %s: %s; nothing was installed", m.id, why[0] ? why : "failed");
+        abx__manifest_clear(&m);
+        return rc;
+    }
+    json_t *index = NULL;
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source", src,
+                              "linked", a->link, "digest", a->link ? json_null() : json_string(hex));
+    rc = abx__plugin_index_load(&index, &err);
+    if (rc == 0) {
+        json_object_set(index, m.id, entry);
+        rc = abx__plugin_index_save(index, &err);
+    }
+    json_decref(index);
+    if (rc < 0) {
+        remove_tree(final);
+        json_decref(entry);
+        abx__manifest_clear(&m);
+        return cli_fail_error(ctx, err, rc);
+    }
+    if (a->link)
+        fprintf(stderr, "abx provider: warning: %s is a --link install (development): its files are not checked\n",
+                m.id);
+    if (ctx->json) {
+        json_object_set_new(entry, "id", json_string(m.id));
+        json_object_set_new(entry, "path", json_string(final));
+        cli_print_json(entry);
+    } else {
+        printf("installed %s into %s%s\n", m.id, final, a->link ? " (linked)" : "");
+        json_decref(entry);
+    }
+    abx__manifest_clear(&m);
+    return 0;
+}
+
+/* ---- list, remove ----------------------------------------------------------------------- */
+
+static int list(cli_ctx *ctx)
+{
+    json_t *index = NULL, *out = json_array();
+    abx_error *err = NULL;
+    int rc = abx__plugin_index_load(&index, &err);
+    if (rc < 0) {
+        json_decref(out);
+        return cli_fail_error(ctx, err, rc);
+    }
+    const char *id;
+    json_t *e;
+    json_object_foreach(index, id, e) {
+        char state[16];
+        abx__plugin_check(id, e, state, sizeof state, NULL);
+        json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:b, s:s}", "id", id, "kind",
+                                             json_object_get(e, "kind"), "version", json_object_get(e, "version"),
+                                             "source", json_object_get(e, "source"), "linked",
+                                             json_is_true(json_object_get(e, "linked")), "digest", state));
+    }
+    json_decref(index);
+    if (ctx->json) {
+        cli_print_json(out);
+        return 0;
+    }
+    printf("%-24s %-5s %-10s %-9s %s\n", "ID", "KIND", "VERSION", "DIGEST", "SOURCE");
+    size_t i;
+    json_array_foreach(out, i, e)
+        printf("%-24s %-5s %-10s %-9s %s\n", json_string_value(json_object_get(e, "id")),
+               json_string_value(json_object_get(e, "kind")), json_string_value(json_object_get(e, "version")),
+               json_string_value(json_object_get(e, "digest")), json_string_value(json_object_get(e, "source")));
+    json_decref(out);
+    return 0;
+}
+
+static int remove_plugin(cli_ctx *ctx, const char *id, bool purge)
+{
+    json_t *index = NULL;
+    abx_error *err = NULL;
+    int rc = abx__plugin_index_load(&index, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    if (!abx__provider_id_valid(id) || !json_object_get(index, id)) {
+        json_decref(index);
+        return cli_fail(ctx, ABX_EPROVIDER, "no provider '%.64s' is installed ('abx provider list')", id);
+    }
+    char dir[640], data[640];
+    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
+    abx__plugin_path("provider-data", id, data, sizeof data, NULL);
+    json_object_del(index, id);
+    rc = abx__plugin_index_save(index, &err);
+    json_decref(index);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    remove_tree(dir); /* a --link install: only the link goes */
+    if (purge)
+        remove_tree(data);
+    if (ctx->json)
+        cli_print_json(json_pack("{s:s, s:b, s:b}", "id", id, "removed", 1, "data_purged", purge));
+    else
+        printf("removed %s%s\n", id, purge ? " and its data" : "");
+    return 0;
+}
+
+int cmd_provider(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[CLI_MAX_POSITIONAL];
+    size_t npos = 0;
+    install_args a = {0};
+    bool purge = false;
+    const cli_flag flags[] = {
+        {"--link", CLI_BOOL, &a.link, 0, 0, NULL, 0, NULL},
+        {"--yes", CLI_BOOL, &a.yes, 0, 0, NULL, 0, NULL},
+        {"--force", CLI_BOOL, &a.force, 0, 0, NULL, 0, NULL},
+        {"--purge", CLI_BOOL, &purge, 0, 0, NULL, 0, NULL},
+    };
+    int rc = cli_parse(ctx, "provider", cmd_provider_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    if (rc != 0)
+        return cli_parse_exit(rc);
+    const char *op = npos ? pos[0] : "";
+    if (strcmp(op, "install") == 0 && npos == 2)
+        return install(ctx, pos[1], &a);
+    if (strcmp(op, "list") == 0 && npos == 1)
+        return list(ctx);
+    if (strcmp(op, "remove") == 0 && npos == 2)
+        return remove_plugin(ctx, pos[1], purge);
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID");
+}

@@ -1,0 +1,121 @@
+// provider-plugins.test.mjs: `abx provider install|list|remove` (issue 10,
+// first part), driven as a user would: a plugin directory installed with a
+// digest, tampering seen as a mismatch (E8011 before any start), --link,
+// --force, refusals that leave nothing behind, remove and --purge.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { runAbx, privateHome } from '../lib/harness.mjs';
+
+const H = privateHome('abx-providers');
+after(() => H.cleanup());
+const abxh = (args, opts = {}) => runAbx(args, { env: H.env, ...opts });
+const home = H.env.ABX_HOME;
+const work = fs.mkdtempSync(path.join(H.home, 'src-'));
+
+function plugin(id, manifestExtra = '', files = { 'provider.py': 'print("hi")\n' }) {
+  const dir = path.join(work, id);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'abx-provider.toml'), `[provider]\nid = "${id}"\nname = "Test"\nversion = "0.1.0"\nkind = "exec"\n[runtime]\ncommand = ["python3", "provider.py"]\nenv = ["MY_REGION"]\n[config.api_key]\nsecret = true\ndescription = "key"\n${manifestExtra}`);
+  for (const [name, body] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), body);
+  }
+  return dir;
+}
+const list = () => Object.fromEntries(JSON.parse(abxh(['--json', 'provider', 'list']).stdout).map((p) => [p.id, p]));
+const leftovers = () => fs.existsSync(path.join(home, 'providers')) ? fs.readdirSync(path.join(home, 'providers')).filter((n) => n.startsWith('.')) : [];
+
+test('install from a directory: what the plugin gets is shown, the copy is digested, list says ok', () => {
+  const dir = plugin('alpha', '', { 'provider.py': 'print("a")\n', 'lib/util.py': 'X = 1\n' });
+  const r = abxh(['--json', 'provider', 'install', dir, '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.deepEqual([doc.id, doc.kind, doc.version, doc.linked], ['alpha', 'exec', '0.1.0', false]);
+  assert.match(doc.digest, /^[0-9a-f]{64}$/);
+  assert.match(r.stderr, /runs: python3 provider\.py/);
+  assert.match(r.stderr, /host variables passed through: MY_REGION/);
+  assert.match(r.stderr, /config keys: api_key \(secret\)/);
+  assert.equal(fs.readFileSync(path.join(home, 'providers/alpha/lib/util.py'), 'utf8'), 'X = 1\n');
+  const p = list().alpha;
+  assert.deepEqual([p.kind, p.version, p.linked, p.digest, p.source], ['exec', '0.1.0', false, 'ok', fs.realpathSync(dir)]);
+  assert.equal(fs.statSync(path.join(home, 'provider-index.json')).mode & 0o777, 0o600);
+});
+
+test('tampering with an installed plugin is a digest mismatch: an edit, a new file, a mode change', () => {
+  const dir = plugin('beta');
+  assert.equal(abxh(['provider', 'install', dir, '--yes']).status, 0);
+  const installed = path.join(home, 'providers/beta');
+  const reinstall = () => assert.equal(abxh(['provider', 'install', dir, '--yes', '--force']).status, 0);
+  for (const tamper of [
+    () => fs.appendFileSync(path.join(installed, 'provider.py'), '# evil\n'),
+    () => fs.writeFileSync(path.join(installed, 'added.py'), 'x'),
+    () => fs.chmodSync(path.join(installed, 'provider.py'), 0o777),
+    () => fs.rmSync(path.join(installed, 'provider.py')),
+  ]) {
+    reinstall();
+    assert.equal(list().beta.digest, 'ok');
+    tamper();
+    assert.equal(list().beta.digest, 'mismatch');
+  }
+});
+
+test('--link installs a symlink (no digest) with a warning; --force replaces; without it an existing id is refused', () => {
+  const dir = plugin('gamma');
+  const r = abxh(['provider', 'install', dir, '--link', '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /warning: gamma is a --link install/);
+  assert.ok(fs.lstatSync(path.join(home, 'providers/gamma')).isSymbolicLink());
+  assert.deepEqual([list().gamma.linked, list().gamma.digest], [true, 'linked']);
+  const again = abxh(['provider', 'install', dir, '--yes']);
+  assert.notEqual(again.status, 0);
+  assert.match(again.stderr, /already installed \(use --force/);
+  assert.equal(abxh(['provider', 'install', dir, '--yes', '--force']).status, 0);
+  assert.deepEqual([list().gamma.linked, list().gamma.digest], [false, 'ok']);
+});
+
+test('refused, with nothing left behind: no --yes without a terminal, a name that is not the id, a bad manifest, a link out of the plugin', () => {
+  const before = Object.keys(list());
+  let r = abxh(['provider', 'install', plugin('delta')], { input: '' });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /not confirmed/);
+  const wrong = plugin('epsilon');
+  const renamed = path.join(work, 'not-epsilon');
+  fs.rmSync(renamed, { recursive: true, force: true });
+  fs.renameSync(wrong, renamed);
+  r = abxh(['provider', 'install', renamed, '--yes']);
+  assert.match(r.stderr, /named 'not-epsilon' but the manifest's id is 'epsilon'/);
+  r = abxh(['provider', 'install', plugin('zeta', 'unknown_table_key = 1\n'), '--yes']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /unknown key 'config\.api_key\.unknown_table_key'/);
+  const eta = plugin('eta');
+  fs.symlinkSync('/etc/passwd', path.join(eta, 'passwd'));
+  r = abxh(['provider', 'install', eta, '--yes']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /symlink that may point outside the plugin; nothing was installed/);
+  assert.deepEqual(Object.keys(list()), before);
+  assert.deepEqual(leftovers(), []);
+  assert.ok(!fs.existsSync(path.join(home, 'providers/eta')));
+});
+
+test('remove: the plugin goes, its data stays unless --purge; an unknown id is an error', () => {
+  const dir = plugin('theta');
+  assert.equal(abxh(['provider', 'install', dir, '--yes']).status, 0);
+  const data = path.join(home, 'provider-data/theta');
+  fs.mkdirSync(data, { recursive: true });
+  fs.writeFileSync(path.join(data, 'state'), 'keep');
+  let r = abxh(['--json', 'provider', 'remove', 'theta']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(!('theta' in list()));
+  assert.ok(!fs.existsSync(path.join(home, 'providers/theta')));
+  assert.equal(fs.readFileSync(path.join(data, 'state'), 'utf8'), 'keep');
+  assert.equal(abxh(['provider', 'install', dir, '--yes']).status, 0);
+  r = abxh(['provider', 'remove', 'theta', '--purge']);
+  assert.equal(r.status, 0);
+  assert.ok(!fs.existsSync(data));
+  r = abxh(['--json', 'provider', 'remove', 'nosuch']);
+  assert.equal(r.status, 1);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8015');
+});
