@@ -182,9 +182,23 @@ static int curl_failure(CURLcode cc, abx_error **err)
 
 /* ---- JSON requests ------------------------------------------------------ */
 
+/* A handle without a data plane (a provider that has no envd for this
+ * sandbox): every envd call is E8004, never a request to nowhere. */
+static int no_data_plane(const abx_envd *e, abx_error **err)
+{
+    if (e->base_url[0])
+        return 0;
+    return abx__error_set(err, ABX_ENOTSUP,
+                          "this sandbox's provider has no envd data plane and did not declare the capability this "
+                          "operation needs");
+}
+
 static int json_request(abx_envd *e, const char *method, const char *path, const char *user, json_t *body,
                         json_t **resp, abx_error **err)
 {
+    int guard = no_data_plane(e, err);
+    if (guard < 0)
+        return guard;
     CURL *c = acquire(e);
     if (!c)
         return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
@@ -309,6 +323,9 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
                      abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err)
 {
+    int guard = no_data_plane(e, err);
+    if (guard < 0)
+        return guard;
     CURL *c = acquire(e);
     if (!c)
         return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
@@ -389,6 +406,9 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
 int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
                        void *userdata, char **out, size_t *out_len, abx_error **err)
 {
+    int guard = no_data_plane(e, err);
+    if (guard < 0)
+        return guard;
     *out = NULL;
     *out_len = 0;
     CURL *c = acquire(e);
@@ -510,6 +530,9 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
 int abx__envd_download_range(abx_envd *e, const char *path, const char *user, abx_envd_range *range,
                              abx_envd_write_fn fn, void *userdata, abx_error **err)
 {
+    int guard = no_data_plane(e, err);
+    if (guard < 0)
+        return guard;
     CURL *c = acquire(e);
     if (!c)
         return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
@@ -572,6 +595,9 @@ static size_t upload_read(char *buf, size_t size, size_t n, void *ud)
 int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
                      long long size, abx_error **err)
 {
+    int guard = no_data_plane(e, err);
+    if (guard < 0)
+        return guard;
     CURL *c = acquire(e);
     if (!c)
         return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");

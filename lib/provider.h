@@ -16,6 +16,7 @@
 
 #include "abx/abx.h"
 #include "envd_client.h"
+#include <stdatomic.h>
 
 typedef struct abx_provider abx_provider;
 
@@ -23,6 +24,8 @@ struct abx_client {
     char provider[64];
     const char *source;         /* where the provider came from (flag, env, config, default) */
     const abx_provider *ops;
+    void *state;                /* the provider's own per client (a plugin's process); ops->free_state */
+    atomic_int refs;            /* the caller's, and each handle's that needs the client (abx__client_ref) */
 };
 
 struct abx_sandbox {
@@ -44,14 +47,27 @@ struct abx_provider {
     int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
                        unsigned wait_ms, abx_process_output *out, abx_error **err);
     void (*free_impl)(void *impl);
+    /* Optional: runs a shell command line for a sandbox without an envd data
+     * plane (an exec plugin's exec.run). */
+    int (*exec)(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
+                abx_error **err);
+    void (*free_state)(void *state);
 };
 
-/* The providers built in (lib/local/local_provider.c). */
+/* The providers built in (lib/local/local_provider.c), and the one that
+ * serves every installed exec plugin (lib/provider_epp.c). */
 extern const abx_provider abx__provider_local;
+extern const abx_provider abx__provider_epp;
+/* A client of installed plugin id: its state (the plugin starts at the
+ * first call). */
+int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err);
 
 /* A new handle of provider ops for qualified id; the caller fills envd and
  * impl. NULL without memory. */
 abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified);
+/* Another reference to c (a handle that calls through its client):
+ * released with abx_client_free. */
+abx_client *abx__client_ref(abx_client *c);
 /* "K=V" pairs into obj (field names the error); env_names: keys must be
  * environment variable names. */
 int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names, abx_error **err);

@@ -35,20 +35,33 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
     abx_client *c = calloc(1, sizeof *c);
     if (!c)
         return abx__error_set(err, ABX_ENOMEM, "client");
+    atomic_init(&c->refs, 1);
     int rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
                                    sizeof c->provider, &c->source, err);
-    if (rc == 0 && !(c->ops = provider_named(c->provider)))
-        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%.32s' (from %s) is not available in this build",
-                            c->provider, c->source);
+    if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
+        rc = abx__provider_epp_attach(c, c->provider, err);
     if (rc < 0) {
-        free(c);
+        abx_client_free(c);
         return rc;
     }
     *out = c;
     return 0;
 }
 
-void abx_client_free(abx_client *c) { free(c); }
+abx_client *abx__client_ref(abx_client *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+    return c;
+}
+
+void abx_client_free(abx_client *c)
+{
+    if (!c || atomic_fetch_sub(&c->refs, 1) > 1)
+        return;
+    if (c->ops && c->ops->free_state)
+        c->ops->free_state(c->state);
+    free(c);
+}
 const char *abx_client_provider(const abx_client *c) { return c->provider; }
 const char *abx_client_provider_source(const abx_client *c) { return c->source; }
 const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }
@@ -100,10 +113,10 @@ static int route(abx_client *c, const char *id, const char **plain, abx_error **
     const char *colon = strchr(id, ':');
     *plain = id;
     if (colon) {
-        size_t n = strlen(c->ops->name);
-        if ((size_t)(colon - id) != n || strncmp(id, c->ops->name, n) != 0)
+        size_t n = strlen(c->provider);
+        if ((size_t)(colon - id) != n || strncmp(id, c->provider, n) != 0)
             return abx__error_set(err, ABX_EPROVIDER, "sandbox_id: belongs to another provider than '%s'",
-                                  c->ops->name);
+                                  c->provider);
         *plain = colon + 1;
     }
     return 0;

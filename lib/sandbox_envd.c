@@ -238,9 +238,43 @@ static int kill_pid(abx_sandbox *s, int pid)
 }
 
 /* Runs argv (no shell) and waits: the primitive under abx_sandbox_exec. */
+/* argv as one shell command line, each word single-quoted (the caller frees). */
+static char *quoted_command(const char *const *argv)
+{
+    size_t len = 1;
+    for (size_t i = 0; argv[i]; i++)
+        len += strlen(argv[i]) * 4 + 3;
+    char *out = malloc(len), *p = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; argv[i]; i++) {
+        if (i)
+            *p++ = ' ';
+        *p++ = '\'';
+        for (const char *c = argv[i]; *c; c++) {
+            if (*c == '\'') {
+                memcpy(p, "'\\''", 4);
+                p += 4;
+            } else {
+                *p++ = *c;
+            }
+        }
+        *p++ = '\'';
+    }
+    *p = '\0';
+    return out;
+}
+
 int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
                           abx_exec_result *out, abx_error **err)
 {
+    if (!s->envd.base_url[0] && s->ops->exec && argv && argv[0] && argv[0][0]) {
+        memset(out, 0, sizeof *out);
+        char *command = quoted_command(argv);
+        int rc = command ? s->ops->exec(s, command, opts, out, err) : abx__error_set(err, ABX_ENOMEM, "command");
+        free(command);
+        return rc;
+    }
     abx_exec_options none;
     memset(&none, 0, sizeof none);
     if (!opts)
@@ -301,6 +335,10 @@ int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options
     if (!command || !*command) {
         memset(out, 0, sizeof *out);
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    }
+    if (!s->envd.base_url[0] && s->ops->exec) { /* no envd: the provider's own exec */
+        memset(out, 0, sizeof *out);
+        return s->ops->exec(s, command, opts, out, err);
     }
     const char *argv[5] = {NULL};
     shell_argv(command, argv);

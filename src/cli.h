@@ -62,6 +62,9 @@ void cli_print_json(struct json_t *doc);
 bool cli_is_secret_key(const char *key);
 /* Opens a client for the resolved provider, printing the error on failure. */
 abx_client *cli_client(cli_ctx *ctx, int *exit_status);
+/* The same for the provider sandbox id names ("<provider>:<id>"), or the
+ * resolved one for a bare id. */
+abx_client *cli_client_for(cli_ctx *ctx, const char *id, int *exit_status);
 /* A sandbox's details as the JSON the CLI prints. */
 struct json_t *cli_info_json(const abx_sandbox_info *info);
 /* Connects to the sandbox ID names through a client for the resolved

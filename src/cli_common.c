@@ -215,7 +215,17 @@ bool cli_is_secret_key(const char *key)
 
 abx_client *cli_client(cli_ctx *ctx, int *exit_status)
 {
-    abx_client_options o = {.cli_provider = ctx->provider};
+    return cli_client_for(ctx, NULL, exit_status);
+}
+
+abx_client *cli_client_for(cli_ctx *ctx, const char *id, int *exit_status)
+{
+    /* an id names its provider ("local-process:lp1..."): that one serves it */
+    char prefix[64] = "";
+    const char *colon = id ? strchr(id, ':') : NULL;
+    if (colon && (size_t)(colon - id) < sizeof prefix)
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(colon - id), id);
+    abx_client_options o = {.provider = prefix[0] ? prefix : NULL, .cli_provider = ctx->provider};
     abx_client *c = NULL;
     abx_error *err = NULL;
     int rc = abx_client_new(&o, &c, &err);
@@ -228,7 +238,7 @@ abx_client *cli_client(cli_ctx *ctx, int *exit_status)
 
 abx_sandbox *cli_connect(cli_ctx *ctx, const char *id, int *exit_status)
 {
-    abx_client *client = cli_client(ctx, exit_status);
+    abx_client *client = cli_client_for(ctx, id, exit_status);
     if (!client)
         return NULL;
     abx_sandbox *s = NULL;

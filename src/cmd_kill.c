@@ -20,7 +20,7 @@ int cmd_kill(cli_ctx *ctx, int argc, char **argv)
     if (npos != 1)
         return cli_fail(ctx, ABX_EUSAGE, "usage: abx kill ID");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
+    abx_client *c = cli_client_for(ctx, pos[0], &status);
     if (!c)
         return status;
     abx_error *err = NULL;

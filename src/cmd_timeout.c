@@ -24,7 +24,7 @@ int cmd_timeout(cli_ctx *ctx, int argc, char **argv)
     if (abx__parse_uint(pos[1], 1, 86400, &seconds) < 0)
         return cli_fail(ctx, ABX_EINVAL, "timeout: expected a whole number of seconds from 1 to 86400");
     int status = 0;
-    abx_client *c = cli_client(ctx, &status);
+    abx_client *c = cli_client_for(ctx, pos[0], &status);
     if (!c)
         return status;
     abx_error *err = NULL;

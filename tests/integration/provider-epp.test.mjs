@@ -1,0 +1,134 @@
+// provider-epp.test.mjs: exec plugins through abx (issue 10's EPP host),
+// driven as a user would: the reference plugin (providers/local-process)
+// behind the CLI verbs and the MCP tools, and a recording test plugin
+// (tests/fixtures/plugins/recorder.py) for what must never happen: a
+// tampered plugin started, an undeclared method sent, abx's environment
+// leaked, a broken plugin hanging abx or its words reaching a caller.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { abx, root, runAbx, privateHome } from '../lib/harness.mjs';
+
+const H = privateHome('abx-epp');
+after(() => H.cleanup());
+const home = H.env.ABX_HOME;
+const abxh = (args, opts = {}) => runAbx(args, { env: H.env, ...opts });
+const work = fs.mkdtempSync(path.join(H.home, 'plugins-'));
+
+function recorder(id, { features, behave, env = [] } = {}) {
+  const dir = path.join(work, id);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir);
+  fs.copyFileSync(path.join(root, 'tests/fixtures/plugins/recorder.py'), path.join(dir, 'recorder.py'));
+  fs.writeFileSync(path.join(dir, 'abx-provider.toml'), `[provider]\nid = "${id}"\nkind = "exec"\nversion = "1"\n[runtime]\ncommand = ["python3", "recorder.py"]\nenv = ${JSON.stringify(env)}\n[config.token]\nsecret = true\n`);
+  if (features) fs.writeFileSync(path.join(dir, 'features.json'), JSON.stringify(features));
+  if (behave) fs.writeFileSync(path.join(dir, 'behave.json'), JSON.stringify(behave));
+  const r = abxh(['provider', 'install', dir, '--yes', '--force']);
+  assert.equal(r.status, 0, r.stderr);
+  fs.rmSync(path.join(home, 'provider-data', id), { recursive: true, force: true });
+  return dir;
+}
+const calls = (id) => {
+  const f = path.join(home, 'provider-data', id, 'calls.log');
+  return fs.existsSync(f) ? fs.readFileSync(f, 'utf8').trim().split('\n') : [];
+};
+
+test('the reference plugin (local-process) behind the CLI: create, exec, list, info, timeout, kill; what it lacks is E8004', () => {
+  let r = abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  r = abxh(['--provider', 'local-process', 'create', '--timeout', '120']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  assert.match(id, /^local-process:lp[0-9a-f]{16}$/);
+  r = abxh(['exec', id, 'echo hello; echo oops >&2; exit 3']);
+  assert.deepEqual([r.status, r.stdout, r.stderr], [3, 'hello\n', 'oops\n']);
+  const listed = JSON.parse(abxh(['--provider', 'local-process', '--json', 'list']).stdout);
+  assert.ok(listed.some((s) => s.sandbox_id === id));
+  assert.equal(JSON.parse(abxh(['--json', 'info', id]).stdout).sandbox_id, id);
+  assert.equal(abxh(['timeout', id, '600']).status, 0);
+  r = abxh(['--json', 'files', 'ls', id]);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8004');
+  assert.equal(abxh(['kill', id]).status, 0);
+  r = abxh(['--json', 'info', id]);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
+  // an id of another provider is not this one's
+  r = abxh(['--json', '--provider', 'local-process', 'info', 'local:iabcdefghij0123456789']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
+});
+
+test('the MCP tools over a plugin: run_command runs through exec.run; a tool whose capability is missing answers E8004', async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['--provider', 'local-process', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-epp', version: '1' });
+  await c.connect(transport);
+  try {
+    const r = await c.callTool({ name: 'run_command', arguments: { command: 'echo via-plugin' } });
+    assert.equal(r.structuredContent.stdout, 'via-plugin\n', JSON.stringify(r).slice(0, 400));
+    const f = await c.callTool({ name: 'read_file', arguments: { path: '/etc/hostname' } });
+    assert.equal(f.isError, true);
+    assert.equal(f.structuredContent.error.code, 'E8004');
+  } finally {
+    await c.close();
+  }
+});
+
+test('a tampered plugin is never started (E8011): an edit after install', () => {
+  const dir = recorder('tampered');
+  assert.equal(abxh(['--provider', 'tampered', 'create']).status, 0);
+  const starts = calls('tampered').filter((l) => l === 'start').length;
+  fs.appendFileSync(path.join(home, 'providers/tampered/recorder.py'), '\n# changed\n');
+  const r = abxh(['--json', '--provider', 'tampered', 'create']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8011');
+  assert.equal(calls('tampered').filter((l) => l === 'start').length, starts, 'the plugin was started');
+  assert.equal(abxh(['--json', 'provider', 'list']).stdout.includes('"mismatch"'), true);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('the plugin gets a trimmed environment and its config; undeclared methods are never sent; connect falls back to get', () => {
+  recorder('rec', { features: ['sandbox.lifecycle'], env: ['PASSED_THROUGH'] });
+  const env = { ...H.env, SECRET_OF_ABX: 'hunter2', PASSED_THROUGH: 'yes' };
+  assert.equal(runAbx(['config', 'set', 'providers.rec.region', 'eu'], { env }).status, 0);
+  const created = runAbx(['--provider', 'rec', 'create'], { env });
+  assert.equal(created.status, 0, created.stderr);
+  const seen = JSON.parse(fs.readFileSync(path.join(home, 'provider-data/rec/env.json'), 'utf8'));
+  assert.equal(seen.SECRET_OF_ABX, undefined, 'abx\'s environment leaked into the plugin');
+  assert.equal(seen.PASSED_THROUGH, 'yes');
+  assert.equal(seen.ABX_PROVIDER_DATA_DIR, path.join(home, 'provider-data/rec'));
+  // (a python3 found through pyenv's shims adds its own PYENV_* variables)
+  assert.deepEqual(Object.keys(seen).filter((k) => !/^(PATH|LANG|LC_.*|ABX_PROVIDER_DATA_DIR|PASSED_THROUGH|PWD|SHLVL|_|_?PYENV\w*)$/.test(k)), []);
+  assert.deepEqual(JSON.parse(fs.readFileSync(path.join(home, 'provider-data/rec/config.json'), 'utf8')), { region: 'eu' });
+  const r = runAbx(['--json', 'exec', 'rec:box1', 'echo hi'], { env });
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8004');
+  const log = calls('rec');
+  assert.ok(!log.includes('exec.run'), 'an undeclared method reached the plugin');
+  assert.ok(log.includes('sandbox.connect') && log.includes('sandbox.get'), log.join(','));
+  assert.ok(log.includes('shutdown'));
+});
+
+test('a broken plugin gives a clear error and abx never hangs: garbage, a crash, an over-long line, a hang; its words stay in its log', () => {
+  for (const [how, code] of [['garbage', 'E8015'], ['crash', 'E8015'], ['long', 'E8015'], ['notfound', 'E8002']]) {
+    const id = `broken-${how}`;
+    recorder(id, { behave: { 'sandbox.get': how } });
+    const t0 = Date.now();
+    const r = abxh(['--json', 'info', `${id}:box1`], { timeout: 90000 });
+    assert.ok(Date.now() - t0 < 60000, `${how}: abx took too long`);
+    const e = JSON.parse(r.stderr).error;
+    assert.equal(e.code, code, `${how}: ${r.stderr}`);
+    assert.ok(!r.stderr.includes('secret internal detail'));
+  }
+});
+
+test('a plugin that hangs is given up after the call timeout (E8005), and the next call starts it again', { timeout: 180000 }, () => {
+  recorder('hangs', { behave: { 'sandbox.create': 'hang' } });
+  const t0 = Date.now();
+  const r = abxh(['--json', '--provider', 'hangs', 'create'], { timeout: 150000 });
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8005');
+  assert.ok(Date.now() - t0 < 120000);
+  // abx did not leave the hung plugin behind
+  const pids = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('recorder.py') && fs.readlinkSync(`/proc/${p}/cwd`).includes('/providers/hangs'); } catch { return false; }
+  });
+  assert.deepEqual(pids, []);
+});
