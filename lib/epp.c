@@ -210,8 +210,8 @@ int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeo
     pthread_mutex_lock(&e->mu);
     long long id = ++e->next_id;
     int rc = e->dead ? -ABX_EPROVIDER : 0;
-    json_t *msg = json_pack("{s:s, s:I, s:s, s:O}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method,
-                            "params", params ? params : json_object());
+    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method,
+                            "params", params ? json_incref(params) : json_object());
     if (rc == 0)
         rc = write_msg(e, msg);
     json_decref(msg);
@@ -273,6 +273,11 @@ bool abx__epp_has(const abx_epp *e, const char *capability)
     json_t *f;
     json_array_foreach(e->features, i, f) if (json_is_string(f) && strcmp(json_string_value(f), capability) == 0) return true;
     return false;
+}
+
+json_t *abx__epp_features(const abx_epp *e)
+{
+    return e->features;
 }
 
 const char *abx__epp_id(const abx_epp *e)

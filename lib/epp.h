@@ -20,6 +20,8 @@ int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeo
 /* Whether initialize declared capability. */
 bool abx__epp_has(const abx_epp *e, const char *capability);
 const char *abx__epp_id(const abx_epp *e);
+/* The features initialize declared (borrowed). */
+json_t *abx__epp_features(const abx_epp *e);
 /* shutdown, then SIGTERM and SIGKILL for a plugin that stays. */
 void abx__epp_stop(abx_epp *e);
 

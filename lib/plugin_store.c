@@ -11,6 +11,7 @@
  */
 #include "plugin_store.h"
 #include "config.h"
+#include "manifest.h"
 #include "error_internal.h"
 #include "sysutil.h"
 
@@ -230,4 +231,28 @@ int abx__plugin_check(const char *id, json_t *entry, char *state, size_t len, ab
                                  "provider '%s': its files changed since it was installed (edited, added, removed or "
                                  "re-moded); nothing was started",
                                  id);
+}
+
+bool abx__plugin_config_secret(const char *id, const char *key)
+{
+    char dir[640], path[700];
+    if (!abx__provider_id_valid(id) || abx__plugin_path("providers", id, dir, sizeof dir, NULL) < 0)
+        return false;
+    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
+    FILE *f = fopen(path, "re");
+    char *text = f ? calloc(1, 65537) : NULL;
+    if (text) {
+        size_t got = fread(text, 1, 65536, f);
+        (void)got;
+    }
+    if (f)
+        fclose(f);
+    abx_manifest m;
+    bool secret = false;
+    if (text && abx__manifest_parse(text, &m, NULL) == 0) {
+        secret = json_is_true(json_object_get(json_object_get(m.config, key), "secret"));
+        abx__manifest_clear(&m);
+    }
+    free(text);
+    return secret;
 }

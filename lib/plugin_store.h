@@ -4,6 +4,7 @@
 
 #include "abx/abx.h"
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* $ABX_HOME/<what>[/<id>] into out ("providers", "provider-data",
@@ -18,5 +19,8 @@ int abx__plugin_index_save(json_t *index, abx_error **err);
 /* Checks an installed plugin against its index entry: *state gets "ok",
  * "linked" or "mismatch"; a mismatch is -ABX_EPLUGINCHANGED (E8011). */
 int abx__plugin_check(const char *id, json_t *entry, char *state, size_t len, abx_error **err);
+
+/* Whether installed plugin id's manifest marks config key a secret. */
+bool abx__plugin_config_secret(const char *id, const char *key);
 
 #endif

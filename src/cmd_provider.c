@@ -1,4 +1,4 @@
-/* cmd_provider.c: `abx provider install|list|remove` (issue 10): provider
+/* cmd_provider.c: `abx provider install|list|remove|doctor` (issue 10): provider
  * plugins installed into $ABX_HOME/providers/<id>/ with a digest checked
  * before every start (lib/plugin_store.c), from a directory for now.
  * Installing copies files and records; it never runs anything of the
@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "config.h"
 #include "error_internal.h"
+#include "epp.h"
 #include "manifest.h"
 #include "plugin_store.h"
 #include "sysutil.h"
@@ -26,6 +27,7 @@ const char cmd_provider_help[] =
     "Usage: abx provider install SOURCE [--link] [--yes] [--force] [--json]\n"
     "       abx provider list [--json]\n"
     "       abx provider remove ID [--purge] [--json]\n"
+    "       abx provider doctor ID [--json]\n"
     "\n"
     "Provider plugins: other backends for the same sandbox verbs and tools.\n"
     "\n"
@@ -41,7 +43,11 @@ const char cmd_provider_help[] =
     "list     installed plugins: id, kind, version, source, linked, digest\n"
     "         (ok, mismatch or linked).\n"
     "remove   uninstalls; the plugin's data (~/.abx/provider-data/<id>/)\n"
-    "         stays unless --purge.\n";
+    "         stays unless --purge.\n"
+    "doctor   checks an installed plugin, a line each (ok, warn or fail, with what\n"
+    "         to do): its manifest, its command, its digest, the initialize\n"
+    "         handshake and the features it declares, and config keys not set.\n"
+    "         Exits 1 when a check fails.\n";
 
 /* ---- copying a plugin ------------------------------------------------------------ */
 
@@ -367,6 +373,117 @@ static int remove_plugin(cli_ctx *ctx, const char *id, bool purge)
     return 0;
 }
 
+/* ---- doctor ------------------------------------------------------------------------ */
+
+static void check_as(json_t *list, const char *name, const char *status, const char *detail)
+{
+    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
+}
+
+static void check(json_t *list, const char *name, bool ok, const char *detail)
+{
+    check_as(list, name, ok ? "ok" : "fail", detail);
+}
+
+/* The command's program: a path relative to the plugin, or found on PATH. */
+static bool command_found(const char *dir, const char *prog)
+{
+    char path[PATH_MAX + 300];
+    if (strchr(prog, '/')) {
+        snprintf(path, sizeof path, "%s%s%s", prog[0] == '/' ? "" : dir, prog[0] == '/' ? "" : "/", prog);
+        return access(path, X_OK) == 0;
+    }
+    const char *env = getenv("PATH");
+    char paths[4096];
+    snprintf(paths, sizeof paths, "%s", env ? env : "/usr/local/bin:/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = strtok_r(paths, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, sizeof path, "%s/%s", d, prog);
+        if (access(path, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int doctor(cli_ctx *ctx, const char *id)
+{
+    json_t *checks = json_array(), *index = NULL;
+    abx_error *err = NULL;
+    char dir[640], detail[700];
+    abx__plugin_index_load(&index, NULL);
+    json_t *entry = index ? json_object_get(index, id) : NULL;
+    if (!abx__provider_id_valid(id) || !entry) {
+        json_decref(index);
+        json_decref(checks);
+        return cli_fail(ctx, ABX_EPROVIDER, "no provider '%.64s' is installed ('abx provider list')", id);
+    }
+    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
+    abx_manifest m;
+    int rc = read_manifest(dir, &m, &err);
+    check(checks, "manifest", rc == 0, rc == 0 ? "abx-provider.toml is valid" : abx_error_message(err));
+    abx_error_free(err);
+    err = NULL;
+    if (rc == 0 && m.command) {
+        const char *prog = json_string_value(json_array_get(m.command, 0));
+        bool found = command_found(dir, prog);
+        snprintf(detail, sizeof detail, found ? "%s found" : "%s: not found or not executable (install it, or fix "
+                                                             "[runtime] command)",
+                 prog);
+        check(checks, "command", found, detail);
+    }
+    char state[16];
+    rc = abx__plugin_check(id, entry, state, sizeof state, NULL);
+    check(checks, "digest", rc == 0,
+          rc < 0 ? "files changed since install (E8011): reinstall with abx provider install --force"
+                 : strcmp(state, "linked") == 0 ? "a --link install: not checked" : "matches the install");
+    abx_epp *e = NULL;
+    if (rc == 0 && strcmp(m.kind, "exec") == 0) {
+        rc = abx__epp_start(id, &e, &err);
+        if (rc == 0) {
+            char *features = json_dumps(abx__epp_features(e), JSON_COMPACT);
+            snprintf(detail, sizeof detail, "initialize answered; features %s", features ? features : "[]");
+            free(features);
+        } else {
+            snprintf(detail, sizeof detail, "%s", abx_error_message(err));
+        }
+        check(checks, "initialize", rc == 0, detail);
+        abx_error_free(err);
+        abx__epp_stop(e);
+    }
+    if (m.config) {
+        abx_kvs *kvs = calloc(1, sizeof *kvs);
+        bool loaded = kvs && abx__config_load(kvs, NULL) == 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(m.config, k, v) {
+            char key[256];
+            snprintf(key, sizeof key, "providers.%s.%s", id, k);
+            bool set = loaded && abx__kvs_get(kvs, key);
+            snprintf(detail, sizeof detail, set ? "%s is set" : "%s is not set: abx config set %s%s", key, key,
+                     json_is_true(json_object_get(v, "secret")) ? " (then type it: a secret is read from stdin)" : " VALUE");
+            check_as(checks, "config", set ? "ok" : "warn", detail); /* the manifest does not say which are required */
+        }
+        if (kvs)
+            explicit_bzero(kvs, sizeof *kvs);
+        free(kvs);
+    }
+    abx__manifest_clear(&m);
+    json_decref(index);
+    bool failed = false;
+    size_t i;
+    json_t *c;
+    json_array_foreach(checks, i, c) failed |= strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
+    if (ctx->json) {
+        cli_print_json(json_pack("{s:s, s:b, s:o}", "id", id, "ok", !failed, "checks", checks));
+    } else {
+        json_array_foreach(checks, i, c)
+            printf("%-5s %-12s %s\n", json_string_value(json_object_get(c, "status")),
+                   json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+        json_decref(checks);
+    }
+    return failed ? CLI_EXIT_ERROR : 0;
+}
+
 int cmd_provider(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
@@ -389,5 +506,7 @@ int cmd_provider(cli_ctx *ctx, int argc, char **argv)
         return list(ctx);
     if (strcmp(op, "remove") == 0 && npos == 2)
         return remove_plugin(ctx, pos[1], purge);
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID");
+    if (strcmp(op, "doctor") == 0 && npos == 2)
+        return doctor(ctx, pos[1]);
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID | doctor ID");
 }

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { abx, root, runAbx, privateHome } from '../lib/harness.mjs';
+import http from 'node:http';
+import { abx, root, runAbx, runAbxAsync, privateHome } from '../lib/harness.mjs';
 
 const H = privateHome('abx-epp');
 after(() => H.cleanup());
@@ -131,4 +132,72 @@ test('a plugin that hangs is given up after the call timeout (E8005), and the ne
     try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('recorder.py') && fs.readlinkSync(`/proc/${p}/cwd`).includes('/providers/hangs'); } catch { return false; }
   });
   assert.deepEqual(pids, []);
+});
+
+test('secrets: a key the manifest marks secret is taken from stdin only, kept 0600, masked, and reaches the plugin in initialize', () => {
+  recorder('sec');
+  let r = abxh(['config', 'set', 'providers.sec.token', 'hunter2']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /providers\.sec\.token is a secret: never on the command line/);
+  assert.ok(!fs.existsSync(path.join(home, 'config.toml')) || !fs.readFileSync(path.join(home, 'config.toml'), 'utf8').includes('hunter2'));
+  r = abxh(['config', 'set', 'providers.sec.token'], { input: 'hunter2\n' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(fs.statSync(path.join(home, 'config.toml')).mode & 0o777, 0o600);
+  assert.equal(abxh(['config', 'get', 'providers.sec.token']).stdout, '********\n');
+  assert.ok(!abxh(['config', 'get']).stdout.includes('hunter2'));
+  r = abxh(['config', 'set', 'providers.sec.token', '-'], { input: 'hunter3\n' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(abxh(['--provider', 'sec', 'list']).status, 0);
+  assert.deepEqual(JSON.parse(fs.readFileSync(path.join(home, 'provider-data/sec/config.json'), 'utf8')), { token: 'hunter3' });
+  for (const args of [['provider', 'list'], ['--json', 'provider', 'list']]) assert.ok(!abxh(args).stdout.includes('hunter3'));
+});
+
+test('envd hand-off: a SandboxRecord with an envd_url moves files and processes to envd; the plugin sees no exec', async () => {
+  const made = abxh(['create', '--timeout', '120']);
+  assert.equal(made.status, 0, made.stderr);
+  const local = made.stdout.trim().replace(/^local:/, '');
+  const dir = path.join(home, 'sandboxes', local);
+  const token = fs.readFileSync(path.join(dir, 'token'), 'utf8');
+  const proxy = http.createServer((req, res) => {
+    const up = http.request({ socketPath: path.join(dir, 'envd.sock'), path: req.url, method: req.method, headers: req.headers }, (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', () => { res.writeHead(502); res.end(); });
+    req.pipe(up);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  try {
+    recorder('handoff', { behave: { envd_url: `http://127.0.0.1:${proxy.address().port}`, envd_access_token: token } });
+    let r = await runAbxAsync(['exec', 'handoff:box1', 'echo $((6*7)); id -un'], { env: H.env });
+    assert.equal(r.stdout, '42\nuser\n', r.stderr);
+    r = await runAbxAsync(['--json', 'files', 'ls', 'handoff:box1', '/app'], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(Array.isArray(JSON.parse(r.stdout)));
+    assert.ok(!calls('handoff').includes('exec.run'), calls('handoff').join(','));
+  } finally {
+    proxy.close();
+    abxh(['kill', made.stdout.trim()]);
+  }
+});
+
+test('provider doctor: each check a line; a tampered plugin and a missing command fail it', () => {
+  abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
+  let r = abxh(['--json', 'provider', 'doctor', 'local-process']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const doc = JSON.parse(r.stdout);
+  const by = Object.fromEntries(doc.checks.map((c) => [c.check, c]));
+  assert.deepEqual(['manifest', 'command', 'digest', 'initialize'].map((k) => by[k].status), ['ok', 'ok', 'ok', 'ok']);
+  assert.match(by.initialize.detail, /"exec\.run"/);
+  assert.equal(by.config.status, 'warn');
+  const dir = recorder('nocmd');
+  fs.writeFileSync(path.join(dir, 'abx-provider.toml'), '[provider]\nid = "nocmd"\nkind = "exec"\n[runtime]\ncommand = ["no-such-interpreter-here", "x"]\n');
+  assert.equal(abxh(['provider', 'install', dir, '--yes', '--force']).status, 0);
+  r = abxh(['--json', 'provider', 'doctor', 'nocmd']);
+  assert.equal(r.status, 1);
+  assert.equal(JSON.parse(r.stdout).checks.find((c) => c.check === 'command').status, 'fail');
+  fs.appendFileSync(path.join(home, 'providers/local-process/provider.py'), '# x\n');
+  r = abxh(['--json', 'provider', 'doctor', 'local-process']);
+  assert.equal(r.status, 1);
+  assert.equal(JSON.parse(r.stdout).checks.find((c) => c.check === 'digest').status, 'fail');
 });
