@@ -181,6 +181,24 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
                                null_or_int(o ? o->timeout_s : 0), "metadata", meta, "envs", envs, "cpu",
                                null_or_int(o ? o->cpu_count : 0), "memory", null_or_int(o ? o->memory_mb : 0), "disk",
                                "gpu", "request_timeout");
+    if (o && o->options && o->options[0]) { /* options only when the caller set them */
+        json_t *opts = json_object();
+        rc = abx__pairs_to_object(o->options, opts, "--opt", false, err);
+        const char *k;
+        json_t *v;
+        json_object_foreach(opts, k, v) {
+            if (rc == 0 && abx__plugin_config_secret(((epp_client *)c->state)->id, k))
+                rc = abx__error_set(err, ABX_EINVAL,
+                                    "--opt %s: a secret of this provider; set it with 'abx config set providers.%s.%s' "
+                                    "(read from stdin), never on the command line",
+                                    k, ((epp_client *)c->state)->id, k);
+        }
+        json_object_set_new(params, "options", opts);
+        if (rc < 0) {
+            json_decref(params);
+            return rc;
+        }
+    }
     json_t *record = NULL;
     rc = call(c, "sandbox.lifecycle", "sandbox.create", params, &record, err);
     if (rc == 0)

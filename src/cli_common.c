@@ -54,8 +54,8 @@ int cli_take_global(cli_ctx *ctx, int argc, char **argv, int *i)
             cli_fail(ctx, ABX_EUSAGE, "--opt expects KEY=VALUE");
             return -1;
         }
-        if (ctx->nopts >= CLI_MAX_OPTS) {
-            cli_fail(ctx, ABX_EUSAGE, "too many --opt flags (at most %d)", CLI_MAX_OPTS);
+        if (ctx->nopts >= CLI_MAX_OPTS - 1) { /* the list stays NULL-terminated */
+            cli_fail(ctx, ABX_EUSAGE, "too many --opt flags (at most %d)", CLI_MAX_OPTS - 1);
             return -1;
         }
         ctx->opts[ctx->nopts++] = v;

@@ -39,6 +39,7 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         return cli_fail(ctx, ABX_EUSAGE, "abx create takes no arguments");
     o.envs = envs;
     o.metadata = meta;
+    o.options = ctx->nopts ? ctx->opts : NULL; /* --opt K=V, anywhere on the line */
     int status = 0;
     abx_client *c = cli_client(ctx, &status);
     if (!c)

@@ -1,4 +1,4 @@
-/* cmd_provider.c: `abx provider install|list|remove|doctor` (issue 10): provider
+/* cmd_provider.c: `abx provider install|list|remove|doctor|test` (issue 10): provider
  * plugins installed into $ABX_HOME/providers/<id>/ with a digest checked
  * before every start (lib/plugin_store.c), from a directory for now.
  * Installing copies files and records; it never runs anything of the
@@ -28,6 +28,7 @@ const char cmd_provider_help[] =
     "       abx provider list [--json]\n"
     "       abx provider remove ID [--purge] [--json]\n"
     "       abx provider doctor ID [--json]\n"
+    "       abx provider test ID [--json]\n"
     "\n"
     "Provider plugins: other backends for the same sandbox verbs and tools.\n"
     "\n"
@@ -47,7 +48,11 @@ const char cmd_provider_help[] =
     "doctor   checks an installed plugin, a line each (ok, warn or fail, with what\n"
     "         to do): its manifest, its command, its digest, the initialize\n"
     "         handshake and the features it declares, and config keys not set.\n"
-    "         Exits 1 when a check fails.\n";
+    "         Exits 1 when a check fails.\n"
+    "test     drives the plugin capability by capability with real calls\n"
+    "         (create, get, list, exec, timeout, kill) and prints a table;\n"
+    "         exits 1 when one fails. Capabilities this abx does not drive\n"
+    "         over EPP yet are listed as untested.\n";
 
 /* ---- copying a plugin ------------------------------------------------------------ */
 
@@ -484,6 +489,133 @@ static int doctor(cli_ctx *ctx, const char *id)
     return failed ? CLI_EXIT_ERROR : 0;
 }
 
+/* ---- test ---------------------------------------------------------------------------- */
+
+typedef struct test_table {
+    json_t *rows;
+    bool failed;
+} test_table;
+
+static void row(test_table *t, const char *capability, const char *step, int rc, abx_error *err, const char *detail)
+{
+    const char *status = rc == 1 ? "untested" : rc == 0 ? "pass" : "fail";
+    json_array_append_new(t->rows, json_pack("{s:s, s:s, s:s, s:s}", "capability", capability, "step", step, "status",
+                                             status, "detail", err ? abx_error_message(err) : detail ? detail : ""));
+    if (rc < 0)
+        t->failed = true;
+    abx_error_free(err);
+}
+
+/* exec.run: output, exit status. */
+static void test_exec(test_table *t, abx_sandbox *s)
+{
+    abx_exec_options o = {.keep_output = true};
+    abx_exec_result r;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_exec(s, "echo abx-test; echo to-stderr >&2", &o, &r, &err);
+    bool ok = rc == 0 && r.exit_code == 0 && r.stdout_data && strcmp(r.stdout_data, "abx-test\n") == 0 &&
+              r.stderr_data && strcmp(r.stderr_data, "to-stderr\n") == 0;
+    abx_exec_result_clear(&r);
+    row(t, "exec.run", "stdout and stderr", ok ? 0 : -1, err, ok ? "" : "unexpected output");
+    err = NULL;
+    rc = abx_sandbox_exec(s, "exit 3", &o, &r, &err);
+    ok = rc == 0 && r.exit_code == 3;
+    abx_exec_result_clear(&r);
+    row(t, "exec.run", "exit status", ok ? 0 : -1, err, ok ? "" : "not 3");
+}
+
+static int test_plugin(cli_ctx *ctx, const char *id)
+{
+    test_table t = {json_array(), false};
+    abx_client_options co = {.provider = id};
+    abx_client *c = NULL;
+    abx_error *err = NULL;
+    int rc = abx_client_new(&co, &c, &err);
+    if (rc < 0) {
+        json_decref(t.rows);
+        return cli_fail_error(ctx, err, rc);
+    }
+    abx_epp *e = NULL;
+    rc = abx__epp_start(id, &e, &err);
+    if (rc < 0) {
+        abx_client_free(c);
+        json_decref(t.rows);
+        return cli_fail_error(ctx, err, rc);
+    }
+    json_t *features = json_incref(abx__epp_features(e));
+    abx__epp_stop(e);
+    bool lifecycle = false, timeout_cap = false, exec_cap = false;
+    size_t i;
+    json_t *f;
+    json_array_foreach(features, i, f) {
+        const char *name = json_string_value(f);
+        lifecycle |= name && strcmp(name, "sandbox.lifecycle") == 0;
+        timeout_cap |= name && strcmp(name, "sandbox.timeout") == 0;
+        exec_cap |= name && strcmp(name, "exec.run") == 0;
+        if (name && strcmp(name, "sandbox.lifecycle") != 0 && strcmp(name, "sandbox.timeout") != 0 &&
+            strcmp(name, "exec.run") != 0)
+            row(&t, name, "(all)", 1, NULL, "declared; this abx does not drive it over EPP yet");
+    }
+    json_decref(features);
+    if (!lifecycle) {
+        row(&t, "sandbox.lifecycle", "(all)", -1, NULL, "not declared: nothing else can be tested");
+    } else {
+        abx_sandbox *s = NULL;
+        abx_create_options o = {.timeout_s = 120};
+        rc = abx_sandbox_create(c, &o, &s, &err);
+        row(&t, "sandbox.lifecycle", "create", rc, err, "");
+        err = NULL;
+        if (rc == 0) {
+            abx_sandbox_info info;
+            rc = abx_sandbox_get_info(s, &info, &err);
+            bool same = rc == 0 && strcmp(info.sandbox_id, abx_sandbox_id(s)) == 0;
+            abx_sandbox_info_clear(&info);
+            row(&t, "sandbox.lifecycle", "get", rc < 0 ? rc : same ? 0 : -1, err, same ? "" : "another id came back");
+            err = NULL;
+            abx_sandbox_info *items = NULL;
+            size_t n = 0;
+            rc = abx_list(c, NULL, 100, 0, &items, &n, &err);
+            bool listed = false;
+            for (size_t k = 0; rc == 0 && k < n; k++)
+                listed |= strcmp(items[k].sandbox_id, abx_sandbox_id(s)) == 0;
+            abx_sandbox_info_list_free(items, n);
+            row(&t, "sandbox.lifecycle", "list", rc < 0 ? rc : listed ? 0 : -1, err, listed ? "" : "not listed");
+            err = NULL;
+            if (timeout_cap) {
+                rc = abx_sandbox_set_timeout(s, 600, &err);
+                row(&t, "sandbox.timeout", "set_timeout", rc, err, "");
+                err = NULL;
+            }
+            if (exec_cap)
+                test_exec(&t, s);
+            rc = abx_sandbox_kill(s, &err);
+            row(&t, "sandbox.lifecycle", "kill", rc, err, "");
+            err = NULL;
+            abx_sandbox_info gone;
+            rc = abx_sandbox_get_info(s, &gone, &err);
+            if (rc == 0)
+                abx_sandbox_info_clear(&gone);
+            row(&t, "sandbox.lifecycle", "get after kill", rc < 0 && abx_error_code(err) == ABX_ENOTFOUND ? 0 : -1, NULL,
+                rc < 0 && abx_error_code(err) == ABX_ENOTFOUND ? "" : "a killed sandbox still answers (want E8002)");
+            abx_error_free(err);
+            abx_sandbox_free(s);
+        }
+    }
+    abx_client_free(c);
+    if (ctx->json) {
+        cli_print_json(json_pack("{s:s, s:b, s:o}", "id", id, "ok", !t.failed, "results", t.rows));
+    } else {
+        printf("%-20s %-18s %-9s %s\n", "CAPABILITY", "STEP", "RESULT", "DETAIL");
+        json_t *r;
+        json_array_foreach(t.rows, i, r)
+            printf("%-20s %-18s %-9s %s\n", json_string_value(json_object_get(r, "capability")),
+                   json_string_value(json_object_get(r, "step")), json_string_value(json_object_get(r, "status")),
+                   json_string_value(json_object_get(r, "detail")));
+        json_decref(t.rows);
+    }
+    return t.failed ? CLI_EXIT_ERROR : 0;
+}
+
 int cmd_provider(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
@@ -508,5 +640,7 @@ int cmd_provider(cli_ctx *ctx, int argc, char **argv)
         return remove_plugin(ctx, pos[1], purge);
     if (strcmp(op, "doctor") == 0 && npos == 2)
         return doctor(ctx, pos[1]);
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID | doctor ID");
+    if (strcmp(op, "test") == 0 && npos == 2)
+        return test_plugin(ctx, pos[1]);
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID | doctor ID | test ID");
 }

@@ -143,6 +143,11 @@ typedef struct abx_create_options {
     const char *const *metadata; /* "K=V", NULL-terminated; may be NULL */
     unsigned cpu_count;          /* 0: 1 */
     unsigned memory_mb;          /* 0: 512 */
+    /* "K=V", NULL-terminated, may be NULL: provider options (`--opt`), a
+     * plugin's sandbox.create `options`; a provider that takes none
+     * refuses them. A key a plugin marks secret is refused here: secrets
+     * come from configuration only. */
+    const char *const *options;
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */

@@ -216,6 +216,8 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     int rc = 0;
     if (o && o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
         return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
+    if (o && o->options && o->options[0])
+        return abx__error_set(err, ABX_EINVAL, "--opt: the local provider takes no provider options");
     json_t *envs = json_object(), *meta = json_object();
     if ((rc = abx__pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err)) < 0 ||
         (rc = abx__pairs_to_object(o ? o->metadata : NULL, meta, "metadata", false, err)) < 0) {

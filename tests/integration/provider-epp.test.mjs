@@ -201,3 +201,39 @@ test('provider doctor: each check a line; a tampered plugin and a missing comman
   assert.equal(r.status, 1);
   assert.equal(JSON.parse(r.stdout).checks.find((c) => c.check === 'digest').status, 'fail');
 });
+
+test('--opt K=V reaches sandbox.create as options (anywhere on the line); a secret key is refused as --opt; local takes none', () => {
+  recorder('opts');
+  let r = abxh(['--opt', 'region=eu', '--provider', 'opts', 'create', '--opt', 'size=small']);
+  assert.equal(r.status, 0, r.stderr);
+  const params = JSON.parse(fs.readFileSync(path.join(home, 'provider-data/opts/create.json'), 'utf8'));
+  assert.deepEqual(params.options, { region: 'eu', size: 'small' });
+  for (const k of ['template', 'timeout', 'metadata', 'envs', 'cpu', 'memory', 'disk', 'gpu', 'request_timeout']) assert.ok(k in params, k);
+  assert.equal(params.secure, undefined);
+  fs.rmSync(path.join(home, 'provider-data/opts/create.json'));
+  r = abxh(['--json', '--provider', 'opts', 'create', '--opt', 'token=hunter2']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8001');
+  assert.match(r.stderr, /a secret of this provider/);
+  assert.ok(!r.stderr.includes('hunter2'));
+  assert.ok(!fs.existsSync(path.join(home, 'provider-data/opts/create.json')), 'the secret reached the plugin');
+  r = abxh(['--json', 'create', '--opt', 'x=1']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8001');
+  // without --opt, no options key at all
+  abxh(['--provider', 'opts', 'create']);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'provider-data/opts/create.json'), 'utf8')).options, undefined);
+});
+
+test('provider test: the reference plugin passes every step; a plugin that answers wrongly fails with the step named', () => {
+  abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
+  let r = abxh(['--json', 'provider', 'test', 'local-process']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.equal(doc.ok, true);
+  const steps = doc.results.map((x) => `${x.capability}/${x.step}=${x.status}`);
+  for (const want of ['sandbox.lifecycle/create=pass', 'sandbox.lifecycle/get=pass', 'sandbox.lifecycle/list=pass', 'sandbox.timeout/set_timeout=pass', 'exec.run/stdout and stderr=pass', 'exec.run/exit status=pass', 'sandbox.lifecycle/kill=pass', 'sandbox.lifecycle/get after kill=pass']) assert.ok(steps.includes(want), `${want} in ${steps}`);
+  recorder('wrong');
+  r = abxh(['--json', 'provider', 'test', 'wrong']);
+  assert.equal(r.status, 1);
+  const failed = JSON.parse(r.stdout).results.filter((x) => x.status === 'fail').map((x) => x.step);
+  assert.ok(failed.includes('stdout and stderr') && failed.includes('get after kill'), failed.join(','));
+});
