@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjansson-dev
   libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev"
-TEST_PACKAGES="iproute2 procps python3-matplotlib python3-pandas"
+TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas"
 BENCH_PACKAGES="bubblewrap hyperfine"
 
 as_root() {

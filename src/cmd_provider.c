@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char cmd_provider_help[] =
@@ -32,8 +33,11 @@ const char cmd_provider_help[] =
     "\n"
     "Provider plugins: other backends for the same sandbox verbs and tools.\n"
     "\n"
-    "install  SOURCE is a plugin directory holding abx-provider.toml; the\n"
-    "         directory's name must be the manifest's [provider] id. Shows\n"
+    "install  SOURCE is a plugin directory holding abx-provider.toml, or a\n"
+    "         git source: URL//subdir (file, http(s) or ssh URLs) or\n"
+    "         owner/repo//subdir (on ABX_PROVIDER_GIT_BASE, default\n"
+    "         https://github.com/). The directory's name (the repository's,\n"
+    "         without a subdir) must be the manifest's [provider] id. Shows\n"
     "         what the plugin will get (its command, the host variables passed\n"
     "         through, its config keys) and asks unless --yes, then copies it\n"
     "         to ~/.abx/providers/<id>/ and records a SHA-256 digest of its\n"
@@ -232,13 +236,10 @@ static int put_in_place(const char *staged, const char *final, bool force, char 
     return 0;
 }
 
-static int install(cli_ctx *ctx, const char *source, const install_args *a)
+/* Installs the plugin directory src; label is what the index records as
+ * its source (the directory, or the git source it came from). */
+static int install_dir(cli_ctx *ctx, const char *src, const char *label, const install_args *a)
 {
-    char src[PATH_MAX];
-    struct stat st;
-    if (!realpath(source, src) || stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
-        return cli_fail(ctx, ABX_EINVAL, "install: SOURCE must be a plugin directory (archives and git sources are "
-                                         "not supported yet)");
     abx_manifest m;
     abx_error *err = NULL;
     int rc = read_manifest(src, &m, &err);
@@ -270,6 +271,11 @@ static int install(cli_ctx *ctx, const char *source, const install_args *a)
     getrandom(&rnd, sizeof rnd, 0);
     snprintf(staged, sizeof staged, "%s/.staging-%s-%08x", root, m.id, rnd);
     int ok = a->link ? symlink(src, staged) : copy_tree(src, staged, 0, why, sizeof why);
+    if (ok == 0 && !a->link) { /* a git checkout's metadata is not the plugin's */
+        char git_dir[PATH_MAX + 64];
+        snprintf(git_dir, sizeof git_dir, "%s/.git", staged);
+        remove_tree(git_dir);
+    }
     if (ok == 0 && !a->link && abx__plugin_digest(staged, hex, &err) < 0)
         ok = -1;
     if (ok == 0)
@@ -284,7 +290,7 @@ static int install(cli_ctx *ctx, const char *source, const install_args *a)
         return rc;
     }
     json_t *index = NULL;
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source", src,
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source", label,
                               "linked", a->link, "digest", a->link ? json_null() : json_string(hex));
     rc = abx__plugin_index_load(&index, &err);
     if (rc == 0) {
@@ -311,6 +317,131 @@ static int install(cli_ctx *ctx, const char *source, const install_args *a)
     }
     abx__manifest_clear(&m);
     return 0;
+}
+
+/* ---- git sources ------------------------------------------------------------------------ */
+
+/* A git source: "URL//subdir" or "owner/repo//subdir" (resolved against
+ * ABX_PROVIDER_GIT_BASE, default https://github.com/), the subdirectory
+ * optional. Only file, http(s) and ssh URLs; nothing that git could read
+ * as an option; a subdirectory without "..". */
+static int parse_git_source(const char *source, char *url, size_t url_len, char *subdir, size_t sub_len, char *why,
+                            size_t why_len)
+{
+    if (source[0] == '-' || strpbrk(source, " \t\n\r\\'\"`$;|&<>")) {
+        snprintf(why, why_len, "a git source may not start with '-' or hold spaces, quotes or shell characters");
+        return -1;
+    }
+    const char *scheme = strstr(source, "://");
+    const char *sep = strstr(scheme ? scheme + 3 : source, "//");
+    size_t repo_len = sep ? (size_t)(sep - source) : strlen(source);
+    snprintf(subdir, sub_len, "%s", sep ? sep + 2 : "");
+    if (strstr(subdir, "..") || subdir[0] == '/') {
+        snprintf(why, why_len, "the subdirectory must stay inside the repository");
+        return -1;
+    }
+    if (scheme) {
+        bool allowed = strncmp(source, "file://", 7) == 0 || strncmp(source, "https://", 8) == 0 ||
+                       strncmp(source, "http://", 7) == 0 || strncmp(source, "ssh://", 6) == 0;
+        if (!allowed) {
+            snprintf(why, why_len, "only file://, http(s):// and ssh:// git URLs");
+            return -1;
+        }
+        snprintf(url, url_len, "%.*s", (int)repo_len, source);
+        return 0;
+    }
+    const char *slash = memchr(source, '/', repo_len);
+    if (!slash || memchr(slash + 1, '/', repo_len - (size_t)(slash + 1 - source))) {
+        snprintf(why, why_len, "expected a directory, owner/repo//subdir, or a git URL");
+        return -1;
+    }
+    const char *base = getenv("ABX_PROVIDER_GIT_BASE");
+    if (!base || !*base)
+        base = "https://github.com/";
+    snprintf(url, url_len, "%s%s%.*s", base, base[strlen(base) - 1] == '/' ? "" : "/", (int)repo_len, source);
+    return 0;
+}
+
+/* git clone --depth 1 -- url dir, without a terminal prompt; git runs no
+ * hook of the repository on clone. */
+static int git_clone(const char *url, const char *dir)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+        }
+        setenv("GIT_TERMINAL_PROMPT", "0", 1);
+        execlp("git", "git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--depth", "1", "--", url, dir,
+               (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
+}
+
+static int install(cli_ctx *ctx, const char *source, const install_args *a)
+{
+    char src[PATH_MAX];
+    struct stat st;
+    if (realpath(source, src) && stat(src, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return cli_fail(ctx, ABX_EINVAL, "install: SOURCE is a file: archives are not supported yet (give the "
+                                             "plugin's directory or a git source)");
+        return install_dir(ctx, src, src, a);
+    }
+    char url[2048], subdir[1024], why[256];
+    if (parse_git_source(source, url, sizeof url, subdir, sizeof subdir, why, sizeof why) < 0)
+        return cli_fail(ctx, ABX_EINVAL, "install: %s", why);
+    if (a->link)
+        return cli_fail(ctx, ABX_EINVAL, "install: --link takes a local directory, not a git source");
+    char root[640], clone[700];
+    abx_error *err = NULL;
+    if (abx__plugin_path("providers", NULL, root, sizeof root, &err) < 0)
+        return cli_fail_error(ctx, err, -ABX_ECONFIG);
+    char home[512];
+    abx__home(home, sizeof home);
+    abx__mkdir_exist_ok(home, 0700);
+    abx__mkdir_exist_ok(root, 0700);
+    unsigned rnd = 0;
+    getrandom(&rnd, sizeof rnd, 0);
+    snprintf(clone, sizeof clone, "%s/.clone-%08x", root, rnd);
+    int cloned = git_clone(url, clone);
+    int rc;
+    if (cloned < 0) {
+        rc = cli_fail(ctx, ABX_EINVAL, cloned == -2 ? "install: git is not installed (apt-get install git)"
+                                                    : "install: git could not clone %s", url);
+    } else {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s%s%s", clone, subdir[0] ? "/" : "", subdir);
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+            dir[--n] = '\0';
+        if (!subdir[0]) { /* the repository is the plugin: its name is the id */
+            char named[PATH_MAX + 8];
+            const char *repo = strrchr(url, '/') ? strrchr(url, '/') + 1 : url;
+            snprintf(named, sizeof named, "%s/%.*s", root, (int)(strstr(repo, ".git") ? strstr(repo, ".git") - repo
+                                                                                       : (long)strlen(repo)), repo);
+            snprintf(dir, sizeof dir, "%s.plugin", clone);
+            mkdir(dir, 0700);
+            snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%s", strrchr(named, '/') + 1);
+            rename(clone, dir);
+        }
+        rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode)
+                 ? install_dir(ctx, dir, source, a)
+                 : cli_fail(ctx, ABX_EINVAL, "install: %s has no directory %s", url, subdir);
+        if (!subdir[0]) {
+            char *slash = strrchr(dir, '/');
+            *slash = '\0';
+            remove_tree(dir);
+        }
+    }
+    remove_tree(clone);
+    return rc;
 }
 
 /* ---- list, remove ----------------------------------------------------------------------- */

@@ -119,3 +119,34 @@ test('remove: the plugin goes, its data stays unless --purge; an unknown id is a
   assert.equal(r.status, 1);
   assert.equal(JSON.parse(r.stderr).error.code, 'E8015');
 });
+
+test('install from a git repository (file://), a subdirectory or the whole repository; refused: option-like sources, ../, other schemes', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const git = (cwd, ...args) => assert.equal(spawnSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd, encoding: 'utf8' }).status, 0);
+  const repo = fs.mkdtempSync(path.join(H.home, 'repo-'));
+  git(repo, 'init', '-q');
+  const sub = plugin('kappa');
+  fs.cpSync(sub, path.join(repo, 'plugins', 'kappa'), { recursive: true });
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-qm', 'plugin');
+  let r = abxh(['--json', 'provider', 'install', `file://${repo}//plugins/kappa`, '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).source, `file://${repo}//plugins/kappa`);
+  assert.deepEqual(fs.readdirSync(path.join(home, 'providers/kappa')).sort(), ['abx-provider.toml', 'provider.py']);
+  assert.equal(list().kappa.digest, 'ok');
+  // the whole repository as the plugin: its name is the id, and .git is not kept
+  const whole = path.join(H.home, 'lambda');
+  fs.cpSync(plugin('lambda'), whole, { recursive: true });
+  git(whole, 'init', '-q');
+  git(whole, 'add', '-A');
+  git(whole, 'commit', '-qm', 'plugin');
+  r = abxh(['provider', 'install', `file://${whole}`, '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(!fs.existsSync(path.join(home, 'providers/lambda/.git')));
+  for (const [source, says] of [['-cfoo=bar', /may not start with '-'/], [`file://${repo}//../x`, /stay inside the repository/], ['ftp://example.com/x', /only file/], ['owner/repo;rm -rf /', /shell characters/], [`file://${repo}//plugins/nosuch`, /has no directory plugins\/nosuch/]]) {
+    r = abxh(['provider', 'install', '--yes', '--', source]);
+    assert.notEqual(r.status, 0, source);
+    assert.match(r.stderr, says, source);
+  }
+  assert.deepEqual(leftovers(), []);
+});
