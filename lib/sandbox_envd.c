@@ -549,11 +549,9 @@ static size_t fd_read(char *buf, size_t len, void *ud)
 int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, const char *user,
                                    unsigned long long *written, abx_error **err)
 {
-    int rc = check_user(user, err);
+    int rc = check_file_args(user, path, err);
     if (rc < 0)
         return rc;
-    if (!path || !*path)
-        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     struct stat st;
     long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     fd_io f = {fd, 0, false, false};
@@ -599,11 +597,9 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
 {
     *data = NULL;
     *len = 0;
-    int rc = check_user(user, err);
+    int rc = check_file_args(user, path, err);
     if (rc < 0)
         return rc;
-    if (!path || !*path)
-        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     mem_writer m = {.max = max_len};
     rc = abx__envd_download(&s->envd, path, user_of(user), mem_write, &m, err);
     if (m.too_big) {
@@ -675,11 +671,9 @@ static size_t fd_write(const char *bytes, size_t len, void *ud)
 int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
                                 unsigned long long *read_bytes, abx_error **err)
 {
-    int rc = check_user(user, err);
+    int rc = check_file_args(user, path, err);
     if (rc < 0)
         return rc;
-    if (!path || !*path)
-        return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     struct stat st;
     fd_io f = {fd, 0, false, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
     rc = abx__envd_download(&s->envd, path, user_of(user), fd_write, &f, err);

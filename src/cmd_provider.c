@@ -149,6 +149,22 @@ static void remove_tree(const char *path)
 
 /* ---- install ------------------------------------------------------------------------ */
 
+/* $ABX_HOME/providers (made when missing) in root, and a fresh scratch
+ * name there, "<root>/.<kind>-<random>", in out. */
+static int scratch_path(const char *kind, char *root, size_t root_len, char *out, size_t len, abx_error **err)
+{
+    char home[512];
+    if (abx__plugin_path("providers", NULL, root, root_len, err) < 0 || abx__home(home, sizeof home) < 0)
+        return -ABX_ECONFIG;
+    abx__mkdir_exist_ok(home, 0700);
+    abx__mkdir_exist_ok(root, 0700);
+    unsigned rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        return abx__error_set(err, ABX_ESYS, "no randomness");
+    snprintf(out, len, "%s/.%s-%08x", root, kind, rnd);
+    return 0;
+}
+
 static int read_manifest(const char *dir, abx_manifest *m, abx_error **err)
 {
     char path[PATH_MAX + 32];
@@ -258,18 +274,11 @@ static int install_dir(cli_ctx *ctx, const char *src, const char *label, const i
         return cli_fail(ctx, ABX_EINVAL, "install: not confirmed (answer y, or pass --yes)");
     }
     char root[640], final[PATH_MAX], staged[PATH_MAX + 32], why[PATH_MAX + 100] = "", hex[65] = "";
-    if (abx__plugin_path("providers", NULL, root, sizeof root, &err) < 0 ||
+    if (scratch_path("staging", root, sizeof root, staged, sizeof staged, &err) < 0 ||
         abx__plugin_path("providers", m.id, final, sizeof final, &err) < 0) {
         abx__manifest_clear(&m);
         return cli_fail_error(ctx, err, -ABX_ECONFIG);
     }
-    char home[512];
-    abx__home(home, sizeof home);
-    abx__mkdir_exist_ok(home, 0700);
-    abx__mkdir_exist_ok(root, 0700);
-    unsigned rnd = 0;
-    getrandom(&rnd, sizeof rnd, 0);
-    snprintf(staged, sizeof staged, "%s/.staging-%s-%08x", root, m.id, rnd);
     int ok = a->link ? symlink(src, staged) : copy_tree(src, staged, 0, why, sizeof why);
     if (ok == 0 && !a->link) { /* a git checkout's metadata is not the plugin's */
         char git_dir[PATH_MAX + 64];
@@ -401,15 +410,8 @@ static int install(cli_ctx *ctx, const char *source, const install_args *a)
         return cli_fail(ctx, ABX_EINVAL, "install: --link takes a local directory, not a git source");
     char root[640], clone[700];
     abx_error *err = NULL;
-    if (abx__plugin_path("providers", NULL, root, sizeof root, &err) < 0)
+    if (scratch_path("clone", root, sizeof root, clone, sizeof clone, &err) < 0)
         return cli_fail_error(ctx, err, -ABX_ECONFIG);
-    char home[512];
-    abx__home(home, sizeof home);
-    abx__mkdir_exist_ok(home, 0700);
-    abx__mkdir_exist_ok(root, 0700);
-    unsigned rnd = 0;
-    getrandom(&rnd, sizeof rnd, 0);
-    snprintf(clone, sizeof clone, "%s/.clone-%08x", root, rnd);
     int cloned = git_clone(url, clone);
     int rc;
     if (cloned < 0) {

@@ -102,6 +102,7 @@ typedef struct abx_run_options {
      * when the memory limit's OOM killer killed a process inside. */
     bool *timed_out;
     bool *oom_killed;
+    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
 } abx_run_options;
 
 /* Runs opts->argv in a fresh sandbox with this process's stdin, stdout and
@@ -123,6 +124,7 @@ typedef struct abx_sandbox abx_sandbox;
 typedef struct abx_client_options {
     const char *provider;     /* the caller's explicit choice (a tool argument); NULL: resolve */
     const char *cli_provider; /* --provider; NULL: resolve further */
+    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
 } abx_client_options;
 
 /* Resolves the provider (argument > --provider > ABX_PROVIDER > ./.env >
@@ -148,6 +150,7 @@ typedef struct abx_create_options {
      * refuses them. A key a plugin marks secret is refused here: secrets
      * come from configuration only. */
     const char *const *options;
+    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -219,6 +222,7 @@ typedef struct abx_exec_options {
      * on_stdout, and with_stdin's bytes go to it as typed (Ctrl-C included). */
     bool pty;
     int pty_fd;
+    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
 } abx_exec_options;
 
 typedef struct abx_exec_result {
@@ -301,6 +305,7 @@ typedef struct abx_code_options {
     unsigned long long save_output_after; /* as in abx_exec_options */
     bool (*should_cancel)(void *userdata); /* polled: true interrupts the cell */
     void *userdata;
+    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
 } abx_code_options;
 
 typedef struct abx_code_result {
