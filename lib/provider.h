@@ -52,6 +52,11 @@ struct abx_provider {
     int (*exec)(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
                 abx_error **err);
     void (*free_state)(void *state);
+    /* Optional: the data plane by named methods for a sandbox without envd
+     * (an exec plugin's files.*): params (taken) gain the sandbox's id;
+     * capability gates the call (E8004 when undeclared). */
+    int (*data_call)(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
+                     abx_error **err);
 };
 
 /* The providers built in (lib/local/local_provider.c), and the one that

@@ -332,6 +332,14 @@ static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options 
     return 0;
 }
 
+static int epp_data_call(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
+                         abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    json_object_set_new(params, "sandbox_id", json_string(es->sandbox_id));
+    return call(es->client, capability, method, params, result, err);
+}
+
 const abx_provider abx__provider_epp = {
     .name = "plugin",
     .connect = epp_connect,
@@ -344,4 +352,5 @@ const abx_provider abx__provider_epp = {
     .free_impl = epp_free_impl,
     .exec = epp_exec,
     .free_state = epp_free_state,
+    .data_call = epp_data_call,
 };

@@ -507,6 +507,161 @@ static int check_file_args(const char *user, const char *path, abx_error **err)
     return 0;
 }
 
+/* ---- files through a provider's own calls (no envd: an exec plugin's files.*) ---- */
+
+#define PLUGIN_CHUNK (4u << 20) /* bytes a files.read or files.write carries */
+
+static bool via_provider(const abx_sandbox *s)
+{
+    return !s->envd.base_url[0] && s->ops->data_call;
+}
+
+static int provider_call(abx_sandbox *s, const char *method, const char *user, json_t *params, json_t **result,
+                         abx_error **err)
+{
+    if (user)
+        json_object_set_new(params, "user", json_string(user_of(user)));
+    return s->ops->data_call(s, "files.rw", method, params, result, err);
+}
+
+/* Uploads what fn gives in files.write chunks (the first one truncates). */
+static int data_upload(abx_sandbox *s, const char *path, const char *user, abx_envd_read_fn fn, void *ud,
+                       long long size, abx_error **err)
+{
+    if (!via_provider(s))
+        return abx__envd_upload(&s->envd, path, user_of(user), fn, ud, size, err);
+    char *buf = malloc(PLUGIN_CHUNK);
+    if (!buf)
+        return abx__error_set(err, ABX_ENOMEM, "upload");
+    unsigned long long offset = 0;
+    int rc = 0;
+    for (bool first = true; rc == 0; first = false) {
+        size_t n = 0, got;
+        while (n < PLUGIN_CHUNK && (got = fn(buf + n, PLUGIN_CHUNK - n, ud)) > 0)
+            n += got;
+        if (n == 0 && !first)
+            break;
+        char *b64 = abx__b64_encode(buf, n);
+        json_t *result = NULL;
+        rc = b64 ? provider_call(s, "files.write", user,
+                                 json_pack("{s:s, s:s, s:I, s:b}", "path", path, "content_b64", b64, "offset",
+                                           (json_int_t)offset, "truncate", first),
+                                 &result, err)
+                 : abx__error_set(err, ABX_ENOMEM, "upload");
+        free(b64);
+        json_decref(result);
+        offset += n;
+        if (n < PLUGIN_CHUNK)
+            break;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Downloads (a range of) a file in files.read chunks into fn. */
+static int data_download(abx_sandbox *s, const char *path, const char *user, abx_envd_range *range,
+                         abx_envd_write_fn fn, void *ud, abx_error **err)
+{
+    if (!via_provider(s))
+        return range ? abx__envd_download_range(&s->envd, path, user_of(user), range, fn, ud, err)
+                     : abx__envd_download(&s->envd, path, user_of(user), fn, ud, err);
+    unsigned long long offset = range ? range->offset : 0, left = range ? range->length : ~0ull;
+    int rc = 0;
+    while (rc == 0 && left > 0) {
+        json_t *result = NULL;
+        unsigned long long want = left < PLUGIN_CHUNK ? left : PLUGIN_CHUNK;
+        rc = provider_call(s, "files.read", user,
+                           json_pack("{s:s, s:I, s:I}", "path", path, "offset", (json_int_t)offset, "length",
+                                     (json_int_t)want),
+                           &result, err);
+        if (rc < 0)
+            break;
+        char *data = NULL;
+        long n = abx__b64_decode(json_string_value(json_object_get(result, "content_b64")) ?: "", &data);
+        if (range)
+            range->file_size = json_integer_value(json_object_get(result, "size"));
+        bool eof = json_is_true(json_object_get(result, "eof"));
+        if (n < 0 || (unsigned long long)n > want)
+            rc = abx__error_set(err, ABX_EPROVIDER, "the provider answered files.read with bad content");
+        else if (n > 0 && fn(data, (size_t)n, ud) != (size_t)n)
+            rc = abx__error_set(err, ABX_EIO, "writing the read bytes failed");
+        free(data);
+        json_decref(result);
+        offset += n > 0 ? (unsigned long long)n : 0;
+        left -= n > 0 ? (unsigned long long)n : 0;
+        if (eof || n <= 0)
+            break;
+    }
+    return rc;
+}
+
+/* An EPP Entry ({name, type: file|dir|symlink, path, size, mode,
+ * modified_time}) as envd's EntryInfo, which the listing code reads. */
+static json_t *envd_entry_from_plugin(json_t *e)
+{
+    const char *type = json_string_value(json_object_get(e, "type"));
+    char size[32], perms[11];
+    snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(e, "size")));
+    unsigned mode = (unsigned)json_integer_value(json_object_get(e, "mode"));
+    perms[0] = !type ? '-' : strcmp(type, "dir") == 0 ? 'd' : strcmp(type, "symlink") == 0 ? 'l' : '-';
+    for (int i = 0; i < 9; i++)
+        perms[i + 1] = (mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
+    perms[10] = '\0';
+    json_t *out = json_pack("{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
+                            type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
+                            json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"),
+                            "permissions", perms, "modifiedTime", json_object_get(e, "modified_time"));
+    if (out && type && strcmp(type, "symlink") == 0)
+        json_object_set_new(out, "symlinkTarget", json_string(""));
+    return out;
+}
+
+/* envd's filesystem calls, served by the provider's files.* instead. */
+static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
+                                abx_error **err)
+{
+    const char *path = json_string_value(json_object_get(req, "path"));
+    json_t *result = NULL;
+    int rc;
+    if (strcmp(method, "/filesystem.Filesystem/Stat") == 0) {
+        rc = provider_call(s, "files.stat", user, json_pack("{s:s}", "path", path), &result, err);
+        if (rc == 0)
+            *resp = json_pack("{s:o}", "entry", envd_entry_from_plugin(result));
+    } else if (strcmp(method, "/filesystem.Filesystem/ListDir") == 0) {
+        rc = provider_call(s, "files.list", user,
+                           json_pack("{s:s, s:O}", "path", path, "depth", json_object_get(req, "depth")), &result, err);
+        json_t *entries = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(result, "entries"), i, e)
+            json_array_append_new(entries, envd_entry_from_plugin(e));
+        if (rc == 0)
+            *resp = json_pack("{s:o}", "entries", entries);
+        else
+            json_decref(entries);
+    } else if (strcmp(method, "/filesystem.Filesystem/MakeDir") == 0) {
+        rc = provider_call(s, "files.mkdir", user, json_pack("{s:s, s:b}", "path", path, "parents", 1), &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else if (strcmp(method, "/filesystem.Filesystem/Remove") == 0) {
+        rc = provider_call(s, "files.remove", user, json_pack("{s:s, s:b}", "path", path, "recursive", 1), &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else if (strcmp(method, "/filesystem.Filesystem/Move") == 0) {
+        rc = provider_call(s, "files.move", user,
+                           json_pack("{s:O, s:O}", "source", json_object_get(req, "source"), "destination",
+                                     json_object_get(req, "destination")),
+                           &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else {
+        rc = abx__error_set(err, ABX_ENOTSUP, "this provider has no %s", method);
+    }
+    json_decref(result);
+    json_decref(req);
+    return rc;
+}
+
 int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, size_t len, const char *user,
                            abx_error **err)
 {
@@ -514,7 +669,7 @@ int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, s
     if (rc < 0)
         return rc;
     mem_reader m = {data, len, 0};
-    return abx__envd_upload(&s->envd, path, user_of(user), mem_read, &m, (long long)len, err);
+    return data_upload(s, path, user, mem_read, &m, (long long)len, err);
 }
 
 typedef struct fd_io {
@@ -555,7 +710,7 @@ int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, con
     struct stat st;
     long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     fd_io f = {fd, 0, false, false};
-    rc = abx__envd_upload(&s->envd, path, user_of(user), fd_read, &f, size, err);
+    rc = data_upload(s, path, user, fd_read, &f, size, err);
     if (rc == 0 && f.failed)
         rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
     if (written)
@@ -601,7 +756,7 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
     if (rc < 0)
         return rc;
     mem_writer m = {.max = max_len};
-    rc = abx__envd_download(&s->envd, path, user_of(user), mem_write, &m, err);
+    rc = data_download(s, path, user, NULL, mem_write, &m, err);
     if (m.too_big) {
         abx_error_free(err ? *err : NULL);
         if (err)
@@ -634,7 +789,7 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
         return abx__error_set(err, ABX_EINVAL, "length: must be at least 1");
     mem_writer m = {.max = length};
     abx_envd_range range = {.offset = offset, .length = length};
-    rc = abx__envd_download_range(&s->envd, path, user_of(user), &range, mem_write, &m, err);
+    rc = data_download(s, path, user, &range, mem_write, &m, err);
     if (rc < 0) {
         free(m.data);
         return rc;
@@ -676,7 +831,7 @@ int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const 
         return rc;
     struct stat st;
     fd_io f = {fd, 0, false, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
-    rc = abx__envd_download(&s->envd, path, user_of(user), fd_write, &f, err);
+    rc = data_download(s, path, user, NULL, fd_write, &f, err);
     if (rc == 0 && f.sparse && ftruncate(fd, (off_t)f.bytes) < 0)
         rc = abx__error_errno(err, ABX_EIO, errno, "setting the downloaded file's size");
     if (read_bytes)
@@ -692,6 +847,8 @@ static int fs_call(abx_sandbox *s, const char *method, const char *user, json_t 
         json_decref(req);
         return rc;
     }
+    if (via_provider(s))
+        return fs_call_via_provider(s, method, user, req, resp, err);
     rc = abx__envd_unary(&s->envd, method, user_of(user), req, resp, err);
     json_decref(req);
     return rc;

@@ -54,7 +54,7 @@ const char cmd_provider_help[] =
     "         handshake and the features it declares, and config keys not set.\n"
     "         Exits 1 when a check fails.\n"
     "test     drives the plugin capability by capability with real calls\n"
-    "         (create, get, list, exec, timeout, kill) and prints a table;\n"
+    "         (create, get, list, exec, files, timeout, kill) and prints a table;\n"
     "         exits 1 when one fails. Capabilities this abx does not drive\n"
     "         over EPP yet are listed as untested.\n";
 
@@ -657,6 +657,43 @@ static void test_exec(test_table *t, abx_sandbox *s)
     row(t, "exec.run", "exit status", ok ? 0 : -1, err, ok ? "" : "not 3");
 }
 
+/* files.rw: binary round trip, listing, stat, mkdir, move, remove. */
+static void test_files(test_table *t, abx_sandbox *s)
+{
+    char data[300];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (char)(i * 31);
+    abx_error *err = NULL;
+    int rc = abx_sandbox_write_file(s, "/app/abx-test/bin", data, sizeof data, NULL, &err);
+    row(t, "files.rw", "write", rc, err, "");
+    err = NULL;
+    char *back = NULL;
+    size_t len = 0;
+    rc = abx_sandbox_read_file(s, "/app/abx-test/bin", NULL, 4096, &back, &len, &err);
+    bool same = rc == 0 && len == sizeof data && memcmp(back, data, len) == 0;
+    abx_free(back);
+    row(t, "files.rw", "read (binary)", rc < 0 ? rc : same ? 0 : -1, err, same ? "" : "other bytes came back");
+    err = NULL;
+    char *json = NULL;
+    rc = abx_sandbox_list_files(s, "/app/abx-test", 1, NULL, &json, &err);
+    bool listed = rc == 0 && json && strstr(json, "\"bin\"");
+    abx_free(json);
+    row(t, "files.rw", "list", rc < 0 ? rc : listed ? 0 : -1, err, listed ? "" : "not listed");
+    err = NULL;
+    rc = abx_sandbox_stat(s, "/app/abx-test/bin", NULL, &json, &err);
+    abx_free(rc == 0 ? json : NULL);
+    row(t, "files.rw", "stat", rc, err, "");
+    err = NULL;
+    rc = abx_sandbox_mkdir(s, "/app/abx-test/d", NULL, NULL, &err);
+    row(t, "files.rw", "mkdir", rc, err, "");
+    err = NULL;
+    rc = abx_sandbox_move(s, "/app/abx-test/bin", "/app/abx-test/d/moved", NULL, &err);
+    row(t, "files.rw", "move", rc, err, "");
+    err = NULL;
+    rc = abx_sandbox_remove(s, "/app/abx-test", NULL, &err);
+    row(t, "files.rw", "remove", rc, err, "");
+}
+
 static int test_plugin(cli_ctx *ctx, const char *id)
 {
     test_table t = {json_array(), false};
@@ -677,7 +714,7 @@ static int test_plugin(cli_ctx *ctx, const char *id)
     }
     json_t *features = json_incref(abx__epp_features(e));
     abx__epp_stop(e);
-    bool lifecycle = false, timeout_cap = false, exec_cap = false;
+    bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false;
     size_t i;
     json_t *f;
     json_array_foreach(features, i, f) {
@@ -685,8 +722,9 @@ static int test_plugin(cli_ctx *ctx, const char *id)
         lifecycle |= name && strcmp(name, "sandbox.lifecycle") == 0;
         timeout_cap |= name && strcmp(name, "sandbox.timeout") == 0;
         exec_cap |= name && strcmp(name, "exec.run") == 0;
+        files_cap |= name && strcmp(name, "files.rw") == 0;
         if (name && strcmp(name, "sandbox.lifecycle") != 0 && strcmp(name, "sandbox.timeout") != 0 &&
-            strcmp(name, "exec.run") != 0)
+            strcmp(name, "exec.run") != 0 && strcmp(name, "files.rw") != 0)
             row(&t, name, "(all)", 1, NULL, "declared; this abx does not drive it over EPP yet");
     }
     json_decref(features);
@@ -721,6 +759,8 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             }
             if (exec_cap)
                 test_exec(&t, s);
+            if (files_cap)
+                test_files(&t, s);
             rc = abx_sandbox_kill(s, &err);
             row(&t, "sandbox.lifecycle", "kill", rc, err, "");
             err = NULL;

@@ -8,10 +8,10 @@
 # Protocol: ../../../shared/epp.md (JSON-RPC 2.0, one message per line on
 # stdin/stdout). State lives in $ABX_PROVIDER_DATA_DIR, because abx may
 # start a new process of this plugin for every command.
-import datetime, json, os, secrets, shutil, subprocess, sys
+import base64, datetime, json, os, secrets, shutil, stat, subprocess, sys
 
 DATA = os.environ.get("ABX_PROVIDER_DATA_DIR") or os.path.join(os.getcwd(), ".data")
-FEATURES = ["sandbox.lifecycle", "sandbox.timeout", "exec.run"]
+FEATURES = ["sandbox.lifecycle", "sandbox.timeout", "exec.run", "files.rw"]
 config = {}
 
 
@@ -71,7 +71,8 @@ def remove(sid):
 def create(p):
     sid = "lp" + secrets.token_hex(8)
     timeout = p.get("timeout") or 300
-    os.makedirs(os.path.join(root(), sid), exist_ok=True)
+    for d in ("app", "home/user", "tmp"):  # a sandbox's paths map under its directory
+        os.makedirs(os.path.join(root(), sid, d), exist_ok=True)
     rec = {"sandbox_id": sid, "template": p.get("template") or "base", "status": "running",
            "metadata": p.get("metadata") or {}, "envs": p.get("envs") or {},
            "created_at": stamp(now()), "expires_at": stamp(now() + datetime.timedelta(seconds=timeout))}
@@ -102,12 +103,24 @@ def set_timeout(p):
     return {"expires_at": rec["expires_at"]}
 
 
+def inside(rec, path):
+    """A sandbox path ("/app/x", or "x" relative to /home/user) as a host path
+    under the sandbox's directory; ".." may not leave it. This is bookkeeping,
+    not isolation: commands run on the host and can go anywhere."""
+    top = os.path.realpath(os.path.join(root(), rec["sandbox_id"]))
+    rel = path if path.startswith("/") else "/home/user/" + path
+    host = os.path.normpath(top + "/" + rel.lstrip("/"))
+    if host != top and not host.startswith(top + os.sep):
+        raise RpcError(-32602, "path leaves the sandbox", "E8017")
+    return host
+
+
 def exec_run(p):
     rec = load(p.get("sandbox_id"))
-    home = os.path.join(root(), rec["sandbox_id"])
-    cwd = p.get("cwd") or home
+    home = inside(rec, "/home/user")
+    cwd = inside(rec, p.get("cwd") or "/home/user")
     if not os.path.isdir(cwd):
-        cwd = home
+        raise RpcError(-32602, "no such directory", "E8002")
     env = dict(os.environ, HOME=home, **rec.get("envs", {}), **(p.get("envs") or {}))
     try:
         r = subprocess.run(["/bin/bash", "-c", p["cmd"]], cwd=cwd, env=env, capture_output=True,
@@ -118,6 +131,105 @@ def exec_run(p):
     except subprocess.TimeoutExpired as e:
         return {"stdout": (e.stdout or b"").decode(errors="replace"), "stderr": (e.stderr or b"").decode(errors="replace"),
                 "exit_code": 124}
+
+
+def entry(rec, host, path):
+    st = os.lstat(host)
+    kind = "symlink" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "file"
+    return {"name": os.path.basename(path.rstrip("/")) or "/", "type": kind, "path": path, "size": st.st_size,
+            "mode": stat.S_IMODE(st.st_mode),
+            "modified_time": datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def not_found(e):
+    return RpcError(-32000, str(e), "E8019" if isinstance(e, IsADirectoryError) else "E8023")
+
+
+def files_read(p):
+    rec = load(p.get("sandbox_id"))
+    host = inside(rec, p["path"])
+    try:
+        with open(host, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(p.get("offset") or 0)
+            data = f.read(p.get("length") if p.get("length") is not None else -1)
+    except OSError as e:
+        raise not_found(e)
+    end = (p.get("offset") or 0) + len(data)
+    return {"content_b64": base64.b64encode(data).decode(), "size": size, "eof": end >= size}
+
+
+def files_write(p):
+    rec = load(p.get("sandbox_id"))
+    host = inside(rec, p["path"])
+    os.makedirs(os.path.dirname(host), exist_ok=True)
+    data = base64.b64decode(p.get("content_b64") or "")
+    mode = "wb" if p.get("truncate") or not os.path.exists(host) else "r+b"
+    with open(host, mode) as f:
+        f.seek(p.get("offset") or 0)
+        f.write(data)
+    if p.get("mode") is not None:
+        os.chmod(host, p["mode"])
+    return {"bytes_written": len(data)}
+
+
+def files_list(p):
+    rec = load(p.get("sandbox_id"))
+    base = p["path"].rstrip("/") or "/"
+    host = inside(rec, base)
+    depth = p.get("depth") or 1
+    out = []
+
+    def walk(h, path, level):
+        try:
+            names = sorted(os.listdir(h))
+        except OSError as e:
+            raise not_found(e)
+        for name in names:
+            child = (path if path != "/" else "") + "/" + name
+            out.append(entry(rec, os.path.join(h, name), child))
+            if level < depth and os.path.isdir(os.path.join(h, name)) and not os.path.islink(os.path.join(h, name)):
+                walk(os.path.join(h, name), child, level + 1)
+
+    walk(host, base, 1)
+    return {"entries": out}
+
+
+def files_stat(p):
+    rec = load(p.get("sandbox_id"))
+    try:
+        return entry(rec, inside(rec, p["path"]), p["path"])
+    except OSError as e:
+        raise not_found(e)
+
+
+def files_mkdir(p):
+    rec = load(p.get("sandbox_id"))
+    os.makedirs(inside(rec, p["path"]), exist_ok=bool(p.get("parents")))
+    return {}
+
+
+def files_remove(p):
+    rec = load(p.get("sandbox_id"))
+    host = inside(rec, p["path"])
+    if os.path.isdir(host) and not os.path.islink(host):
+        shutil.rmtree(host)
+    elif os.path.lexists(host):
+        os.unlink(host)
+    else:
+        raise RpcError(-32000, "no such file", "E8023")
+    return {}
+
+
+def files_move(p):
+    rec = load(p.get("sandbox_id"))
+    dst = inside(rec, p["destination"])
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    try:
+        os.rename(inside(rec, p["source"]), dst)
+    except OSError as e:
+        raise not_found(e)
+    return {}
 
 
 def initialize(p):
@@ -134,6 +246,13 @@ METHODS = {
     "sandbox.kill": lambda p: {"killed": remove(p.get("sandbox_id", "")) if p.get("sandbox_id") else False},
     "sandbox.set_timeout": set_timeout,
     "exec.run": exec_run,
+    "files.read": files_read,
+    "files.write": files_write,
+    "files.list": files_list,
+    "files.stat": files_stat,
+    "files.mkdir": files_mkdir,
+    "files.remove": files_remove,
+    "files.move": files_move,
 }
 
 

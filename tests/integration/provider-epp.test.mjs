@@ -50,7 +50,7 @@ test('the reference plugin (local-process) behind the CLI: create, exec, list, i
   assert.ok(listed.some((s) => s.sandbox_id === id));
   assert.equal(JSON.parse(abxh(['--json', 'info', id]).stdout).sandbox_id, id);
   assert.equal(abxh(['timeout', id, '600']).status, 0);
-  r = abxh(['--json', 'files', 'ls', id]);
+  r = abxh(['--json', 'exec', '--background', id, 'sleep 5']);
   assert.equal(JSON.parse(r.stderr).error.code, 'E8004');
   assert.equal(abxh(['kill', id]).status, 0);
   r = abxh(['--json', 'info', id]);
@@ -67,7 +67,7 @@ test('the MCP tools over a plugin: run_command runs through exec.run; a tool who
   try {
     const r = await c.callTool({ name: 'run_command', arguments: { command: 'echo via-plugin' } });
     assert.equal(r.structuredContent.stdout, 'via-plugin\n', JSON.stringify(r).slice(0, 400));
-    const f = await c.callTool({ name: 'read_file', arguments: { path: '/etc/hostname' } });
+    const f = await c.callTool({ name: 'start_background_task', arguments: { command: 'sleep 5' } });
     assert.equal(f.isError, true);
     assert.equal(f.structuredContent.error.code, 'E8004');
   } finally {
@@ -230,10 +230,47 @@ test('provider test: the reference plugin passes every step; a plugin that answe
   const doc = JSON.parse(r.stdout);
   assert.equal(doc.ok, true);
   const steps = doc.results.map((x) => `${x.capability}/${x.step}=${x.status}`);
-  for (const want of ['sandbox.lifecycle/create=pass', 'sandbox.lifecycle/get=pass', 'sandbox.lifecycle/list=pass', 'sandbox.timeout/set_timeout=pass', 'exec.run/stdout and stderr=pass', 'exec.run/exit status=pass', 'sandbox.lifecycle/kill=pass', 'sandbox.lifecycle/get after kill=pass']) assert.ok(steps.includes(want), `${want} in ${steps}`);
+  for (const want of ['sandbox.lifecycle/create=pass', 'sandbox.lifecycle/get=pass', 'sandbox.lifecycle/list=pass', 'sandbox.timeout/set_timeout=pass', 'exec.run/stdout and stderr=pass', 'exec.run/exit status=pass', 'files.rw/write=pass', 'files.rw/read (binary)=pass', 'files.rw/list=pass', 'files.rw/stat=pass', 'files.rw/mkdir=pass', 'files.rw/move=pass', 'files.rw/remove=pass', 'sandbox.lifecycle/kill=pass', 'sandbox.lifecycle/get after kill=pass']) assert.ok(steps.includes(want), `${want} in ${steps}`);
   recorder('wrong');
   r = abxh(['--json', 'provider', 'test', 'wrong']);
   assert.equal(r.status, 1);
   const failed = JSON.parse(r.stdout).results.filter((x) => x.status === 'fail').map((x) => x.step);
   assert.ok(failed.includes('stdout and stderr') && failed.includes('get after kill'), failed.join(','));
+});
+
+test('files through a plugin (files.rw): the CLI verbs and the MCP file tools, binary round trip, listing, errors with their codes', async () => {
+  abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
+  const id = abxh(['--provider', 'local-process', 'create']).stdout.trim();
+  const dir = fs.mkdtempSync(path.join(H.home, 'files-'));
+  try {
+    const data = Buffer.from(Array.from({ length: 9 * 1024 * 1024 + 7 }, (_, i) => (i * 7) % 256)); // more than one 4 MiB chunk
+    fs.writeFileSync(path.join(dir, 'in.bin'), data);
+    assert.equal(abxh(['files', 'put', id, path.join(dir, 'in.bin'), '/app/deep/in.bin']).status, 0);
+    assert.equal(abxh(['files', 'get', id, '/app/deep/in.bin', path.join(dir, 'out.bin')]).status, 0);
+    assert.ok(fs.readFileSync(path.join(dir, 'out.bin')).equals(data), 'bytes differ');
+    const ls = JSON.parse(abxh(['--json', 'files', 'ls', id, '/app/deep']).stdout);
+    assert.deepEqual(ls.map((e) => [e.name, e.type, e.size]), [['in.bin', 'file', data.length]]);
+    assert.equal(abxh(['files', 'mv', id, '/app/deep/in.bin', '/app/moved.bin']).status, 0);
+    assert.equal(abxh(['files', 'rm', id, '/app/deep']).status, 0);
+    let r = abxh(['--json', 'files', 'cat', id, '/app/nope']);
+    assert.equal(JSON.parse(r.stderr).error.code, 'E8023');
+    r = abxh(['--json', 'files', 'cat', id, '../../../../etc/passwd']);
+    assert.equal(JSON.parse(r.stderr).error.code, 'E8017');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const transport = new StdioClientTransport({ command: abx, args: ['--provider', 'local-process', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-epp', version: '1' });
+  await c.connect(transport);
+  try {
+    const w = await c.callTool({ name: 'write_file', arguments: { sandbox_id: id, path: '/app/note.txt', content: 'héllo' } });
+    assert.equal(w.structuredContent.bytes_written, 6, JSON.stringify(w));
+    assert.equal((await c.callTool({ name: 'read_file', arguments: { sandbox_id: id, path: '/app/note.txt' } })).structuredContent.content, 'héllo');
+    const files = (await c.callTool({ name: 'list_files', arguments: { sandbox_id: id, path: '/app' } })).structuredContent.files;
+    assert.ok(files.some((f) => f.name === 'note.txt' && f.type === 'file' && f.size === 6));
+    assert.equal((await c.callTool({ name: 'run_command', arguments: { sandbox_id: id, command: 'cat note.txt' } })).structuredContent.stdout, 'héllo');
+  } finally {
+    await c.close();
+  }
+  abxh(['kill', id]);
 });
