@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "config.h"
 #include "error_internal.h"
+#include "archive_extract.h"
 #include "epp.h"
 #include "manifest.h"
 #include "plugin_store.h"
@@ -33,8 +34,10 @@ const char cmd_provider_help[] =
     "\n"
     "Provider plugins: other backends for the same sandbox verbs and tools.\n"
     "\n"
-    "install  SOURCE is a plugin directory holding abx-provider.toml, or a\n"
-    "         git source: URL//subdir (file, http(s) or ssh URLs) or\n"
+    "install  SOURCE is a plugin directory holding abx-provider.toml, a tar\n"
+    "         archive (.tar, .tar.gz, ...: the manifest at its root or in its\n"
+    "         one top-level directory), or a git source: URL//subdir (file,\n"
+    "         http(s) or ssh URLs) or\n"
     "         owner/repo//subdir (on ABX_PROVIDER_GIT_BASE, default\n"
     "         https://github.com/). The directory's name (the repository's,\n"
     "         without a subdir) must be the manifest's [provider] id. Shows\n"
@@ -393,15 +396,69 @@ static int git_clone(const char *url, const char *dir)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
 }
 
+/* A tar archive (compressed or not): the manifest at its root, or inside
+ * its one top-level directory (whose name must then be the id). */
+static int install_archive(cli_ctx *ctx, const char *src, const install_args *a)
+{
+    char root[640], unpack[700], why[400] = "";
+    abx_error *err = NULL;
+    if (scratch_path("unpack", root, sizeof root, unpack, sizeof unpack, &err) < 0)
+        return cli_fail_error(ctx, err, -ABX_ECONFIG);
+    char tree[800], plugin[PATH_MAX];
+    snprintf(tree, sizeof tree, "%s/tree", unpack);
+    int rc;
+    if (mkdir(unpack, 0700) < 0 || mkdir(tree, 0700) < 0) {
+        rc = cli_fail(ctx, ABX_EIO, "install: cannot make a scratch directory in %s", root);
+    } else if (abx__archive_extract(src, tree, why, sizeof why) < 0) {
+        rc = cli_fail(ctx, ABX_EINVAL, "install: %s; nothing was installed", why);
+    } else {
+        snprintf(plugin, sizeof plugin, "%s/abx-provider.toml", tree);
+        bool at_root = access(plugin, F_OK) == 0;
+        DIR *d = at_root ? NULL : opendir(tree);
+        struct dirent *e, *only = NULL;
+        int count = 0;
+        char name[256] = "";
+        while (d && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && ++count == 1) {
+                only = e;
+                snprintf(name, sizeof name, "%s", only->d_name);
+            }
+        if (d)
+            closedir(d);
+        if (at_root) {
+            /* named by its id, as a directory install would be */
+            abx_manifest m;
+            rc = read_manifest(tree, &m, &err);
+            if (rc == 0) {
+                snprintf(plugin, sizeof plugin, "%s/%s", unpack, m.id);
+                abx__manifest_clear(&m);
+                rc = rename(tree, plugin) == 0 ? install_dir(ctx, plugin, src, a)
+                                               : cli_fail(ctx, ABX_EIO, "install: cannot stage the plugin");
+            } else {
+                rc = cli_fail_error(ctx, err, rc);
+            }
+        } else if (count == 1) {
+            snprintf(plugin, sizeof plugin, "%s/%s", tree, name);
+            rc = install_dir(ctx, plugin, src, a);
+        } else {
+            rc = cli_fail(ctx, ABX_EINVAL, "install: no abx-provider.toml at the archive's root or in its one "
+                                           "top-level directory");
+        }
+    }
+    remove_tree(unpack);
+    return rc;
+}
+
 static int install(cli_ctx *ctx, const char *source, const install_args *a)
 {
     char src[PATH_MAX];
     struct stat st;
     if (realpath(source, src) && stat(src, &st) == 0) {
-        if (!S_ISDIR(st.st_mode))
-            return cli_fail(ctx, ABX_EINVAL, "install: SOURCE is a file: archives are not supported yet (give the "
-                                             "plugin's directory or a git source)");
-        return install_dir(ctx, src, src, a);
+        if (S_ISDIR(st.st_mode))
+            return install_dir(ctx, src, src, a);
+        if (a->link)
+            return cli_fail(ctx, ABX_EINVAL, "install: --link takes a local directory, not an archive");
+        return install_archive(ctx, src, a);
     }
     char url[2048], subdir[1024], why[256];
     if (parse_git_source(source, url, sizeof url, subdir, sizeof subdir, why, sizeof why) < 0)

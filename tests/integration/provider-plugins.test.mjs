@@ -6,6 +6,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { runAbx, privateHome } from '../lib/harness.mjs';
 
 const H = privateHome('abx-providers');
@@ -121,7 +122,6 @@ test('remove: the plugin goes, its data stays unless --purge; an unknown id is a
 });
 
 test('install from a git repository (file://), a subdirectory or the whole repository; refused: option-like sources, ../, other schemes', async () => {
-  const { spawnSync } = await import('node:child_process');
   const git = (cwd, ...args) => assert.equal(spawnSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd, encoding: 'utf8' }).status, 0);
   const repo = fs.mkdtempSync(path.join(H.home, 'repo-'));
   git(repo, 'init', '-q');
@@ -149,4 +149,53 @@ test('install from a git repository (file://), a subdirectory or the whole repos
     assert.match(r.stderr, says, source);
   }
   assert.deepEqual(leftovers(), []);
+});
+
+test('install from a tar archive (gzip or not; the manifest at its root or in one top-level directory); zip-slip and friends refused with nothing left behind', () => {
+  const dir = plugin('mu');
+  const tars = fs.mkdtempSync(path.join(H.home, 'tars-'));
+  const tar = (args) => assert.equal(spawnSync('tar', args, { encoding: 'utf8' }).status, 0);
+  tar(['czf', path.join(tars, 'mu.tar.gz'), '-C', work, 'mu']);
+  let r = abxh(['--json', 'provider', 'install', path.join(tars, 'mu.tar.gz'), '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).source, path.join(tars, 'mu.tar.gz'));
+  assert.equal(list().mu.digest, 'ok');
+  tar(['cf', path.join(tars, 'root.tar'), '-C', dir, '.']);
+  r = abxh(['provider', 'install', path.join(tars, 'root.tar'), '--yes', '--force']);
+  assert.equal(r.status, 0, r.stderr);
+  // hostile archives, made with Python's tarfile (GNU tar would not make some of them)
+  const py = `
+import io, sys, tarfile
+out, kind = sys.argv[1], sys.argv[2]
+def entry(t, name, type=tarfile.REGTYPE, data=b"x", link=""):
+    ti = tarfile.TarInfo(name); ti.type = type; ti.linkname = link
+    if type == tarfile.REGTYPE:
+        ti.size = len(data); t.addfile(ti, io.BytesIO(data))
+    else:
+        t.addfile(ti)
+with tarfile.open(out, "w") as t:
+    entry(t, "mu/abx-provider.toml", data=open(sys.argv[3], "rb").read())
+    if kind == "slip": entry(t, "mu/../../escaped.txt")
+    if kind == "abs": entry(t, "/tmp/abx-escaped-abs.txt")
+    if kind == "symlink": entry(t, "mu/l", tarfile.SYMTYPE, link="/etc/passwd")
+    if kind == "through":
+        entry(t, "mu/d", tarfile.SYMTYPE, link=".")
+        entry(t, "mu/d/x.txt")
+    if kind == "hardlink": entry(t, "mu/h", tarfile.LNKTYPE, link="../../etc/passwd")
+    if kind == "device":
+        ti = tarfile.TarInfo("mu/null"); ti.type = tarfile.CHRTYPE; ti.devmajor = 1; ti.devminor = 3; t.addfile(ti)
+`;
+  const before = JSON.stringify(list());
+  for (const [kind, says] of [['slip', /absolute path or '\.\.'/], ['abs', /absolute path or '\.\.'/], ['symlink', /links outside the plugin/], ['through', /reach through a link/], ['hardlink', /links outside the plugin/], ['device', /device, fifo or socket/]]) {
+    const file = path.join(tars, `${kind}.tar`);
+    assert.equal(spawnSync('python3', ['-c', py, file, kind, path.join(dir, 'abx-provider.toml')]).status, 0);
+    r = abxh(['provider', 'install', file, '--yes', '--force']);
+    assert.notEqual(r.status, 0, kind);
+    assert.match(r.stderr, says, kind);
+    assert.match(r.stderr, /nothing was installed/, kind);
+  }
+  assert.equal(JSON.stringify(list()), before);
+  assert.deepEqual(leftovers(), []);
+  assert.ok(!fs.existsSync('/tmp/abx-escaped-abs.txt'));
+  assert.ok(!fs.existsSync(path.join(home, 'escaped.txt')) && !fs.existsSync(path.join(home, 'providers', 'escaped.txt')));
 });

@@ -1,0 +1,220 @@
+/* archive_extract.c: a plugin archive (.tar, .tar.gz, ...) unpacked with
+ * Debian's libarchive, loaded on first use (as lib/netlibs.c loads libcurl:
+ * `abx run` never pays for it).
+ *
+ * Owns: refusing what an archive must not do, before anything of the
+ * entry is written: an absolute path, a ".." component, a link (symbolic or
+ * hard) whose target is absolute or has "..", a device node, a fifo or a
+ * socket; more than MAX_ENTRIES entries or MAX_BYTES bytes. Every path is
+ * created one component at a time below the destination with O_NOFOLLOW,
+ * so no entry can reach through a symlink another entry made.
+ */
+#include "archive_extract.h"
+#include "error_internal.h"
+#include "sysutil.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_ENTRIES 10000
+#define MAX_BYTES (256ull << 20)
+
+typedef struct archive_api {
+    struct archive *(*read_new)(void);
+    int (*support_filter_all)(struct archive *);
+    int (*support_format_tar)(struct archive *);
+    int (*open_filename)(struct archive *, const char *, size_t);
+    int (*next_header)(struct archive *, struct archive_entry **);
+    la_ssize_t (*read_data)(struct archive *, void *, size_t);
+    int (*read_free)(struct archive *);
+    const char *(*error_string)(struct archive *);
+    const char *(*pathname)(struct archive_entry *);
+    __LA_MODE_T (*filetype)(struct archive_entry *);
+    __LA_MODE_T (*perm)(struct archive_entry *);
+    const char *(*symlink)(struct archive_entry *);
+    const char *(*hardlink)(struct archive_entry *);
+} archive_api;
+
+static archive_api api;
+static bool api_ok;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+
+static void load_api(void)
+{
+    void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libarchive.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    static const char *const names[] = {
+        "archive_read_new", "archive_read_support_filter_all", "archive_read_support_format_tar",
+        "archive_read_open_filename", "archive_read_next_header", "archive_read_data", "archive_read_free",
+        "archive_error_string", "archive_entry_pathname", "archive_entry_filetype", "archive_entry_perm",
+        "archive_entry_symlink", "archive_entry_hardlink"};
+    void *slots[sizeof names / sizeof names[0]];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(slots[i] = dlsym(h, names[i])))
+            return;
+    *(void **)&api.read_new = slots[0];
+    *(void **)&api.support_filter_all = slots[1];
+    *(void **)&api.support_format_tar = slots[2];
+    *(void **)&api.open_filename = slots[3];
+    *(void **)&api.next_header = slots[4];
+    *(void **)&api.read_data = slots[5];
+    *(void **)&api.read_free = slots[6];
+    *(void **)&api.error_string = slots[7];
+    *(void **)&api.pathname = slots[8];
+    *(void **)&api.filetype = slots[9];
+    *(void **)&api.perm = slots[10];
+    *(void **)&api.symlink = slots[11];
+    *(void **)&api.hardlink = slots[12];
+    api_ok = true;
+}
+
+/* A relative path with no "..", no empty and no "." component ("./" in
+ * front is dropped first). Copies it into out. */
+static bool safe_relative(const char *path, char *out, size_t len)
+{
+    while (strncmp(path, "./", 2) == 0)
+        path += 2;
+    if (!*path || path[0] == '/' || strlen(path) >= len)
+        return false;
+    snprintf(out, len, "%s", path);
+    size_t n = strlen(out);
+    while (n > 0 && out[n - 1] == '/')
+        out[--n] = '\0';
+    if (n == 0)
+        return false;
+    for (const char *c = out; *c;) {
+        const char *slash = strchr(c, '/');
+        size_t part = slash ? (size_t)(slash - c) : strlen(c);
+        if (part == 0 || (part == 1 && c[0] == '.') || (part == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        c += part + (slash ? 1 : 0);
+    }
+    return true;
+}
+
+/* The directory holding rel's last component, opened below dest one
+ * component at a time (O_NOFOLLOW; missing ones made); *base points at
+ * the last component. The caller closes the result. */
+static int open_parent(int dest, char *rel, char **base)
+{
+    int dir = dup(dest);
+    char *c = rel;
+    for (char *slash; dir >= 0 && (slash = strchr(c, '/'));) {
+        *slash = '\0';
+        if (mkdirat(dir, c, 0755) < 0 && errno != EEXIST) {
+            close(dir);
+            return -1;
+        }
+        int next = openat(dir, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        *slash = '/';
+        close(dir);
+        dir = next;
+        c = slash + 1;
+    }
+    *base = c;
+    return dir;
+}
+
+static int write_entry(struct archive *a, int dir, const char *name, mode_t perm, unsigned long long *total)
+{
+    int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm & 0755);
+    if (fd < 0)
+        return -1;
+    char buf[65536];
+    la_ssize_t n;
+    int rc = 0;
+    while ((n = api.read_data(a, buf, sizeof buf)) > 0) {
+        *total += (unsigned long long)n;
+        if (*total > MAX_BYTES || abx__write_all(fd, buf, (size_t)n) < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (n < 0)
+        rc = -1;
+    if (close(fd) < 0)
+        rc = -1;
+    return rc;
+}
+
+int abx__archive_extract(const char *archive_path, const char *dest, char *why, size_t why_len)
+{
+    pthread_once(&api_once, load_api);
+    if (!api_ok) {
+        snprintf(why, why_len, "libarchive is not installed (apt-get install libarchive13)");
+        return -1;
+    }
+    int destfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct archive *a = destfd >= 0 ? api.read_new() : NULL;
+    if (!a) {
+        if (destfd >= 0)
+            close(destfd);
+        snprintf(why, why_len, "cannot unpack into %s", dest);
+        return -1;
+    }
+    api.support_filter_all(a);
+    api.support_format_tar(a);
+    int rc = api.open_filename(a, archive_path, 65536) == ARCHIVE_OK ? 0 : -1;
+    if (rc < 0)
+        snprintf(why, why_len, "not a tar archive abx can read: %s", api.error_string(a) ?: "unknown format");
+    struct archive_entry *e;
+    unsigned entries = 0;
+    unsigned long long total = 0;
+    int r;
+    while (rc == 0 && (r = api.next_header(a, &e)) != ARCHIVE_EOF) {
+        char rel[2048], target[2048];
+        const char *path = api.pathname(e);
+        const char *soft = api.symlink(e), *hard = api.hardlink(e);
+        mode_t type = api.filetype(e);
+        if (path && type == AE_IFDIR && (strcmp(path, ".") == 0 || strcmp(path, "./") == 0))
+            continue; /* the archive's own root */
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+            snprintf(why, why_len, "the archive is damaged: %s", api.error_string(a) ?: "");
+            rc = -1;
+        } else if (++entries > MAX_ENTRIES) {
+            snprintf(why, why_len, "more than %d entries", MAX_ENTRIES);
+            rc = -1;
+        } else if (!path || !safe_relative(path, rel, sizeof rel)) {
+            snprintf(why, why_len, "entry '%.200s' has an absolute path or '..'", path ? path : "");
+            rc = -1;
+        } else if ((soft && (soft[0] == '/' || strstr(soft, ".."))) ||
+                   (hard && !safe_relative(hard, target, sizeof target))) {
+            snprintf(why, why_len, "entry '%.200s' links outside the plugin", path);
+            rc = -1;
+        } else if (!hard && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+            snprintf(why, why_len, "entry '%.200s' is a device, fifo or socket", path);
+            rc = -1;
+        } else {
+            char *base = NULL;
+            int dir = open_parent(destfd, rel, &base);
+            int ok = dir < 0 ? -1
+                     : hard ? linkat(destfd, target, dir, base, 0)
+                     : type == AE_IFDIR ? (mkdirat(dir, base, 0755) < 0 && errno != EEXIST ? -1 : 0)
+                     : type == AE_IFLNK ? symlinkat(soft, dir, base)
+                                        : write_entry(a, dir, base, api.perm(e), &total);
+            if (dir >= 0)
+                close(dir);
+            if (ok < 0) {
+                snprintf(why, why_len, total > MAX_BYTES ? "more than 256 MiB unpacked"
+                                                         : "cannot unpack entry '%.200s' (it may reach through a link)",
+                         path);
+                rc = -1;
+            }
+        }
+    }
+    api.read_free(a);
+    close(destfd);
+    return rc;
+}
