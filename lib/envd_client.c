@@ -193,15 +193,25 @@ static int no_data_plane(const abx_envd *e, abx_error **err)
                           "operation needs");
 }
 
+/* A handle for one call: none (with *rc and *err set) for a sandbox
+ * without a data plane, or when libcurl cannot be had. */
+static CURL *begin(abx_envd *e, int *rc, abx_error **err)
+{
+    if ((*rc = no_data_plane(e, err)) < 0)
+        return NULL;
+    CURL *c = acquire(e);
+    if (!c)
+        *rc = abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+    return c;
+}
+
 static int json_request(abx_envd *e, const char *method, const char *path, const char *user, json_t *body,
                         json_t **resp, abx_error **err)
 {
-    int guard = no_data_plane(e, err);
-    if (guard < 0)
-        return guard;
-    CURL *c = acquire(e);
+    int rc = 0;
+    CURL *c = begin(e, &rc, err);
     if (!c)
-        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        return rc;
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -221,7 +231,7 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
     free(text);
-    int rc = 0;
+    rc = 0;
     if (cc != CURLE_OK)
         rc = out.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
     else if (status < 200 || status > 299)
@@ -323,12 +333,10 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
                      abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err)
 {
-    int guard = no_data_plane(e, err);
-    if (guard < 0)
-        return guard;
-    CURL *c = acquire(e);
+    int rc = 0;
+    CURL *c = begin(e, &rc, err);
     if (!c)
-        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        return rc;
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, method_path);
     char *text = json_dumps(req, JSON_COMPACT);
@@ -370,7 +378,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     CURLcode cc = curl_easy_perform(c);
     curl_slist_free_all(h);
     free(body);
-    int rc = 0;
+    rc = 0;
     if (s.cs.cancelled) {
         rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
     } else if (s.stopped) {
@@ -406,14 +414,12 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
 int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
                        void *userdata, char **out, size_t *out_len, abx_error **err)
 {
-    int guard = no_data_plane(e, err);
-    if (guard < 0)
-        return guard;
     *out = NULL;
     *out_len = 0;
-    CURL *c = acquire(e);
+    int rc = 0;
+    CURL *c = begin(e, &rc, err);
     if (!c)
-        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        return rc;
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = json_dumps(body, JSON_COMPACT);
@@ -437,7 +443,7 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
     free(text);
-    int rc = 0;
+    rc = 0;
     if (cs.cancelled)
         rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
     else if (cc != CURLE_OK)
@@ -530,12 +536,10 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
 int abx__envd_download_range(abx_envd *e, const char *path, const char *user, abx_envd_range *range,
                              abx_envd_write_fn fn, void *userdata, abx_error **err)
 {
-    int guard = no_data_plane(e, err);
-    if (guard < 0)
-        return guard;
-    CURL *c = acquire(e);
+    int rc = 0;
+    CURL *c = begin(e, &rc, err);
     if (!c)
-        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        return rc;
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, NULL);
@@ -566,7 +570,7 @@ int abx__envd_download_range(abx_envd *e, const char *path, const char *user, ab
         if (d.status == 200 && cc == CURLE_WRITE_ERROR && d.pos > range->offset)
             cc = CURLE_OK; /* a whole-file answer cut once the range was had */
     }
-    int rc = 0;
+    rc = 0;
     if (d.status && d.status != 200 && d.status != 206)
         rc = error_from_body(d.err_body.data, d.err_body.len, d.status, err);
     else if (cc == CURLE_WRITE_ERROR)
@@ -595,12 +599,10 @@ static size_t upload_read(char *buf, size_t size, size_t n, void *ud)
 int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
                      long long size, abx_error **err)
 {
-    int guard = no_data_plane(e, err);
-    if (guard < 0)
-        return guard;
-    CURL *c = acquire(e);
+    int rc = 0;
+    CURL *c = begin(e, &rc, err);
     if (!c)
-        return abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        return rc;
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, "application/octet-stream");
@@ -620,7 +622,7 @@ int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_r
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(h);
-    int rc = 0;
+    rc = 0;
     if (status && (status < 200 || status > 299))
         rc = error_from_body(out.data, out.len, status, err);
     else if (cc != CURLE_OK)

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import http from 'node:http';
-import { abx, root, runAbx, runAbxAsync, privateHome } from '../lib/harness.mjs';
+import { abx, root, runAbx, runAbxAsync, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const H = privateHome('abx-epp');
 after(() => H.cleanup());
@@ -273,4 +274,25 @@ test('files through a plugin (files.rw): the CLI verbs and the MCP file tools, b
     await c.close();
   }
   abxh(['kill', id]);
+});
+
+test('mcp serve (HTTP) over a plugin: create_sandbox, run_command, write and read a file, list, kill', async () => {
+  abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
+  const srv = await startHttpServer(['--no-auth'], { env: H.env, serveArgs: ['--provider', 'local-process', 'mcp', 'serve'] });
+  const c = new Client({ name: 'abx-epp', version: '1' });
+  try {
+    await c.connect(new StreamableHTTPClientTransport(new URL(srv.url)));
+    const made = (await c.callTool({ name: 'create_sandbox', arguments: {} })).structuredContent;
+    assert.match(made.sandbox_id, /^local-process:lp/, JSON.stringify(made));
+    assert.equal((await c.callTool({ name: 'run_command', arguments: { command: 'echo over-http' } })).structuredContent.stdout, 'over-http\n');
+    await c.callTool({ name: 'write_file', arguments: { path: '/app/h.txt', content: 'x' } });
+    assert.equal((await c.callTool({ name: 'read_file', arguments: { path: '/app/h.txt' } })).structuredContent.content, 'x');
+    const listed = (await c.callTool({ name: 'list_sandboxes', arguments: {} })).structuredContent;
+    assert.ok(JSON.stringify(listed).includes(made.sandbox_id));
+    const killed = await c.callTool({ name: 'kill_sandbox', arguments: { sandbox_id: made.sandbox_id } });
+    assert.notEqual(killed.isError, true, JSON.stringify(killed));
+  } finally {
+    await c.close();
+    await stopServer(srv);
+  }
 });
