@@ -199,8 +199,8 @@ static int plugin_error(const abx_epp *e, const char *method, json_t *error, abx
         if (n > 8000 && abx_err_name(n) && strcmp(abx_err_name(n), named) == 0)
             return abx__error_set(err, n, "provider '%s': %s failed", e->id, method);
     }
-    return abx__error_set(err, ABX_EPROVIDER, "provider '%s': %s failed (its log says why: ~/.abx/logs/provider-%s.log)",
-                          e->id, method, e->id);
+    return abx__error_set(err, ABX_EPROVIDER, "provider '%s': %s failed (the plugin's own log says why)", e->id,
+                          method);
 }
 
 int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeout_ms, json_t **result,

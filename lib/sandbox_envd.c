@@ -747,6 +747,21 @@ static size_t mem_write(const char *bytes, size_t len, void *ud)
     return len;
 }
 
+/* Hands what a read gathered to the caller (an empty string for an empty
+ * file), or frees it when the read failed (rc < 0). */
+static int take_read(mem_writer *m, int rc, char **data, size_t *len, abx_error **err)
+{
+    if (rc < 0) {
+        free(m->data);
+        return rc;
+    }
+    if (!m->data)
+        m->data = calloc(1, 1);
+    *data = m->data;
+    *len = m->len;
+    return m->data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+}
+
 int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len, char **data,
                           size_t *len, abx_error **err)
 {
@@ -764,15 +779,7 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
         free(m.data);
         return abx__error_set(err, ABX_ETOOBIG, "the file is larger than %zu bytes", max_len);
     }
-    if (rc < 0) {
-        free(m.data);
-        return rc;
-    }
-    if (!m.data)
-        m.data = calloc(1, 1);
-    *data = m.data;
-    *len = m.len;
-    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+    return take_read(&m, rc, data, len, err);
 }
 
 int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user, unsigned long long offset,
@@ -790,16 +797,8 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
     mem_writer m = {.max = length};
     abx_envd_range range = {.offset = offset, .length = length};
     rc = data_download(s, path, user, &range, mem_write, &m, err);
-    if (rc < 0) {
-        free(m.data);
-        return rc;
-    }
-    if (!m.data)
-        m.data = calloc(1, 1);
-    *data = m.data;
-    *len = m.len;
     *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.len;
-    return m.data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+    return take_read(&m, rc, data, len, err);
 }
 
 /* Writes a download to f->fd. Into a regular file, every whole aligned

@@ -105,6 +105,7 @@ typedef struct shim {
     int nprocs;
     size_t ring_pool;    /* ABX_BOUND_SHIM_RINGS less what the rings hold (lock: mu) */
     char saved_files[ABX_SHIM_SAVED_OUTPUTS][48]; /* the newest saved outputs (lock: mu); older ones are removed */
+    unsigned saved_uids[ABX_SHIM_SAVED_OUTPUTS];  /* whose each one is: it is removed with that user's rights */
     unsigned saved_next;
     shim_reply replies[64];
     unsigned next_seq;

@@ -566,10 +566,12 @@ static bool save_open_locked(shim *sh, shim_proc *p, int i)
 {
     char path[48];
     abx__shim_saved_path(p->pid, i == 1, path, sizeof path);
-    char *slot = sh->saved_files[sh->saved_next++ % ABX_SHIM_SAVED_OUTPUTS];
-    if (slot[0] && strcmp(slot, path) != 0)
-        abx__fs_remove(sh, 0, slot, NULL);
+    unsigned index = sh->saved_next++ % ABX_SHIM_SAVED_OUTPUTS;
+    char *slot = sh->saved_files[index];
+    if (slot[0] && strcmp(slot, path) != 0) /* never with more rights than its writer had */
+        abx__fs_remove(sh, sh->saved_uids[index], slot, NULL);
     snprintf(slot, sizeof sh->saved_files[0], "%s", path);
+    sh->saved_uids[index] = p->uid;
     if (abx__fs_open_file(sh, p->uid, path, O_WRONLY | O_CREAT | O_TRUNC, &p->save_fd[i], NULL) < 0)
         return false;
     /* saving never takes more than a quarter of the sandbox's free space:

@@ -196,7 +196,12 @@ function saveWhole(buf, total, req, stream) {
   const limit = req.save_after || 0;
   if (!limit || total <= limit) return null;
   const file = `${SAVE_DIR}/javascript-${process.pid}-${req.id}.${stream}`;
-  try { fs.mkdirSync(SAVE_DIR, { recursive: true }); fs.writeFileSync(file, buf); } catch { return null; }
+  try {
+    fs.mkdirSync(SAVE_DIR, { recursive: true });
+    // a new file only: never through a link another user planted at the name
+    const c = fs.constants, fd = fs.openSync(file, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o600);
+    try { fs.writeSync(fd, buf); } finally { fs.closeSync(fd); }
+  } catch { return null; }
   savedFiles.push(file);
   while (savedFiles.length > SAVE_KEEP) { try { fs.unlinkSync(savedFiles.shift()); } catch { /* gone */ } }
   return file;

@@ -214,7 +214,9 @@ def capture_file(req, stream):
     try:
         os.makedirs(SAVE_DIR, exist_ok=True)
         path = "%s/python-%d-%s.%s" % (SAVE_DIR, os.getpid(), req.get("id"), stream)
-        return open(path, "w+b"), path
+        # a new file only: never through a link another user planted at the name
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        return os.fdopen(fd, "w+b"), path
     except (OSError, TypeError):
         return tempfile.TemporaryFile(), None
 

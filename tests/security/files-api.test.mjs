@@ -99,3 +99,28 @@ test('files get keeps a sparse file sparse: a 1 GiB hole costs the host no disk'
     runAbx(['kill', id], { env: H.env });
   }
 });
+
+test('saved whole outputs never follow a link planted at their name: a root kernel\'s output does not overwrite a root file', async () => {
+  const id = runAbx(['create', '--template', 'code-interpreter-v1', '--timeout', '120'], { env: H.env }).stdout.trim();
+  const bare = id.replace(/^local:/, '');
+  const dir = path.join(H.env.ABX_HOME || path.join(process.env.HOME, '.abx'), 'sandboxes', bare);
+  try {
+    // as user: plant links at every name the next cells of a root python context could use
+    // (one process makes them all: the pids the kernel may get stay ahead of it)
+    let r = runAbx(['exec', id, `python3 -c "import os; os.makedirs('/tmp/.abx-output', exist_ok=True); [os.symlink('/etc/abx-victim', '/tmp/.abx-output/python-%d-%d.stdout' % (p, i)) for p in range(2, 3000) for i in (1, 2, 3)]"`], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    r = runAbx(['exec', '--user', 'root', id, 'echo intact > /etc/abx-victim'], { env: H.env });
+    assert.equal(r.status, 0, r.stderr);
+    const token = fs.readFileSync(path.join(dir, 'token'), 'utf8');
+    const { request } = await import('node:http');
+    const post = (p, body) => new Promise((resolve, reject) => {
+      const req = request({ socketPath: path.join(dir, 'envd.sock'), path: p, method: 'POST', headers: { 'X-Access-Token': token, 'Content-Type': 'application/json', Authorization: 'Basic ' + Buffer.from('root:').toString('base64') } }, (res) => { let t = ''; res.on('data', (d) => (t += d)); res.on('end', () => resolve(t)); });
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+    for (let i = 0; i < 3; i++) await post('/execute', { code: "print('x' * 100000)", save_after: 1000 });
+    assert.equal(runAbx(['exec', '--user', 'root', id, 'cat /etc/abx-victim'], { env: H.env }).stdout, 'intact\n');
+  } finally {
+    runAbx(['kill', id], { env: H.env });
+  }
+});
