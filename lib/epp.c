@@ -7,13 +7,18 @@
  * LANG and LC_*, ABX_PROVIDER_DATA_DIR and the variables its manifest
  * names; its stderr appended to $ABX_HOME/logs/provider-<id>.log), the
  * initialize handshake (config = providers.<id>.* from config.toml) and
- * its declared features, calls with a per-call timeout (one at a time:
- * the connection's mutex), and shutdown (then SIGTERM, then SIGKILL). A
- * line over 16 MiB, garbage, a crash or a hang ends the connection with a
- * clear error; the next call starts the plugin again. The plugin's own
- * message texts go to its log, never to a caller.
+ * its declared features, calls (several in flight from any threads: one
+ * reader thread matches answers to waiting calls by id and hands exec
+ * events to epp_exec.c) with a per-call timeout (providers.<id>.
+ * request_timeout, 30 s), and shutdown (then SIGTERM, then SIGKILL). A
+ * line over 16 MiB, garbage, a crash, a broken exec stream or a plugin
+ * silent for a whole timeout ends the connection with a clear error; the
+ * provider starts the plugin again at its next call. The plugin's own
+ * message texts (and its log notifications) go to its log, never to a
+ * caller.
  */
 #include "epp.h"
+#include "epp_exec.h"
 #include "config.h"
 #include "error_internal.h"
 #include "manifest.h"
@@ -24,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,20 +41,36 @@
 
 #define EPP_LINE_MAX (16u << 20)
 #define EPP_INIT_TIMEOUT_MS 10000
+#define EPP_REQUEST_TIMEOUT_MS 30000
 #define EPP_SHUTDOWN_GRACE_MS 2000
 
 extern char **environ;
 
+typedef struct epp_pending {
+    long long id;
+    json_t *reply; /* set by the reader */
+    struct epp_pending *next;
+} epp_pending;
+
 struct abx_epp {
     char id[64];
     pid_t pid;
-    int to_fd, from_fd;
-    pthread_mutex_t mu;
+    int to_fd, from_fd, log_fd;
+    int wake[2];                /* stop -> the reader */
+    atomic_int refs;
+    pthread_t reader;
+    bool reader_running;
+    pthread_mutex_t write_mu;   /* one message at a time on the plugin's stdin */
+    pthread_mutex_t mu;         /* what follows */
+    pthread_cond_t answered;    /* an answer came, or the plugin is gone */
     long long next_id;
-    char *buf;
-    size_t len, cap;
-    json_t *features;
+    epp_pending *pending;       /* calls waiting (on their callers' stacks) */
     bool dead;
+    char why[200];
+    uint64_t heard_ms;          /* when the plugin last wrote a line */
+    unsigned request_timeout_ms;
+    json_t *features;
+    abx_epp_execs *execs;
 };
 
 static uint64_t now_ms(void)
@@ -116,58 +138,130 @@ static json_t *plugin_config(const char *id)
     return cfg;
 }
 
-/* ---- lines ---------------------------------------------------------------------- */
-
-static void mark_dead(abx_epp *e)
+/* providers.<id>.request_timeout (seconds, 1..3600), else 30 s. */
+static unsigned request_timeout_ms(const char *id)
 {
-    e->dead = true;
+    json_t *cfg = plugin_config(id);
+    const char *v = json_string_value(json_object_get(cfg, "request_timeout"));
+    char *end = NULL;
+    long s = v ? strtol(v, &end, 10) : 0;
+    json_decref(cfg);
+    return v && *v && !*end && s >= 1 && s <= 3600 ? (unsigned)s * 1000u : EPP_REQUEST_TIMEOUT_MS;
 }
 
-/* The next line from the plugin within the deadline, NUL-terminated in
- * e->buf (length *n); -ABX_ETIMEOUT, or -ABX_EPROVIDER (gone, over-long). */
-static int read_line(abx_epp *e, uint64_t deadline, size_t *n)
+/* ---- the reader: one thread per plugin reads every line it writes ---------------- */
+
+/* The plugin is gone or broke the protocol: every call waiting and every
+ * exec not yet ended fails with why; no call is sent to it again. */
+static void gone(abx_epp *e, const char *why)
 {
+    pthread_mutex_lock(&e->mu);
+    if (!e->dead) {
+        e->dead = true;
+        snprintf(e->why, sizeof e->why, "%s", why);
+    }
+    pthread_cond_broadcast(&e->answered);
+    pthread_mutex_unlock(&e->mu);
+    abx__epp_execs_lost(e->execs, why);
+}
+
+static void log_line(abx_epp *e, json_t *params)
+{
+    if (e->log_fd < 0)
+        return;
+    char *text = NULL;
+    int n = asprintf(&text, "[log %.16s] %.4000s\n", json_string_value(json_object_get(params, "level")) ?: "info",
+                     json_string_value(json_object_get(params, "message")) ?: "");
+    if (n > 0 && abx__write_all(e->log_fd, text, (size_t)n) < 0)
+        n = -1;
+    free(text);
+}
+
+/* One line from the plugin: an answer to a waiting call, or a notification.
+ * Returns -1 (why filled) when the line breaks the protocol. */
+static int dispatch(abx_epp *e, const char *line, size_t n, char *why, size_t why_len)
+{
+    json_t *msg = json_loadb(line, n, 0, NULL);
+    if (!json_is_object(msg)) {
+        json_decref(msg);
+        snprintf(why, why_len, "wrote a line that is not a JSON object");
+        return -1;
+    }
+    int rc = 0;
+    json_t *rid = json_object_get(msg, "id");
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (rid && !json_is_null(rid)) {
+        pthread_mutex_lock(&e->mu);
+        for (epp_pending *p = e->pending; p; p = p->next)
+            if (json_is_integer(rid) && json_integer_value(rid) == p->id && !p->reply)
+                p->reply = json_incref(msg);
+        pthread_cond_broadcast(&e->answered);
+        pthread_mutex_unlock(&e->mu); /* an answer nobody waits for (a call that timed out) is dropped */
+    } else if (method && strcmp(method, "log") == 0) {
+        log_line(e, json_object_get(msg, "params"));
+    } else if (method && (strcmp(method, "exec.output") == 0 || strcmp(method, "exec.exit") == 0)) {
+        rc = abx__epp_execs_notify(e->execs, method, json_object_get(msg, "params"), why, why_len);
+    }
+    json_decref(msg);
+    return rc;
+}
+
+static void *reader_main(void *arg)
+{
+    abx_epp *e = arg;
+    size_t len = 0, cap = 0;
+    char *buf = NULL, why[200] = "exited";
     for (;;) {
-        char *nl = e->len ? memchr(e->buf, '\n', e->len) : NULL;
-        if (nl) {
-            *n = (size_t)(nl - e->buf);
-            *nl = '\0';
-            return 0;
+        char *nl;
+        while ((nl = len ? memchr(buf, '\n', len) : NULL) != NULL) { /* every whole line first */
+            size_t n = (size_t)(nl - buf);
+            pthread_mutex_lock(&e->mu);
+            e->heard_ms = now_ms();
+            pthread_mutex_unlock(&e->mu);
+            int bad = n ? dispatch(e, buf, n, why, sizeof why) : 0;
+            memmove(buf, nl + 1, len - n - 1);
+            len -= n + 1;
+            if (bad < 0)
+                goto out;
         }
-        if (e->len >= EPP_LINE_MAX)
-            return -ABX_EPROVIDER;
-        uint64_t now = now_ms();
-        if (now >= deadline)
-            return -ABX_ETIMEOUT;
-        struct pollfd p = {.fd = e->from_fd, .events = POLLIN};
-        int ready = poll(&p, 1, (int)(deadline - now));
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready <= 0)
-            continue;
-        if (e->cap - e->len < 65536) {
-            size_t cap = e->cap ? e->cap * 2 : 131072;
-            if (cap > EPP_LINE_MAX + 65536)
-                cap = EPP_LINE_MAX + 65536;
-            char *grown = cap > e->cap ? realloc(e->buf, cap) : NULL;
-            if (!grown)
-                return -ABX_EPROVIDER;
-            e->buf = grown;
-            e->cap = cap;
+        if (len >= EPP_LINE_MAX) {
+            snprintf(why, sizeof why, "wrote a line longer than 16 MiB");
+            goto out;
         }
-        ssize_t got = read(e->from_fd, e->buf + e->len, e->cap - e->len - 1);
+        struct pollfd p[2] = {{.fd = e->from_fd, .events = POLLIN}, {.fd = e->wake[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(why, sizeof why, "could not be read");
+            goto out;
+        }
+        if (p[1].revents) {
+            snprintf(why, sizeof why, "was stopped");
+            goto out;
+        }
+        if (cap - len < 65536) {
+            size_t grown_cap = cap ? cap * 2 : 131072;
+            if (grown_cap > EPP_LINE_MAX + 65536)
+                grown_cap = EPP_LINE_MAX + 65536;
+            char *grown = grown_cap > cap ? realloc(buf, grown_cap) : NULL;
+            if (!grown) {
+                snprintf(why, sizeof why, "wrote more than abx could hold");
+                goto out;
+            }
+            buf = grown;
+            cap = grown_cap;
+        }
+        ssize_t got = read(e->from_fd, buf + len, cap - len);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            return -ABX_EPROVIDER;
-        e->len += (size_t)got;
+            goto out;
+        len += (size_t)got;
     }
-}
-
-static void consume_line(abx_epp *e, size_t n)
-{
-    memmove(e->buf, e->buf + n + 1, e->len - n - 1);
-    e->len -= n + 1;
+out:
+    free(buf);
+    gone(e, why);
+    return NULL;
 }
 
 static int write_msg(abx_epp *e, json_t *msg)
@@ -177,7 +271,9 @@ static int write_msg(abx_epp *e, json_t *msg)
         return -ABX_ENOMEM;
     size_t n = strlen(text);
     text[n] = '\n';
+    pthread_mutex_lock(&e->write_mu);
     int rc = abx__write_all(e->to_fd, text, n + 1) < 0 ? -ABX_EPROVIDER : 0;
+    pthread_mutex_unlock(&e->write_mu);
     free(text);
     return rc;
 }
@@ -203,68 +299,106 @@ static int plugin_error(const abx_epp *e, const char *method, json_t *error, abx
                           method);
 }
 
+static void deadline_after(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void unlink_pending(abx_epp *e, epp_pending *p)
+{
+    for (epp_pending **at = &e->pending; *at; at = &(*at)->next)
+        if (*at == p) {
+            *at = p->next;
+            break;
+        }
+}
+
+/* The answer to call p within timeout_ms (locked on entry and exit): 0 and
+ * p->reply, or -ABX_ETIMEOUT / -ABX_EPROVIDER. A plugin that said nothing
+ * at all for a whole timeout is taken as hung: it is not asked again. */
+static int await_answer(abx_epp *e, epp_pending *p, unsigned timeout_ms)
+{
+    struct timespec until;
+    deadline_after(&until, timeout_ms);
+    uint64_t asked = now_ms();
+    while (!p->reply && !e->dead)
+        if (pthread_cond_timedwait(&e->answered, &e->mu, &until) != 0)
+            break;
+    if (p->reply)
+        return 0;
+    if (e->dead)
+        return -ABX_EPROVIDER;
+    if (e->heard_ms <= asked) {
+        e->dead = true;
+        snprintf(e->why, sizeof e->why, "did not answer for %u s", timeout_ms / 1000);
+    }
+    return -ABX_ETIMEOUT;
+}
+
 int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeout_ms, json_t **result,
                   abx_error **err)
 {
     *result = NULL;
+    epp_pending p = {0};
     pthread_mutex_lock(&e->mu);
-    long long id = ++e->next_id;
-    int rc = e->dead ? -ABX_EPROVIDER : 0;
-    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method,
+    p.id = ++e->next_id;
+    bool dead = e->dead;
+    if (!dead) {
+        p.next = e->pending;
+        e->pending = &p;
+    }
+    pthread_mutex_unlock(&e->mu);
+    int rc = dead ? -ABX_EPROVIDER : 0;
+    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)p.id, "method", method,
                             "params", params ? json_incref(params) : json_object());
     if (rc == 0)
         rc = write_msg(e, msg);
     json_decref(msg);
-    uint64_t deadline = now_ms() + (timeout_ms ? timeout_ms : 60000);
-    while (rc == 0) {
-        size_t n = 0;
-        rc = read_line(e, deadline, &n);
-        if (rc < 0)
-            break;
-        json_t *reply = json_loadb(e->buf, n, 0, NULL);
-        consume_line(e, n);
-        if (!json_is_object(reply)) {
-            json_decref(reply);
-            rc = -ABX_EPROVIDER; /* garbage on the protocol channel */
-            break;
-        }
-        json_t *rid = json_object_get(reply, "id");
-        if (!rid || json_is_null(rid)) { /* a notification (log, a stray exec event): not for this call */
-            json_decref(reply);
-            continue;
-        }
-        if (!json_is_integer(rid) || json_integer_value(rid) != id) {
-            json_decref(reply);
-            continue; /* an answer to a call that timed out earlier */
-        }
-        json_t *error = json_object_get(reply, "error");
-        if (error) {
-            rc = plugin_error(e, method, error, err);
-        } else if (!json_object_get(reply, "result")) {
-            rc = -ABX_EPROVIDER;
-        } else {
-            *result = json_incref(json_object_get(reply, "result"));
-        }
-        json_decref(reply);
-        if (error) {
-            pthread_mutex_unlock(&e->mu);
-            return rc;
-        }
-        break;
-    }
-    if (rc == -ABX_ETIMEOUT || rc == -ABX_EPROVIDER) {
-        mark_dead(e); /* a hung or broken plugin is not asked again: the next client starts it anew */
-        rc = rc == -ABX_ETIMEOUT
-                 ? abx__error_set(err, ABX_ETIMEOUT, "provider '%s' did not answer %s in time", e->id, method)
-                 : abx__error_set(err, ABX_EPROVIDER,
-                                  "provider '%s' broke the protocol during %s (it exited, or wrote something that is "
-                                  "not one JSON-RPC message per line of at most 16 MiB)",
-                                  e->id, method);
-    } else if (rc < 0) {
-        rc = abx__error_set(err, -rc, "provider '%s': %s", e->id, method);
-    }
+    pthread_mutex_lock(&e->mu);
+    if (rc == 0)
+        rc = await_answer(e, &p, timeout_ms ? timeout_ms : e->request_timeout_ms);
+    unlink_pending(e, &p);
+    char why[sizeof e->why];
+    snprintf(why, sizeof why, "%s", e->why);
     pthread_mutex_unlock(&e->mu);
-    return rc;
+    if (rc == 0) {
+        json_t *error = json_object_get(p.reply, "error");
+        if (error)
+            rc = plugin_error(e, method, error, err);
+        else if (!json_object_get(p.reply, "result"))
+            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered %s with neither result nor error",
+                                e->id, method);
+        else
+            *result = json_incref(json_object_get(p.reply, "result"));
+        json_decref(p.reply);
+        return rc;
+    }
+    if (rc == -ABX_ETIMEOUT)
+        return abx__error_set(err, ABX_ETIMEOUT, "provider '%s' did not answer %s in time (%u s)", e->id, method,
+                              (timeout_ms ? timeout_ms : e->request_timeout_ms) / 1000);
+    if (rc == -ABX_EPROVIDER)
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' broke the protocol during %s: it %s", e->id, method,
+                              why[0] ? why : "exited");
+    return abx__error_set(err, -rc, "provider '%s': %s", e->id, method);
+}
+
+bool abx__epp_dead(abx_epp *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool dead = e->dead;
+    pthread_mutex_unlock(&e->mu);
+    return dead;
+}
+
+abx_epp_execs *abx__epp_execs(abx_epp *e)
+{
+    return e->execs;
 }
 
 bool abx__epp_has(const abx_epp *e, const char *capability)
@@ -309,6 +443,14 @@ static int spawn(abx_epp *e, const abx_manifest *m, const char *dir, const char 
         argv[i] = json_string_value(json_array_get(m->command, i));
     pid_t pid = env && argv ? fork() : -1;
     if (pid == 0) {
+        /* the plugin starts with no signal blocked or ignored (an MCP server
+         * blocks some for its own threads): its commands must be killable */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                signal(sig, SIG_DFL);
         if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || (log_fd >= 0 && dup2(log_fd, 2) < 0) || chdir(dir) < 0)
             _exit(127);
         execvpe(argv[0], (char *const *)argv, env);
@@ -317,8 +459,7 @@ static int spawn(abx_epp *e, const abx_manifest *m, const char *dir, const char 
     int e_no = errno;
     close(in[0]);
     close(out[1]);
-    if (log_fd >= 0)
-        close(log_fd);
+    e->log_fd = log_fd; /* the plugin's log notifications go there too */
     free(argv);
     free_env(env);
     if (pid < 0) {
@@ -382,10 +523,26 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
         return abx__error_set(err, ABX_ENOMEM, "provider");
     }
     snprintf(e->id, sizeof e->id, "%s", id);
+    atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->mu, NULL);
-    e->to_fd = e->from_fd = -1;
-    rc = spawn(e, &m, dir, data_dir, err);
+    pthread_mutex_init(&e->write_mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->answered, &attr);
+    pthread_condattr_destroy(&attr);
+    e->to_fd = e->from_fd = e->log_fd = e->wake[0] = e->wake[1] = -1;
+    e->request_timeout_ms = request_timeout_ms(id);
+    e->execs = abx__epp_execs_new();
+    rc = e->execs ? 0 : abx__error_set(err, ABX_ENOMEM, "provider");
+    if (rc == 0 && pipe2(e->wake, O_CLOEXEC) < 0)
+        rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
+    if (rc == 0)
+        rc = spawn(e, &m, dir, data_dir, err);
     abx__manifest_clear(&m);
+    if (rc == 0 && pthread_create(&e->reader, NULL, reader_main, e) != 0)
+        rc = abx__error_set(err, ABX_ESYS, "starting the provider's reader");
+    e->reader_running = rc == 0;
     if (rc == 0) {
         json_t *params = json_pack("{s:s, s:{s:s, s:s}, s:o, s:s}", "protocol_version", "1", "host", "name", "abx",
                                    "version", abx_version(), "config", plugin_config(id), "data_dir", data_dir);
@@ -407,45 +564,64 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
     return 0;
 }
 
-void abx__epp_stop(abx_epp *e)
+abx_epp *abx__epp_ref(abx_epp *e)
 {
-    if (!e)
-        return;
-    if (e->pid > 0) {
-        if (!e->dead) {
-            json_t *r = NULL;
-            abx__epp_call(e, "shutdown", NULL, EPP_SHUTDOWN_GRACE_MS, &r, NULL);
-            json_decref(r);
-        }
-        if (e->to_fd >= 0)
-            close(e->to_fd);
-        e->to_fd = -1;
-        uint64_t deadline = now_ms() + EPP_SHUTDOWN_GRACE_MS;
-        int status;
-        bool reaped = false;
-        while (!reaped && now_ms() < deadline) {
-            reaped = waitpid(e->pid, &status, WNOHANG) == e->pid;
-            if (!reaped) {
-                struct timespec ts = {0, 20 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-        }
-        if (!reaped) {
-            kill(e->pid, SIGTERM);
-            struct timespec ts = {0, 200 * 1000000L};
-            nanosleep(&ts, NULL);
-            if (waitpid(e->pid, &status, WNOHANG) != e->pid) {
-                kill(e->pid, SIGKILL);
-                waitpid(e->pid, &status, 0);
-            }
-        }
+    atomic_fetch_add(&e->refs, 1);
+    return e;
+}
+
+/* The plugin process: asked to shut down, then its stdin closed; still
+ * there after the grace, SIGTERM, then SIGKILL. */
+static void end_process(abx_epp *e)
+{
+    if (!abx__epp_dead(e)) {
+        json_t *r = NULL;
+        abx__epp_call(e, "shutdown", NULL, EPP_SHUTDOWN_GRACE_MS, &r, NULL);
+        json_decref(r);
     }
     if (e->to_fd >= 0)
         close(e->to_fd);
-    if (e->from_fd >= 0)
-        close(e->from_fd);
+    e->to_fd = -1;
+    uint64_t deadline = now_ms() + EPP_SHUTDOWN_GRACE_MS;
+    int status;
+    bool reaped = false;
+    while (!reaped && now_ms() < deadline) {
+        reaped = waitpid(e->pid, &status, WNOHANG) == e->pid;
+        if (!reaped) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!reaped) {
+        kill(e->pid, SIGTERM);
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        if (waitpid(e->pid, &status, WNOHANG) != e->pid) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, &status, 0);
+        }
+    }
+}
+
+void abx__epp_stop(abx_epp *e)
+{
+    if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
+        return;
+    if (e->pid > 0)
+        end_process(e);
+    if (e->reader_running) { /* the reader may still wait on a pipe a child of the plugin holds open */
+        if (abx__write_all(e->wake[1], "x", 1) < 0)
+            pthread_cancel(e->reader);
+        pthread_join(e->reader, NULL);
+    }
+    int fds[] = {e->to_fd, e->from_fd, e->log_fd, e->wake[0], e->wake[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     json_decref(e->features);
-    free(e->buf);
+    abx__epp_execs_free(e->execs);
+    pthread_cond_destroy(&e->answered);
+    pthread_mutex_destroy(&e->write_mu);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }

@@ -51,6 +51,13 @@ struct abx_provider {
      * plane (an exec plugin's exec.run). */
     int (*exec)(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
                 abx_error **err);
+    /* Optional, for a sandbox without envd: a background task (*pid names
+     * it for read_output and what follows), a signal, bytes to its stdin
+     * (eof: then its end), the running processes as abx_sandbox_list_processes. */
+    int (*start)(abx_sandbox *s, const char *command, const abx_exec_options *o, int *pid, abx_error **err);
+    int (*signal)(abx_sandbox *s, int pid, int signal_number, abx_error **err);
+    int (*send_input)(abx_sandbox *s, int pid, const void *data, size_t len, bool eof, abx_error **err);
+    int (*list_processes)(abx_sandbox *s, char **json, abx_error **err);
     void (*free_state)(void *state);
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;

@@ -12,18 +12,30 @@
  * Sandbox ids are "<plugin id>:<the plugin's sandbox_id>".
  */
 #include "provider.h"
+#include "b64.h"
+#include "capbuf.h"
+#include "bounds.h"
 #include "epp.h"
+#include "epp_exec.h"
 #include "error_internal.h"
 #include "plugin_store.h"
+#include "sysutil.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 typedef struct epp_client {
     char id[64];
-    abx_epp *epp; /* NULL until the first call */
+    pthread_mutex_t mu; /* epp: calls come from any thread (an MCP server's) */
+    abx_epp *epp;       /* NULL until the first call; replaced when it dies */
 } epp_client;
 
 typedef struct epp_sandbox {
@@ -47,6 +59,7 @@ int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err)
     if (!ec)
         return abx__error_set(err, ABX_ENOMEM, "provider");
     snprintf(ec->id, sizeof ec->id, "%s", id);
+    pthread_mutex_init(&ec->mu, NULL);
     c->ops = &abx__provider_epp;
     c->state = ec;
     return 0;
@@ -55,28 +68,39 @@ int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err)
 static void epp_free_state(void *state)
 {
     epp_client *ec = state;
-    if (ec)
-        abx__epp_stop(ec->epp);
+    if (!ec)
+        return;
+    abx__epp_stop(ec->epp);
+    pthread_mutex_destroy(&ec->mu);
     free(ec);
 }
 
-/* The client's plugin, started now if it is not running (again after a
- * crash), and the capability the call needs. */
+/* The client's plugin (a reference: abx__epp_stop), started now if it is
+ * not running or went away, and the capability the call needs. */
 static int plugin(abx_client *c, const char *capability, abx_epp **out, abx_error **err)
 {
     epp_client *ec = c->state;
-    if (!ec->epp) {
-        int rc = abx__epp_start(ec->id, &ec->epp, err);
-        if (rc < 0)
-            return rc;
+    abx_epp *old = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&ec->mu);
+    if (ec->epp && abx__epp_dead(ec->epp)) {
+        old = ec->epp;
+        ec->epp = NULL;
     }
-    if (capability && !abx__epp_has(ec->epp, capability))
+    if (!ec->epp)
+        rc = abx__epp_start(ec->id, &ec->epp, err);
+    abx_epp *e = rc == 0 ? abx__epp_ref(ec->epp) : NULL;
+    pthread_mutex_unlock(&ec->mu);
+    abx__epp_stop(old);
+    if (rc == 0 && capability && !abx__epp_has(e, capability)) {
+        abx__epp_stop(e);
         return abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare %s", ec->id, capability);
-    *out = ec->epp;
-    return 0;
+    }
+    *out = e;
+    return rc;
 }
 
-/* A call; a plugin that broke down is dropped, so the next call starts it again. */
+/* A call (params taken). A plugin that broke down is replaced at the next. */
 static int call(abx_client *c, const char *capability, const char *method, json_t *params, json_t **result,
                 abx_error **err)
 {
@@ -84,11 +108,7 @@ static int call(abx_client *c, const char *capability, const char *method, json_
     int rc = plugin(c, capability, &e, err);
     if (rc == 0)
         rc = abx__epp_call(e, method, params, 0, result, err);
-    if (rc == -ABX_ETIMEOUT || rc == -ABX_EPROVIDER) {
-        epp_client *ec = c->state;
-        abx__epp_stop(ec->epp);
-        ec->epp = NULL;
-    }
+    abx__epp_stop(e);
     json_decref(params);
     return rc;
 }
@@ -293,16 +313,15 @@ static int epp_kill(abx_sandbox *s, abx_error **err)
     return rc;
 }
 
-/* exec.run: the command line, and the result's streams as the exec result. */
-static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
-                    abx_error **err)
+/* ---- processes: exec.run, exec.start and its events, process.* ---------------------- */
+
+/* exec.run's and exec.start's params (NULL with *rc and err set). */
+static json_t *exec_params(epp_sandbox *es, const char *command, const abx_exec_options *o, abx_error **err, int *rc)
 {
-    epp_sandbox *es = epp_of(s);
-    int rc = 0;
-    json_t *envs = pairs_or_null(o ? o->envs : NULL, "envs", true, err, &rc);
-    if (rc < 0) {
+    json_t *envs = pairs_or_null(o ? o->envs : NULL, "envs", true, err, rc);
+    if (*rc < 0) {
         json_decref(envs);
-        return rc;
+        return NULL;
     }
     json_t *params = json_pack("{s:s, s:s, s:o}", "sandbox_id", es->sandbox_id, "cmd", command, "envs", envs);
     if (o && o->cwd)
@@ -311,25 +330,357 @@ static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options 
         json_object_set_new(params, "user", json_string(o->user));
     if (o && o->timeout_s)
         json_object_set_new(params, "timeout", json_integer(o->timeout_s));
+    return params;
+}
+
+static void keep_text(const abx_exec_options *o, const char *text, size_t len, bool is_out, abx_capbuf *keep)
+{
+    abx_output_fn fn = o ? (is_out ? o->on_stdout : o->on_stderr) : NULL;
+    if (fn && len)
+        fn(text, len, o->userdata);
+    abx__capbuf_append(keep, text, len);
+}
+
+static void keep_result(const abx_exec_options *o, abx_capbuf *out, abx_capbuf *err, abx_exec_result *r)
+{
+    if (o && o->keep_output) {
+        r->stdout_total = out->total;
+        r->stderr_total = err->total;
+        r->stdout_data = abx__capbuf_take(out, &r->stdout_len, &r->stdout_cut);
+        r->stderr_data = abx__capbuf_take(err, &r->stderr_len, &r->stderr_cut);
+    }
+    abx__capbuf_free(out);
+    abx__capbuf_free(err);
+}
+
+/* A plugin that kills a command at its timeout reports 124, as abx does. */
+static bool timed_out_by_plugin(const abx_exec_options *o, int exit_code, unsigned long long started_ns)
+{
+    return o && o->timeout_s && exit_code == 124 && abx__now_ns() - started_ns >= o->timeout_s * 1000000000ull;
+}
+
+/* exec.run: the whole result in one answer; the call may take the
+ * command's own timeout on top of the request timeout. */
+static int exec_run(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o, abx_exec_result *out,
+                    abx_error **err)
+{
+    int rc = 0;
+    json_t *params = exec_params(es, command, o, err, &rc);
+    if (!params)
+        return rc;
     json_t *result = NULL;
-    rc = call(es->client, "exec.run", "exec.run", params, &result, err);
+    unsigned wait_ms = o && o->timeout_s ? (o->timeout_s + 30u) * 1000u : 0;
+    unsigned long long started = abx__now_ns();
+    rc = abx__epp_call(e, "exec.run", params, wait_ms, &result, err);
+    json_decref(params);
     if (rc < 0)
         return rc;
     const char *so = json_string_value(json_object_get(result, "stdout")) ?: "";
     const char *se = json_string_value(json_object_get(result, "stderr")) ?: "";
     out->exit_code = (int)json_integer_value(json_object_get(result, "exit_code"));
-    if (o && o->on_stdout && *so)
-        o->on_stdout(so, strlen(so), o->userdata);
-    if (o && o->on_stderr && *se)
-        o->on_stderr(se, strlen(se), o->userdata);
-    if (o && o->keep_output) {
-        out->stdout_data = strdup(so);
-        out->stderr_data = strdup(se);
-        out->stdout_len = out->stdout_total = out->stdout_cut = strlen(so);
-        out->stderr_len = out->stderr_total = out->stderr_cut = strlen(se);
-    }
+    out->timed_out = timed_out_by_plugin(o, out->exit_code, started);
+    abx_capbuf keep_out, keep_err;
+    abx__capbuf_init(&keep_out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&keep_err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    keep_text(o, so, strlen(so), true, &keep_out);
+    keep_text(o, se, strlen(se), false, &keep_err);
+    keep_result(o, &keep_out, &keep_err, out);
     json_decref(result);
     return 0;
+}
+
+/* exec.start: *exec_id (caller's buffer) and *pid (0 when the plugin gave
+ * none) of a command now running, its record claimed. */
+static int exec_start(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o, bool keep_stdin,
+                      char *exec_id, size_t id_len, int *pid, abx_error **err)
+{
+    int rc = 0;
+    json_t *params = exec_params(es, command, o, err, &rc);
+    if (!params)
+        return rc;
+    json_object_set_new(params, "stdin", json_boolean(keep_stdin));
+    json_t *result = NULL;
+    rc = abx__epp_call(e, "exec.start", params, 0, &result, err);
+    json_decref(params);
+    if (rc < 0)
+        return rc;
+    const char *id = json_string_value(json_object_get(result, "exec_id"));
+    json_int_t p = json_integer_value(json_object_get(result, "pid"));
+    *pid = p > 0 && p < 4194305 ? (int)p : 0;
+    snprintf(exec_id, id_len, "%s", id ? id : "");
+    rc = id && *id && strlen(id) < id_len ? abx__epp_execs_claim(abx__epp_execs(e), id, *pid, o ? o->tag : NULL)
+                                          : -ABX_EPROVIDER;
+    json_decref(result);
+    if (rc == -ABX_ELIMIT)
+        return abx__error_set(err, ABX_ELIMIT, "too many commands running through provider '%s' at once",
+                              abx__epp_id(e));
+    if (rc < 0)
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered exec.start without a usable exec_id",
+                              abx__epp_id(e));
+    return 0;
+}
+
+static int process_call(epp_sandbox *es, const char *method, json_t *params, abx_error **err)
+{
+    json_t *result = NULL;
+    json_object_set_new(params, "sandbox_id", json_string(es->sandbox_id));
+    int rc = call(es->client, "process.manage", method, params, &result, err);
+    json_decref(result);
+    return rc;
+}
+
+static int send_input(epp_sandbox *es, int pid, const void *data, size_t len, bool eof, abx_error **err)
+{
+    char *enc = abx__b64_encode(data, len);
+    if (!enc)
+        return abx__error_set(err, ABX_ENOMEM, "input");
+    json_t *params = json_pack("{s:i, s:s}", "pid", pid, "data_b64", enc);
+    free(enc);
+    if (eof)
+        json_object_set_new(params, "eof", json_true());
+    return process_call(es, "process.stdin", params, err);
+}
+
+/* The caller's stdin to the command (process.stdin), then its end. */
+typedef struct stdin_pump {
+    epp_sandbox *es;
+    int pid, fd;
+    atomic_bool stop;
+    pthread_t thread;
+} stdin_pump;
+
+static void *pump_main(void *arg)
+{
+    stdin_pump *p = arg;
+    char buf[65536];
+    while (!atomic_load(&p->stop)) {
+        struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+        int ready = poll(&pf, 1, 100);
+        if (ready < 0 && errno != EINTR)
+            break;
+        if (ready <= 0)
+            continue;
+        ssize_t n = read(p->fd, buf, sizeof buf);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0 || send_input(p->es, p->pid, buf, (size_t)n, false, NULL) < 0)
+            break;
+    }
+    send_input(p->es, p->pid, "", 0, true, NULL);
+    return NULL;
+}
+
+static int kill_process(epp_sandbox *es, int pid)
+{
+    return pid > 0 ? process_call(es, "process.kill", json_pack("{s:i}", "pid", pid), NULL) : -1;
+}
+
+/* Waits for exec_id's events, giving its output to the caller as it comes,
+ * until exec.exit; the command's timeout, a cancel and the plugin going
+ * away end the wait too. */
+static int stream_until_exit(epp_sandbox *es, abx_epp *e, const char *exec_id, int pid, const abx_exec_options *o,
+                             abx_exec_result *out, abx_error **err)
+{
+    abx_capbuf keep_out, keep_err;
+    abx__capbuf_init(&keep_out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    abx__capbuf_init(&keep_err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
+    unsigned long long so = 0, se = 0, started = abx__now_ns();
+    int rc = 0;
+    for (;;) {
+        abx_process_output po;
+        char why[200] = "";
+        rc = abx__epp_execs_read(abx__epp_execs(e), exec_id, 0, so, se, 500, &po, why, sizeof why);
+        if (rc == 0 || rc == -ABX_EPROVIDER) {
+            /* a ring that wrapped before it was read: the bytes lost sit at the cut */
+            abx__capbuf_skip(&keep_out, po.stdout_offset - po.stdout_len - so);
+            abx__capbuf_skip(&keep_err, po.stderr_offset - po.stderr_len - se);
+            keep_text(o, po.stdout_data, po.stdout_len, true, &keep_out);
+            keep_text(o, po.stderr_data, po.stderr_len, false, &keep_err);
+            so = po.stdout_offset;
+            se = po.stderr_offset;
+        }
+        bool running = po.running;
+        int code = po.exit_code;
+        abx_process_output_clear(&po);
+        if (rc == -ABX_EPROVIDER) {
+            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' went away during the command: it %s",
+                                abx__epp_id(e), why);
+            break;
+        }
+        if (rc < 0) {
+            rc = abx__error_set(err, -rc, "provider '%s': the command's output", abx__epp_id(e));
+            break;
+        }
+        if (!running) {
+            out->exit_code = code;
+            out->timed_out = timed_out_by_plugin(o, code, started);
+            break;
+        }
+        if (o && o->should_cancel && o->should_cancel(o->userdata)) {
+            kill_process(es, pid);
+            rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
+            break;
+        }
+        unsigned long long ms = (abx__now_ns() - started) / 1000000ull;
+        if (o && o->timeout_s && ms > o->timeout_s * 1000ull + 2000ull) { /* the plugin had its chance */
+            kill_process(es, pid);
+            out->timed_out = true;
+            out->exit_code = 124;
+            break;
+        }
+    }
+    if (rc == 0)
+        keep_result(o, &keep_out, &keep_err, out);
+    abx__capbuf_free(&keep_out);
+    abx__capbuf_free(&keep_err);
+    return rc;
+}
+
+static int exec_stream(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o,
+                       abx_exec_result *out, abx_error **err)
+{
+    bool feed = o && o->with_stdin && abx__epp_has(e, "process.manage");
+    char exec_id[128];
+    int pid = 0;
+    int rc = exec_start(es, e, command, o, feed, exec_id, sizeof exec_id, &pid, err);
+    if (rc < 0)
+        return rc;
+    stdin_pump pump = {.es = es, .pid = pid, .fd = o ? o->stdin_fd : -1};
+    atomic_init(&pump.stop, false);
+    bool pumping = feed && pid > 0 && pthread_create(&pump.thread, NULL, pump_main, &pump) == 0;
+    rc = stream_until_exit(es, e, exec_id, pid, o, out, err);
+    if (pumping) {
+        atomic_store(&pump.stop, true);
+        pthread_join(pump.thread, NULL);
+    }
+    abx__epp_execs_release(abx__epp_execs(e), exec_id);
+    return rc;
+}
+
+/* A command to completion: exec.run, or exec.start and its events when the
+ * caller follows the output, feeds stdin or may cancel (or when the
+ * plugin has only exec.stream). A terminal needs envd. */
+static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
+                    abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    if (o && o->pty)
+        return abx__error_set(err, ABX_ENOTSUP, "a terminal needs a sandbox with an envd data plane; provider '%s' "
+                                                "serves commands without one",
+                              ((epp_client *)es->client->state)->id);
+    abx_epp *e = NULL;
+    int rc = plugin(es->client, NULL, &e, err);
+    if (rc < 0)
+        return rc;
+    bool can_run = abx__epp_has(e, "exec.run"), can_stream = abx__epp_has(e, "exec.stream");
+    bool wants_stream = o && (o->on_stdout || o->on_stderr || o->with_stdin || o->should_cancel);
+    if (can_stream && (!can_run || wants_stream))
+        rc = exec_stream(es, e, command, o, out, err);
+    else if (can_run)
+        rc = exec_run(es, e, command, o, out, err);
+    else
+        rc = abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare exec.run or exec.stream", abx__epp_id(e));
+    abx__epp_stop(e);
+    return rc;
+}
+
+/* A background task: exec.start; its output is kept by this client (the
+ * plugin process's event table) for read_output. */
+static int epp_start(abx_sandbox *s, const char *command, const abx_exec_options *o, int *pid, abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    abx_epp *e = NULL;
+    int rc = plugin(es->client, "exec.stream", &e, err);
+    if (rc == 0 && !abx__epp_has(e, "process.manage"))
+        rc = abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare process.manage (background tasks need "
+                                              "exec.stream and process.manage)",
+                            abx__epp_id(e));
+    char exec_id[128];
+    if (rc == 0)
+        rc = exec_start(es, e, command, o, false, exec_id, sizeof exec_id, pid, err);
+    if (rc == 0 && *pid <= 0) {
+        abx__epp_execs_release(abx__epp_execs(e), exec_id);
+        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' started the task without a pid", abx__epp_id(e));
+    }
+    abx__epp_stop(e);
+    return rc;
+}
+
+static int epp_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
+                           unsigned wait_ms, abx_process_output *out, abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    abx_epp *e = NULL;
+    memset(out, 0, sizeof *out);
+    int rc = plugin(es->client, "exec.stream", &e, err);
+    if (rc < 0)
+        return rc;
+    char why[200] = "";
+    rc = abx__epp_execs_read(abx__epp_execs(e), NULL, pid, stdout_offset, stderr_offset,
+                             wait_ms > 600000 ? 600000 : wait_ms, out, why, sizeof why);
+    if (rc == -ABX_EPROVIDER) { /* what it wrote stays readable; it ended without an exit */
+        out->running = false;
+        out->exit_code = -1;
+        rc = 0;
+    } else if (rc == -ABX_ENOTASK) {
+        rc = abx__error_set(err, ABX_ENOTASK,
+                            "no task %d here: a plugin's task output is kept by the abx process that started it "
+                            "(one MCP session), for as long as its plugin runs",
+                            pid);
+    } else if (rc < 0) {
+        rc = abx__error_set(err, -rc, "task output");
+    }
+    abx__epp_stop(e);
+    return rc;
+}
+
+static int epp_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    if (sig == SIGKILL)
+        return process_call(es, "process.kill", json_pack("{s:i}", "pid", pid), err);
+    char name[16];
+    snprintf(name, sizeof name, "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "TERM");
+    return process_call(es, "process.signal", json_pack("{s:i, s:s}", "pid", pid, "signal", name), err);
+}
+
+static int epp_send_input(abx_sandbox *s, int pid, const void *data, size_t len, bool eof, abx_error **err)
+{
+    return send_input(epp_of(s), pid, data, len, eof, err);
+}
+
+/* process.list as abx lists processes: [{pid, tag?, config{cmd, args}}]. */
+static int epp_list_processes(abx_sandbox *s, char **json, abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    json_t *result = NULL;
+    int rc = call(es->client, "process.manage", "process.list", json_pack("{s:s}", "sandbox_id", es->sandbox_id),
+                  &result, err);
+    if (rc < 0)
+        return rc;
+    abx_epp *e = NULL;
+    plugin(es->client, NULL, &e, NULL);
+    json_t *list = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(result, "processes"), i, p) {
+        json_int_t pid = json_integer_value(json_object_get(p, "pid"));
+        const char *cmd = json_string_value(json_object_get(p, "cmd"));
+        if (pid <= 0 || !cmd || json_array_size(list) >= 4096)
+            continue;
+        json_t *item = json_pack("{s:I, s:{s:s, s:[]}}", "pid", pid, "config", "cmd", cmd, "args");
+        char tag[64] = "";
+        if (e)
+            abx__epp_execs_tag(abx__epp_execs(e), (int)pid, tag, sizeof tag);
+        if (*tag)
+            json_object_set_new(item, "tag", json_string(tag));
+        json_array_append_new(list, item);
+    }
+    abx__epp_stop(e);
+    json_decref(result);
+    *json = json_dumps(list, JSON_COMPACT);
+    json_decref(list);
+    return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
 }
 
 static int epp_data_call(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
@@ -348,9 +699,13 @@ const abx_provider abx__provider_epp = {
     .list = epp_list,
     .set_timeout = epp_set_timeout,
     .kill = epp_kill,
-    .read_output = NULL,
+    .read_output = epp_read_output,
     .free_impl = epp_free_impl,
     .exec = epp_exec,
+    .start = epp_start,
+    .signal = epp_signal,
+    .send_input = epp_send_input,
+    .list_processes = epp_list_processes,
     .free_state = epp_free_state,
     .data_call = epp_data_call,
 };

@@ -269,3 +269,8 @@ int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_o
         return abx__error_set(err, ABX_ENOTSUP, "reading a task's buffered output: the provider cannot");
     return s->ops->read_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);
 }
+
+bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s)
+{
+    return s && s->envd.base_url[0];
+}

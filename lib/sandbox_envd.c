@@ -358,6 +358,12 @@ int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, c
     int rc = check_user(opts->user, err);
     if (rc < 0)
         return rc;
+    if (!s->envd.base_url[0] && s->ops->start) { /* no envd: the provider's own tasks */
+        char *command = quoted_command(argv);
+        rc = command ? s->ops->start(s, command, opts, pid, err) : abx__error_set(err, ABX_ENOMEM, "command");
+        free(command);
+        return rc;
+    }
     json_t *req = start_request(argv, opts, true, err, &rc);
     if (rc < 0) {
         json_decref(req);
@@ -383,6 +389,10 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
     *pid = 0;
     if (!command || !*command)
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    if (!s->envd.base_url[0] && s->ops->start) {
+        int rc = check_user(opts ? opts->user : NULL, err);
+        return rc < 0 ? rc : s->ops->start(s, command, opts, pid, err);
+    }
     const char *argv[5] = {NULL};
     shell_argv(command, argv);
     return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
@@ -401,6 +411,8 @@ int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
 {
     if (pid <= 0 || sig <= 0 || sig >= 65)
         return abx__error_set(err, ABX_EINVAL, "signal: expected a process id and a signal number from 1 to 64");
+    if (!s->envd.base_url[0] && s->ops->signal)
+        return s->ops->signal(s, pid, sig, err);
     return process_call(s, "/process.Process/SendSignal",
                         json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig), err);
 }
@@ -420,6 +432,8 @@ static int send_input(abx_sandbox *s, int pid, const char *kind, const void *dat
 
 int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
 {
+    if (!s->envd.base_url[0] && s->ops->send_input)
+        return s->ops->send_input(s, pid, data, len, false, err);
     return send_input(s, pid, "stdin", data, len, err);
 }
 
@@ -433,12 +447,16 @@ int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols
 
 int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
 {
+    if (!s->envd.base_url[0] && s->ops->send_input)
+        return s->ops->send_input(s, pid, "", 0, true, err);
     return process_call(s, "/process.Process/CloseStdin", json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid),
                         err);
 }
 
 int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
 {
+    if (!s->envd.base_url[0] && s->ops->list_processes)
+        return s->ops->list_processes(s, json, err);
     json_t *resp = NULL;
     int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, NULL, &resp, err);
     if (rc < 0)
@@ -595,8 +613,9 @@ static int data_download(abx_sandbox *s, const char *path, const char *user, abx
     return rc;
 }
 
-/* An EPP Entry ({name, type: file|dir|symlink, path, size, mode,
- * modified_time}) as envd's EntryInfo, which the listing code reads. */
+/* An EPP Entry ({name, type: file|dir|symlink, path, size, mode, mtime};
+ * "modified_time" is read too, as abx's first plugins wrote it) as envd's
+ * EntryInfo, which the listing code reads. */
 static json_t *envd_entry_from_plugin(json_t *e)
 {
     const char *type = json_string_value(json_object_get(e, "type"));
@@ -610,7 +629,8 @@ static json_t *envd_entry_from_plugin(json_t *e)
     json_t *out = json_pack("{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
                             type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
                             json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"),
-                            "permissions", perms, "modifiedTime", json_object_get(e, "modified_time"));
+                            "permissions", perms, "modifiedTime",
+                            json_object_get(e, json_object_get(e, "mtime") ? "mtime" : "modified_time"));
     if (out && type && strcmp(type, "symlink") == 0)
         json_object_set_new(out, "symlinkTarget", json_string(""));
     return out;
@@ -649,7 +669,7 @@ static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *
             *resp = json_object();
     } else if (strcmp(method, "/filesystem.Filesystem/Move") == 0) {
         rc = provider_call(s, "files.move", user,
-                           json_pack("{s:O, s:O}", "source", json_object_get(req, "source"), "destination",
+                           json_pack("{s:O, s:O}", "from", json_object_get(req, "source"), "to",
                                      json_object_get(req, "destination")),
                            &result, err);
         if (rc == 0)

@@ -205,6 +205,14 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     if (tty)
         return exec_tty(ctx, s, command[0] ? command : NULL, &o);
     abx_error *err = NULL;
+    if (background && !abx_sandbox_tasks_outlive_client(s)) {
+        abx_sandbox_free(s);
+        cli_fail(ctx, ABX_ENOTSUP,
+                 "--background: this sandbox's provider keeps a task and its output only while the abx process that "
+                 "started it runs (its plugin process); start it from an MCP session (abx mcp start), or run it in "
+                 "the foreground");
+        return CLI_EXIT_FAILED;
+    }
     if (background) {
         int pid = 0;
         rc = abx_sandbox_start_background(s, command, &o, &pid, &err);

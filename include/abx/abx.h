@@ -259,6 +259,12 @@ ABX_API int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const
 ABX_API int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts,
                                          int *pid, abx_error **err);
 
+/* Whether background processes outlive the client that started them: true
+ * for a sandbox with an envd data plane (the sandbox keeps them and their
+ * output), false for an exec plugin's sandbox, whose tasks and their output
+ * live in the plugin process of one client (an MCP session's). */
+ABX_API bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s);
+
 /* The same without a shell: argv[0] is looked up in the sandbox's PATH. */
 ABX_API int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
                                               int *pid, abx_error **err);

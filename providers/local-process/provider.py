@@ -6,13 +6,23 @@
 # protocol end to end and to develop plugins; never run untrusted code here.
 #
 # Protocol: ../../../shared/epp.md (JSON-RPC 2.0, one message per line on
-# stdin/stdout). State lives in $ABX_PROVIDER_DATA_DIR, because abx may
-# start a new process of this plugin for every command.
-import base64, datetime, json, os, secrets, shutil, stat, subprocess, sys
+# stdin/stdout). Sandboxes live in $ABX_PROVIDER_DATA_DIR, because abx may
+# start a new process of this plugin for every command; commands started
+# with exec.start (streams, background tasks) are children of this process
+# and end with it.
+import base64, datetime, json, os, secrets, shutil, signal, stat, subprocess, sys, threading
 
 DATA = os.environ.get("ABX_PROVIDER_DATA_DIR") or os.path.join(os.getcwd(), ".data")
-FEATURES = ["sandbox.lifecycle", "sandbox.timeout", "exec.run", "files.rw"]
+FEATURES = ["sandbox.lifecycle", "sandbox.timeout", "exec.run", "exec.stream", "process.manage", "files.rw"]
 config = {}
+out_lock = threading.Lock()  # answers (main thread) and exec events (pump threads) share stdout
+execs = {}  # pid -> {"proc", "exec_id", "sandbox_id", "cmd"}
+
+
+def send(msg):
+    with out_lock:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
 
 
 class RpcError(Exception):
@@ -115,22 +125,117 @@ def inside(rec, path):
     return host
 
 
-def exec_run(p):
+def command_env(p):
     rec = load(p.get("sandbox_id"))
-    home = inside(rec, "/home/user")
     cwd = inside(rec, p.get("cwd") or "/home/user")
     if not os.path.isdir(cwd):
-        raise RpcError(-32602, "no such directory", "E8002")
-    env = dict(os.environ, HOME=home, **rec.get("envs", {}), **(p.get("envs") or {}))
+        raise RpcError(-32602, "no such directory", "E8023")
+    env = dict(os.environ, HOME=inside(rec, "/home/user"), **rec.get("envs", {}), **(p.get("envs") or {}))
+    return rec, cwd, env
+
+
+def exit_status(code):
+    """(exit_code, signal name or None) of a subprocess return code."""
+    if code < 0:
+        return 128 - code, signal.Signals(-code).name
+    return code, None
+
+
+def exec_run(p):
+    rec, cwd, env = command_env(p)
     try:
         r = subprocess.run(["/bin/bash", "-c", p["cmd"]], cwd=cwd, env=env, capture_output=True,
-                           timeout=p.get("timeout") or None)
-        code = r.returncode if r.returncode >= 0 else 128 - r.returncode
+                           stdin=subprocess.DEVNULL, timeout=p.get("timeout") or None)
         return {"stdout": r.stdout.decode(errors="replace"), "stderr": r.stderr.decode(errors="replace"),
-                "exit_code": code}
+                "exit_code": exit_status(r.returncode)[0]}
     except subprocess.TimeoutExpired as e:
         return {"stdout": (e.stdout or b"").decode(errors="replace"), "stderr": (e.stderr or b"").decode(errors="replace"),
                 "exit_code": 124}
+
+
+def exec_start(p):
+    """A command whose output comes as exec.output notifications, then one
+    exec.exit; it runs in its own process group so process.* reach it all."""
+    rec, cwd, env = command_env(p)
+    proc = subprocess.Popen(["/bin/bash", "-c", p["cmd"]], cwd=cwd, env=env, start_new_session=True,
+                            stdin=subprocess.PIPE if p.get("stdin") else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    exec_id = "e" + secrets.token_hex(6)
+    execs[proc.pid] = {"proc": proc, "exec_id": exec_id, "sandbox_id": rec["sandbox_id"], "cmd": p["cmd"]}
+
+    def pump(stream, name):
+        for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
+            send({"jsonrpc": "2.0", "method": "exec.output",
+                  "params": {"exec_id": exec_id, "stream": name, "data_b64": base64.b64encode(chunk).decode()}})
+
+    def wait():
+        pumps = [threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
+                 threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True)]
+        for t in pumps:
+            t.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=p.get("timeout") or None)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for t in pumps:
+            t.join()
+        code, sig = exit_status(proc.returncode)
+        params = {"exec_id": exec_id, "exit_code": 124 if timed_out else code}
+        if sig and not timed_out:
+            params["signal"] = sig
+        send({"jsonrpc": "2.0", "method": "exec.exit", "params": params})
+
+    threading.Thread(target=wait, daemon=True).start()
+    return {"exec_id": exec_id, "pid": proc.pid}
+
+
+def task(p):
+    t = execs.get(p.get("pid"))
+    if not t or t["sandbox_id"] != p.get("sandbox_id") or t["proc"].poll() is not None:
+        raise RpcError(-32000, "no such process", "E8026")
+    return t
+
+
+def process_signal(p, name):
+    t = task(p)
+    try:
+        os.killpg(t["proc"].pid, signal.Signals[name])
+    except KeyError:
+        raise RpcError(-32602, "unknown signal", "E8001")
+    except ProcessLookupError:
+        raise RpcError(-32000, "no such process", "E8026")
+    return {}
+
+
+def process_stdin(p):
+    proc = task(p)["proc"]
+    if proc.stdin is None:
+        raise RpcError(-32000, "stdin was not kept open", "E8001")
+    try:
+        proc.stdin.write(base64.b64decode(p.get("data_b64") or ""))
+        proc.stdin.flush()
+        if p.get("eof"):
+            proc.stdin.close()
+    except (BrokenPipeError, ValueError):
+        pass  # it stopped reading: its exit says the rest
+    return {}
+
+
+def process_list(p):
+    load(p.get("sandbox_id"))
+    return {"processes": [{"pid": pid, "cmd": t["cmd"], "exec_id": t["exec_id"]} for pid, t in execs.items()
+                          if t["sandbox_id"] == p.get("sandbox_id") and t["proc"].poll() is None]}
+
+
+def kill_sandbox(p):
+    sid = p.get("sandbox_id") or ""
+    for t in list(execs.values()):
+        if t["sandbox_id"] == sid and t["proc"].poll() is None:
+            os.killpg(t["proc"].pid, signal.SIGKILL)
+    return {"killed": remove(sid) if sid else False}
 
 
 def entry(rec, host, path):
@@ -138,7 +243,7 @@ def entry(rec, host, path):
     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "file"
     return {"name": os.path.basename(path.rstrip("/")) or "/", "type": kind, "path": path, "size": st.st_size,
             "mode": stat.S_IMODE(st.st_mode),
-            "modified_time": datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "mtime": datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def not_found(e):
@@ -223,10 +328,10 @@ def files_remove(p):
 
 def files_move(p):
     rec = load(p.get("sandbox_id"))
-    dst = inside(rec, p["destination"])
+    dst = inside(rec, p["to"])
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     try:
-        os.rename(inside(rec, p["source"]), dst)
+        os.rename(inside(rec, p["from"]), dst)
     except OSError as e:
         raise not_found(e)
     return {}
@@ -243,9 +348,14 @@ METHODS = {
     "sandbox.create": create,
     "sandbox.get": lambda p: public(load(p.get("sandbox_id"))),
     "sandbox.list": listing,
-    "sandbox.kill": lambda p: {"killed": remove(p.get("sandbox_id", "")) if p.get("sandbox_id") else False},
+    "sandbox.kill": kill_sandbox,
     "sandbox.set_timeout": set_timeout,
     "exec.run": exec_run,
+    "exec.start": exec_start,
+    "process.list": process_list,
+    "process.kill": lambda p: process_signal(p, "SIGKILL"),
+    "process.signal": lambda p: process_signal(p, p.get("signal") or "SIGTERM"),
+    "process.stdin": process_stdin,
     "files.read": files_read,
     "files.write": files_write,
     "files.list": files_list,
@@ -277,10 +387,12 @@ def main():
             print("local-process: %r" % e, file=sys.stderr)
             reply = {"jsonrpc": "2.0", "id": mid, "error": {"code": -32603, "message": "internal error"}}
         if mid is not None:
-            sys.stdout.write(json.dumps(reply) + "\n")
-            sys.stdout.flush()
+            send(reply)
         if method == "shutdown":
             break
+    for t in execs.values():  # its commands end with it
+        if t["proc"].poll() is None:
+            os.killpg(t["proc"].pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -61,19 +61,100 @@ test('the reference plugin (local-process) behind the CLI: create, exec, list, i
   assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
 });
 
-test('the MCP tools over a plugin: run_command runs through exec.run; a tool whose capability is missing answers E8004', async () => {
+test('the MCP tools over a plugin: run_command, background tasks (exec.stream + process.manage); a tool whose capability is missing answers E8004', async () => {
   const transport = new StdioClientTransport({ command: abx, args: ['--provider', 'local-process', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
   const c = new Client({ name: 'abx-epp', version: '1' });
   await c.connect(transport);
   try {
     const r = await c.callTool({ name: 'run_command', arguments: { command: 'echo via-plugin' } });
     assert.equal(r.structuredContent.stdout, 'via-plugin\n', JSON.stringify(r).slice(0, 400));
-    const f = await c.callTool({ name: 'start_background_task', arguments: { command: 'sleep 5' } });
-    assert.equal(f.isError, true);
-    assert.equal(f.structuredContent.error.code, 'E8004');
+    const t = await c.callTool({ name: 'start_background_task', arguments: { command: 'echo one; sleep 0.5; echo two; echo err >&2; exit 3' } });
+    assert.equal(t.isError, undefined, JSON.stringify(t));
+    const task_id = t.structuredContent.task_id;
+    let g = await c.callTool({ name: 'get_background_task', arguments: { task_id, wait: 5 } });
+    assert.equal(g.structuredContent.stdout.startsWith('one\n'), true, JSON.stringify(g.structuredContent));
+    for (let i = 0; i < 50 && g.structuredContent.status === 'running'; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      g = await c.callTool({ name: 'get_background_task', arguments: { task_id } });
+    }
+    assert.deepEqual([g.structuredContent.status, g.structuredContent.exit_code, g.structuredContent.stdout, g.structuredContent.stderr],
+      ['exited', 3, 'one\ntwo\n', 'err\n']);
+    const long = await c.callTool({ name: 'start_background_task', arguments: { command: 'sleep 100' } });
+    const stop = await c.callTool({ name: 'stop_background_task', arguments: { task_id: long.structuredContent.task_id } });
+    assert.deepEqual(stop.structuredContent, { success: true, status: 'exited' });
+    const none = await c.callTool({ name: 'get_background_task', arguments: { task_id: '999999' } });
+    assert.equal(none.structuredContent.error.code, 'E8026');
   } finally {
     await c.close();
   }
+  // a plugin without exec.stream and process.manage: the tool answers E8004, the methods never sent
+  recorder('runonly', { features: ['sandbox.lifecycle', 'exec.run'] });
+  const t2 = new StdioClientTransport({ command: abx, args: ['--provider', 'runonly', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
+  const c2 = new Client({ name: 'abx-epp', version: '1' });
+  await c2.connect(t2);
+  try {
+    const f = await c2.callTool({ name: 'start_background_task', arguments: { command: 'sleep 5' } });
+    assert.equal(f.isError, true);
+    assert.equal(f.structuredContent.error.code, 'E8004');
+  } finally {
+    await c2.close();
+  }
+  assert.ok(!calls('runonly').includes('exec.start'), calls('runonly').join(','));
+});
+
+test('streamed exec through a plugin (exec.start, exec.output, exec.exit): output as it comes, stdin, exit codes and signals', () => {
+  abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
+  const id = abxh(['--provider', 'local-process', 'create']).stdout.trim();
+  let r = abxh(['exec', id, 'cat; echo " -- $((6*7))"; echo e >&2; exit 7'], { input: 'from stdin' });
+  assert.deepEqual([r.status, r.stdout, r.stderr], [7, 'from stdin -- 42\n', 'e\n']);
+  r = abxh(['exec', id, 'kill -TERM $$']);
+  assert.equal(r.status, 143, r.stderr);
+  r = abxh(['--json', 'exec', '--timeout', '1', id, 'sleep 30']);
+  assert.equal(JSON.parse(r.stdout).timed_out, true, r.stdout + r.stderr);
+  // a background task would die with the CLI's plugin process: refused, with why
+  r = abxh(['--json', 'exec', '--background', id, 'sleep 5']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8004');
+  assert.match(JSON.parse(r.stderr).error.message, /MCP session/);
+  assert.equal(abxh(['kill', id]).status, 0);
+});
+
+test('several calls in flight on one plugin: a fast command is not held behind a slow one', async () => {
+  const transport = new StdioClientTransport({ command: abx, args: ['--provider', 'local-process', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-epp', version: '1' });
+  await c.connect(transport);
+  try {
+    await c.callTool({ name: 'run_command', arguments: { command: 'true' } });
+    const t0 = Date.now();
+    let fastAt = 0;
+    const slow = c.callTool({ name: 'run_command', arguments: { command: 'sleep 3; echo slow' } });
+    await new Promise((res) => setTimeout(res, 200));
+    const fast = c.callTool({ name: 'run_command', arguments: { command: 'echo fast' } }).then((r) => { fastAt = Date.now() - t0; return r; });
+    const [s, f] = await Promise.all([slow, fast]);
+    assert.equal(f.structuredContent.stdout, 'fast\n');
+    assert.equal(s.structuredContent.stdout, 'slow\n');
+    assert.ok(fastAt < 2500, `the fast command waited for the slow one (${fastAt} ms)`);
+  } finally {
+    await c.close();
+  }
+});
+
+test('a broken exec stream is a protocol error, reported as such: two exec.exit, output after the exit, a crash mid-stream; no exit ends at the timeout', () => {
+  for (const [how, code] of [['two-exits', 'E8015'], ['output-after-exit', 'E8015'], ['crash-mid', 'E8015']]) {
+    const id = `stream-${how}`;
+    recorder(id, { features: ['sandbox.lifecycle', 'exec.stream'], behave: { 'exec.start': how } });
+    const r = abxh(['--json', 'exec', `${id}:box1`, 'anything'], { timeout: 60000 });
+    const e = JSON.parse(r.stderr).error;
+    assert.equal(e.code, code, `${how}: ${r.stderr}`);
+    if (how !== 'crash-mid') assert.match(e.message, how === 'two-exits' ? /a second exec\.exit/ : /exec\.output after/);
+  }
+  recorder('stream-ok', { features: ['sandbox.lifecycle', 'exec.stream'] });
+  let r = abxh(['exec', 'stream-ok:box1', 'anything']);
+  assert.deepEqual([r.status, r.stdout], [5, 'streamed\n']);
+  recorder('stream-noexit', { features: ['sandbox.lifecycle', 'exec.stream'], behave: { 'exec.start': 'no-exit' } });
+  const t0 = Date.now();
+  r = abxh(['--json', 'exec', '--timeout', '1', 'stream-noexit:box1', 'anything'], { timeout: 60000 });
+  assert.equal(JSON.parse(r.stdout).timed_out, true, r.stdout + r.stderr);
+  assert.ok(Date.now() - t0 < 20000);
 });
 
 test('a tampered plugin is never started (E8011): an edit after install', () => {

@@ -1,0 +1,345 @@
+/* epp_exec.c: the exec streams of one plugin process (EPP's exec.start,
+ * exec.output, exec.exit).
+ *
+ * Owns: a table of at most EXECS_MAX records, each one exec's two output
+ * rings (the last RING_MAX bytes of each stream, read by offset as the
+ * local shim's rings are) and its end. The plugin's reader thread fills
+ * it from notifications; callers read it (foreground streams, background
+ * tasks) and wait on it. Records are made by whichever comes first: the
+ * first notification or exec.start's answer. What a plugin may not do is a
+ * protocol error: an event without exec_id, output after the exit, a second
+ * exit, bad base64. Bounds: EXECS_MAX records, rings together at most
+ * RINGS_TOTAL (past that a ring keeps its size and wraps sooner).
+ */
+#include "epp_exec.h"
+#include "b64.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXECS_MAX 64
+#define EXEC_ID_MAX 128
+#define RING_MIN (64u << 10)
+#define RING_MAX (1u << 20)
+#define RINGS_TOTAL (32u << 20)
+
+typedef struct ring {
+    char *buf;
+    size_t cap;
+    unsigned long long total; /* bytes ever written */
+} ring;
+
+typedef struct exec_record {
+    bool used;
+    char exec_id[EXEC_ID_MAX];
+    char tag[64];
+    int pid;
+    bool claimed;  /* exec.start answered (or the record came from it) */
+    bool released; /* a foreground exec done with it */
+    bool exited;
+    int exit_code;
+    bool lost;     /* ended without exec.exit: the plugin went away */
+    char why[160];
+    ring out, err;
+    unsigned long long seq; /* age, for reuse */
+} exec_record;
+
+struct abx_epp_execs {
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    exec_record rec[EXECS_MAX];
+    size_t ring_bytes;
+    unsigned long long seq;
+};
+
+abx_epp_execs *abx__epp_execs_new(void)
+{
+    abx_epp_execs *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->changed, &attr);
+    pthread_condattr_destroy(&attr);
+    return x;
+}
+
+static void record_clear(abx_epp_execs *x, exec_record *r)
+{
+    x->ring_bytes -= r->out.cap + r->err.cap;
+    free(r->out.buf);
+    free(r->err.buf);
+    memset(r, 0, sizeof *r);
+}
+
+void abx__epp_execs_free(abx_epp_execs *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < EXECS_MAX; i++)
+        record_clear(x, &x->rec[i]);
+    pthread_cond_destroy(&x->changed);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+}
+
+/* ---- rings ----------------------------------------------------------------------- */
+
+static void ring_write(abx_epp_execs *x, ring *g, const char *data, size_t len)
+{
+    size_t want = g->cap ? g->cap : RING_MIN;
+    while (want < RING_MAX && want < g->total + len)
+        want *= 2;
+    if (want > g->cap && x->ring_bytes + (want - g->cap) <= RINGS_TOTAL) {
+        char *grown = malloc(want);
+        if (grown) { /* keep the newest bytes, laid out from offset total % want */
+            for (unsigned long long o = g->total > g->cap ? g->total - g->cap : 0; o < g->total; o++)
+                grown[o % want] = g->buf[o % g->cap];
+            free(g->buf);
+            x->ring_bytes += want - g->cap;
+            g->buf = grown;
+            g->cap = want;
+        }
+    }
+    if (!g->cap)
+        return; /* no memory for any ring: the bytes are counted, not kept */
+    if (len > g->cap) { /* only the last cap bytes can stay */
+        g->total += len - g->cap;
+        data += len - g->cap;
+        len = g->cap;
+    }
+    for (size_t i = 0; i < len; i++)
+        g->buf[(g->total + i) % g->cap] = data[i];
+    g->total += len;
+}
+
+/* The bytes from *offset on (moved up to the oldest kept); *offset becomes
+ * the end. NULL without memory. */
+static char *ring_read(const ring *g, unsigned long long *offset, size_t *len, bool *truncated)
+{
+    unsigned long long from = *offset > g->total ? g->total : *offset;
+    unsigned long long oldest = g->total > g->cap ? g->total - g->cap : 0;
+    if (from < oldest) {
+        from = oldest;
+        *truncated = true;
+    }
+    *len = (size_t)(g->total - from);
+    char *out = malloc(*len + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < *len; i++)
+        out[i] = g->buf[(from + i) % g->cap];
+    out[*len] = '\0';
+    *offset = g->total;
+    return out;
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+static exec_record *find(abx_epp_execs *x, const char *exec_id, int pid)
+{
+    for (size_t i = 0; i < EXECS_MAX; i++) {
+        exec_record *r = &x->rec[i];
+        if (r->used && (exec_id ? strcmp(r->exec_id, exec_id) == 0 : (pid > 0 && r->pid == pid)))
+            return r;
+    }
+    return NULL;
+}
+
+/* A free record for exec_id, else the oldest one a caller is done with,
+ * else the oldest ended one; NULL when every record is a running exec. */
+static exec_record *make(abx_epp_execs *x, const char *exec_id)
+{
+    exec_record *pick = NULL;
+    for (size_t i = 0; i < EXECS_MAX && !pick; i++)
+        if (!x->rec[i].used)
+            pick = &x->rec[i];
+    for (int pass = 0; pass < 2 && !pick; pass++)
+        for (size_t i = 0; i < EXECS_MAX; i++) {
+            exec_record *r = &x->rec[i];
+            bool done = pass == 0 ? r->released : (r->exited || r->lost);
+            if (done && (!pick || r->seq < pick->seq))
+                pick = r;
+        }
+    if (!pick)
+        return NULL;
+    record_clear(x, pick);
+    pick->used = true;
+    pick->seq = ++x->seq;
+    snprintf(pick->exec_id, sizeof pick->exec_id, "%s", exec_id);
+    return pick;
+}
+
+/* A signal given by name ("SIGKILL", "KILL") or number; 0 when unknown. */
+static int signal_number(json_t *v)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v) > 0 && json_integer_value(v) < 65 ? (int)json_integer_value(v) : 0;
+    const char *name = json_string_value(v);
+    if (!name)
+        return 0;
+    if (strncmp(name, "SIG", 3) == 0)
+        name += 3;
+    for (int n = 1; n < 65; n++)
+        if (sigabbrev_np(n) && strcmp(sigabbrev_np(n), name) == 0)
+            return n;
+    return 0;
+}
+
+static int protocol_error(char *why, size_t why_len, const char *what, const char *exec_id)
+{
+    snprintf(why, why_len, "%s (exec_id '%.64s')", what, exec_id ? exec_id : "");
+    return -1;
+}
+
+/* exec.output or exec.exit on record r (locked). */
+static int apply(abx_epp_execs *x, exec_record *r, const char *method, json_t *params, char *why, size_t why_len)
+{
+    if (r->exited)
+        return protocol_error(why, why_len,
+                              strcmp(method, "exec.exit") == 0 ? "a second exec.exit for one exec"
+                                                               : "exec.output after the exec's exec.exit",
+                              r->exec_id);
+    if (strcmp(method, "exec.exit") == 0) {
+        int sig = signal_number(json_object_get(params, "signal"));
+        json_t *code = json_object_get(params, "exit_code");
+        r->exited = true;
+        r->exit_code = sig ? 128 + sig : json_is_integer(code) ? (int)json_integer_value(code) : -1;
+        if (json_is_string(json_object_get(params, "error")) && !json_is_integer(code) && !sig)
+            r->exit_code = 127; /* it could not be run */
+        return 0;
+    }
+    const char *stream = json_string_value(json_object_get(params, "stream"));
+    const char *b64 = json_string_value(json_object_get(params, "data_b64"));
+    bool is_out = stream && strcmp(stream, "stdout") == 0, is_err = stream && strcmp(stream, "stderr") == 0;
+    if ((!is_out && !is_err) || !b64)
+        return protocol_error(why, why_len, "exec.output without stream \"stdout\"|\"stderr\" and data_b64",
+                              r->exec_id);
+    char *data = NULL;
+    long n = abx__b64_decode(b64, &data);
+    if (n < 0)
+        return protocol_error(why, why_len, "exec.output with data_b64 that is not base64", r->exec_id);
+    ring_write(x, is_out ? &r->out : &r->err, data, (size_t)n);
+    free(data);
+    return 0;
+}
+
+int abx__epp_execs_notify(abx_epp_execs *x, const char *method, json_t *params, char *why, size_t why_len)
+{
+    const char *exec_id = json_string_value(json_object_get(params, "exec_id"));
+    if (!exec_id || !*exec_id || strlen(exec_id) >= EXEC_ID_MAX)
+        return protocol_error(why, why_len, "an exec event without a usable exec_id", NULL);
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, exec_id, 0);
+    if (!r)
+        r = make(x, exec_id);
+    int rc = r ? apply(x, r, method, params, why, why_len) : 0; /* no room: an exec nobody can read */
+    pthread_cond_broadcast(&x->changed);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+void abx__epp_execs_lost(abx_epp_execs *x, const char *why)
+{
+    pthread_mutex_lock(&x->mu);
+    for (size_t i = 0; i < EXECS_MAX; i++) {
+        exec_record *r = &x->rec[i];
+        if (r->used && !r->exited && !r->lost) {
+            r->lost = true;
+            snprintf(r->why, sizeof r->why, "%s", why);
+        }
+    }
+    pthread_cond_broadcast(&x->changed);
+    pthread_mutex_unlock(&x->mu);
+}
+
+int abx__epp_execs_claim(abx_epp_execs *x, const char *exec_id, int pid, const char *tag)
+{
+    if (!exec_id || !*exec_id || strlen(exec_id) >= EXEC_ID_MAX)
+        return -ABX_EPROVIDER;
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, exec_id, 0);
+    if (!r)
+        r = make(x, exec_id);
+    if (r) {
+        r->claimed = true;
+        r->pid = pid > 0 ? pid : 0;
+        snprintf(r->tag, sizeof r->tag, "%s", tag ? tag : "");
+    }
+    pthread_mutex_unlock(&x->mu);
+    return r ? 0 : -ABX_ELIMIT;
+}
+
+void abx__epp_execs_release(abx_epp_execs *x, const char *exec_id)
+{
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, exec_id, 0);
+    if (r)
+        r->released = true;
+    pthread_mutex_unlock(&x->mu);
+}
+
+void abx__epp_execs_tag(abx_epp_execs *x, int pid, char *buf, size_t len)
+{
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, NULL, pid);
+    snprintf(buf, len, "%s", r ? r->tag : "");
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void deadline_after(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int abx__epp_execs_read(abx_epp_execs *x, const char *exec_id, int pid, unsigned long long stdout_offset,
+                        unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out, char *why,
+                        size_t why_len)
+{
+    memset(out, 0, sizeof *out);
+    struct timespec until;
+    deadline_after(&until, wait_ms);
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, exec_id, pid);
+    /* wait for new output or the end, but no longer than asked */
+    while (r && wait_ms && !r->exited && !r->lost && r->out.total <= stdout_offset && r->err.total <= stderr_offset) {
+        if (pthread_cond_timedwait(&x->changed, &x->mu, &until) != 0)
+            break;
+        r = find(x, exec_id, pid); /* it may have been reused meanwhile */
+    }
+    if (!r) {
+        pthread_mutex_unlock(&x->mu);
+        return -ABX_ENOTASK;
+    }
+    int rc = 0;
+    out->pid = r->pid;
+    out->running = !r->exited && !r->lost;
+    out->exit_code = r->exited ? r->exit_code : 0;
+    out->stdout_offset = stdout_offset;
+    out->stderr_offset = stderr_offset;
+    out->stdout_data = ring_read(&r->out, &out->stdout_offset, &out->stdout_len, &out->truncated);
+    out->stderr_data = ring_read(&r->err, &out->stderr_offset, &out->stderr_len, &out->truncated);
+    if (!out->stdout_data || !out->stderr_data)
+        rc = -ABX_ENOMEM;
+    else if (r->lost) {
+        snprintf(why, why_len, "%s", r->why);
+        rc = -ABX_EPROVIDER;
+    }
+    pthread_mutex_unlock(&x->mu);
+    if (rc < 0 && rc != -ABX_EPROVIDER)
+        abx_process_output_clear(out);
+    return rc;
+}
