@@ -80,6 +80,10 @@ abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified);
 /* Another reference to c (a handle that calls through its client):
  * released with abx_client_free. */
 abx_client *abx__client_ref(abx_client *c);
+/* A provider's own method for s (capability gates it; params taken):
+ * E8004 where the provider has no data_call. */
+int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const char *method, json_t *params,
+                               json_t **result, abx_error **err);
 /* "K=V" pairs into obj (field names the error); env_names: keys must be
  * environment variable names. */
 int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names, abx_error **err);

@@ -274,3 +274,36 @@ bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s)
 {
     return s && s->envd.base_url[0];
 }
+
+int abx_sandbox_port_url(abx_sandbox *s, unsigned port, char **url, abx_error **err)
+{
+    *url = NULL;
+    if (port < 1 || port > 65535)
+        return abx__error_set(err, ABX_EINVAL, "port: expected 1-65535");
+    json_t *result = NULL;
+    int rc = abx__sandbox_provider_call(s, "ports.url", "ports.url", json_pack("{s:i}", "port", (int)port), &result,
+                                        err);
+    const char *u = json_string_value(json_object_get(result, "url"));
+    if (rc == 0 && (!u || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)))
+        rc = abx__error_set(err, ABX_EPROVIDER, "the provider answered ports.url without an http(s) url");
+    if (rc == 0 && !(*url = strdup(u)))
+        rc = abx__error_set(err, ABX_ENOMEM, "url");
+    json_decref(result);
+    return rc;
+}
+
+int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const char *method, json_t *params,
+                               json_t **result, abx_error **err)
+{
+    *result = NULL;
+    if (!s->ops->data_call) {
+        json_decref(params);
+        return abx__error_set(err, ABX_ENOTSUP, "%s: provider '%s' has no such operation", method, s->ops->name);
+    }
+    return s->ops->data_call(s, capability, method, params, result, err);
+}
+
+bool abx_sandbox_has_code_interpreter(const abx_sandbox *s)
+{
+    return s && s->envd.base_url[0];
+}

@@ -5,9 +5,11 @@
  * shim's /execute, runtime/shim_code.c), so the notebook state belongs to
  * the sandbox and every client sees it: on code-interpreter-v1 the cell
  * runs in the language's default context; on base in a fresh interpreter
- * for the call alone. shell runs through bash; typescript and r run when
- * their runtime exists inside and fail with E8009 naming what is missing
- * otherwise.
+ * for the call alone. A sandbox without a code interpreter (an exec
+ * plugin's) runs python and javascript as one-shot interpreters (python3
+ * -c, node -e) through its commands: no state between calls. shell runs
+ * through bash; typescript and r run when their runtime exists inside and
+ * fail with E8009 naming what is missing otherwise.
  */
 #include "kernel.h"
 #include "error_internal.h"
@@ -48,7 +50,15 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
 {
     const char *argv[6] = {NULL};
     const char *lang = req->language;
-    if (strcmp(lang, "shell") == 0) {
+    if (strcmp(lang, "python") == 0 || strcmp(lang, "javascript") == 0) {
+        bool py = lang[0] == 'p';
+        if (!has_program(b, py ? "python3" : "node"))
+            return abx__error_set(err, ABX_ECMDNOTFOUND, "language %s: %s is not installed in the sandbox", lang,
+                                  py ? "python3" : "node");
+        argv[0] = py ? "python3" : "node";
+        argv[1] = py ? "-c" : "-e";
+        argv[2] = req->code;
+    } else if (strcmp(lang, "shell") == 0) {
         argv[0] = "/bin/bash";
         argv[1] = "-c";
         argv[2] = req->code;
@@ -162,7 +172,8 @@ static int run_in_interpreter(mcp_sandbox *b, const mcp_code_request *req, mcp_c
 int mcp_run_code(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
 {
     memset(out, 0, sizeof *out);
-    int rc = is_kernel_language(req->language) ? run_in_interpreter(b, req, out, err) : run_oneshot(b, req, out, err);
+    bool kernel = is_kernel_language(req->language) && abx_sandbox_has_code_interpreter(b->handle);
+    int rc = kernel ? run_in_interpreter(b, req, out, err) : run_oneshot(b, req, out, err);
     if (rc < 0)
         mcp_code_result_clear(out);
     return rc;

@@ -10,6 +10,7 @@
 #include "epp.h"
 #include "manifest.h"
 #include "plugin_store.h"
+#include "provider.h"
 #include "sysutil.h"
 
 #include <dirent.h>
@@ -751,6 +752,112 @@ static void test_files(test_table *t, abx_sandbox *s)
     row(t, "files.rw", "remove", rc, err, "");
 }
 
+typedef struct stream_seen {
+    char text[256];
+    size_t len;
+    int chunks;
+} stream_seen;
+
+static void seen_output(const char *data, size_t len, void *ud)
+{
+    stream_seen *seen = ud;
+    size_t room = sizeof seen->text - 1 - seen->len;
+    memcpy(seen->text + seen->len, data, len < room ? len : room);
+    seen->len += len < room ? len : room;
+    seen->text[seen->len] = '\0';
+    seen->chunks++;
+}
+
+/* exec.stream: output as it comes, the exit status; with process.manage,
+ * stdin reaches the command. */
+static void test_stream(test_table *t, abx_sandbox *s, bool with_stdin)
+{
+    stream_seen seen = {0};
+    abx_exec_options o = {.on_stdout = seen_output, .userdata = &seen};
+    abx_exec_result r;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_exec(s, "echo one; sleep 0.2; echo two; exit 4", &o, &r, &err);
+    bool ok = rc == 0 && r.exit_code == 4 && strcmp(seen.text, "one\ntwo\n") == 0;
+    abx_exec_result_clear(&r);
+    row(t, "exec.stream", "output and exit", ok ? 0 : -1, err, ok ? "" : "unexpected output or exit status");
+    if (!with_stdin)
+        return;
+    int fds[2];
+    if (pipe(fds) < 0)
+        return;
+    ssize_t w = write(fds[1], "abx-stdin", 9);
+    close(fds[1]);
+    memset(&seen, 0, sizeof seen);
+    o.with_stdin = true;
+    o.stdin_fd = fds[0];
+    err = NULL;
+    rc = w == 9 ? abx_sandbox_exec(s, "cat", &o, &r, &err) : -1;
+    close(fds[0]);
+    ok = rc == 0 && r.exit_code == 0 && strcmp(seen.text, "abx-stdin") == 0;
+    if (rc == 0)
+        abx_exec_result_clear(&r);
+    row(t, "process.manage", "stdin", ok ? 0 : -1, err, ok ? "" : "the command did not read what was sent");
+}
+
+/* process.manage: a background task listed, its output read, a signal
+ * ending it. */
+static void test_processes(test_table *t, abx_sandbox *s)
+{
+    int pid = 0;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_start_background(s, "echo started; sleep 30", NULL, &pid, &err);
+    row(t, "process.manage", "start (exec.start)", rc, err, "");
+    if (rc < 0)
+        return;
+    char *json = NULL, needle[32];
+    err = NULL;
+    rc = abx_sandbox_list_processes(s, &json, &err);
+    snprintf(needle, sizeof needle, "\"pid\":%d", pid);
+    bool listed = rc == 0 && strstr(json, needle);
+    abx_free(json);
+    row(t, "process.manage", "list", rc < 0 ? rc : listed ? 0 : -1, err, listed ? "" : "the task is not listed");
+    abx_process_output out;
+    err = NULL;
+    rc = abx_sandbox_read_output(s, pid, 0, 0, 5000, &out, &err);
+    bool said = rc == 0 && out.stdout_data && strcmp(out.stdout_data, "started\n") == 0;
+    if (rc == 0)
+        abx_process_output_clear(&out);
+    row(t, "process.manage", "output", rc < 0 ? rc : said ? 0 : -1, err, said ? "" : "not its output");
+    err = NULL;
+    rc = abx_sandbox_signal(s, pid, 15, &err);
+    row(t, "process.manage", "signal", rc, err, "");
+    bool ended = false;
+    for (int i = 0; rc == 0 && !ended && i < 50; i++) {
+        rc = abx_sandbox_read_output(s, pid, ~0ull, ~0ull, 100, &out, NULL);
+        ended = rc == 0 && !out.running;
+        if (rc == 0)
+            abx_process_output_clear(&out);
+    }
+    row(t, "process.manage", "ended by the signal", ended ? 0 : -1, NULL, ended ? "" : "still running 5 s later");
+}
+
+static void test_ports(test_table *t, abx_sandbox *s)
+{
+    char *url = NULL;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_port_url(s, 8080, &url, &err);
+    abx_free(url);
+    row(t, "ports.url", "url of port 8080", rc, err, "");
+}
+
+static void test_pause(test_table *t, abx_sandbox *s)
+{
+    json_t *record = NULL;
+    abx_error *err = NULL;
+    int rc = abx__sandbox_provider_call(s, "sandbox.pause", "sandbox.pause", json_object(), &record, &err);
+    json_decref(record);
+    row(t, "sandbox.pause", "pause", rc, err, "");
+    err = NULL;
+    rc = abx__sandbox_provider_call(s, "sandbox.pause", "sandbox.resume", json_object(), &record, &err);
+    json_decref(record);
+    row(t, "sandbox.pause", "resume", rc, err, "");
+}
+
 static int test_plugin(cli_ctx *ctx, const char *id)
 {
     test_table t = {json_array(), false};
@@ -771,19 +878,30 @@ static int test_plugin(cli_ctx *ctx, const char *id)
     }
     json_t *features = json_incref(abx__epp_features(e));
     abx__epp_stop(e);
-    bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false;
+    bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false, stream_cap = false,
+         process_cap = false, ports_cap = false, pause_cap = false;
+    static const char *const known[] = {"sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
+                                        "exec.stream", "process.manage", "files.rw", "ports.url"};
     size_t i;
     json_t *f;
     json_array_foreach(features, i, f) {
-        const char *name = json_string_value(f);
-        lifecycle |= name && strcmp(name, "sandbox.lifecycle") == 0;
-        timeout_cap |= name && strcmp(name, "sandbox.timeout") == 0;
-        exec_cap |= name && strcmp(name, "exec.run") == 0;
-        files_cap |= name && strcmp(name, "files.rw") == 0;
-        if (name && strcmp(name, "sandbox.lifecycle") != 0 && strcmp(name, "sandbox.timeout") != 0 &&
-            strcmp(name, "exec.run") != 0 && strcmp(name, "files.rw") != 0)
-            row(&t, name, "(all)", 1, NULL, "declared; this abx does not drive it over EPP yet");
+        const char *name = json_string_value(f) ? json_string_value(f) : "";
+        lifecycle |= strcmp(name, "sandbox.lifecycle") == 0;
+        timeout_cap |= strcmp(name, "sandbox.timeout") == 0;
+        exec_cap |= strcmp(name, "exec.run") == 0;
+        files_cap |= strcmp(name, "files.rw") == 0;
+        stream_cap |= strcmp(name, "exec.stream") == 0;
+        process_cap |= strcmp(name, "process.manage") == 0;
+        ports_cap |= strcmp(name, "ports.url") == 0;
+        pause_cap |= strcmp(name, "sandbox.pause") == 0;
+        bool is_known = false;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            is_known |= strcmp(name, known[k]) == 0;
+        if (!is_known)
+            row(&t, name, "(all)", 1, NULL, "declared, but EPP version 1 has no such capability");
     }
+    if (process_cap && !stream_cap)
+        row(&t, "process.manage", "(all)", -1, NULL, "declared without exec.stream: its processes cannot be started");
     json_decref(features);
     if (!lifecycle) {
         row(&t, "sandbox.lifecycle", "(all)", -1, NULL, "not declared: nothing else can be tested");
@@ -816,8 +934,16 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             }
             if (exec_cap)
                 test_exec(&t, s);
+            if (stream_cap)
+                test_stream(&t, s, process_cap);
+            if (stream_cap && process_cap)
+                test_processes(&t, s);
             if (files_cap)
                 test_files(&t, s);
+            if (ports_cap)
+                test_ports(&t, s);
+            if (pause_cap)
+                test_pause(&t, s);
             rc = abx_sandbox_kill(s, &err);
             row(&t, "sandbox.lifecycle", "kill", rc, err, "");
             err = NULL;
@@ -835,10 +961,10 @@ static int test_plugin(cli_ctx *ctx, const char *id)
     if (ctx->json) {
         cli_print_json(json_pack("{s:s, s:b, s:o}", "id", id, "ok", !t.failed, "results", t.rows));
     } else {
-        printf("%-20s %-18s %-9s %s\n", "CAPABILITY", "STEP", "RESULT", "DETAIL");
+        printf("%-20s %-20s %-9s %s\n", "CAPABILITY", "STEP", "RESULT", "DETAIL");
         json_t *r;
         json_array_foreach(t.rows, i, r)
-            printf("%-20s %-18s %-9s %s\n", json_string_value(json_object_get(r, "capability")),
+            printf("%-20s %-20s %-9s %s\n", json_string_value(json_object_get(r, "capability")),
                    json_string_value(json_object_get(r, "step")), json_string_value(json_object_get(r, "status")),
                    json_string_value(json_object_get(r, "detail")));
         json_decref(t.rows);

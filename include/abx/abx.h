@@ -296,6 +296,13 @@ ABX_API int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsig
 /* Running processes as a JSON array of {pid, tag?, config{cmd,args,envs,cwd}}. Free with abx_free. */
 ABX_API int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err);
 
+/* ---- ports ---------------------------------------------------------------- */
+
+/* The URL at which a service listening on port inside the sandbox is
+ * reached from outside (*url: abx_free). E8004 where the provider offers
+ * none (an exec plugin without ports.url). */
+ABX_API int abx_sandbox_port_url(abx_sandbox *s, unsigned port, char **url, abx_error **err);
+
 /* ---- code (a code interpreter in the sandbox) --------------------------- */
 
 /* Runs a cell in one of the sandbox's kernels: the same kernels E2B's SDK
@@ -344,6 +351,9 @@ typedef struct abx_code_result {
 
 /* Returns 0 when the cell ran, whatever it did (an exception, a timeout
  * and a kernel's death are in *out); free *out with abx_code_result_clear. */
+/* Whether the sandbox has a code interpreter (an envd data plane with
+ * /execute): an exec plugin's sandbox without envd has none. */
+ABX_API bool abx_sandbox_has_code_interpreter(const abx_sandbox *s);
 ABX_API int abx_sandbox_run_code(abx_sandbox *s, const char *code, const abx_code_options *opts,
                                  abx_code_result *out, abx_error **err);
 ABX_API void abx_code_result_clear(abx_code_result *r);

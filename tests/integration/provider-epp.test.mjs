@@ -312,7 +312,17 @@ test('provider test: the reference plugin passes every step; a plugin that answe
   const doc = JSON.parse(r.stdout);
   assert.equal(doc.ok, true);
   const steps = doc.results.map((x) => `${x.capability}/${x.step}=${x.status}`);
-  for (const want of ['sandbox.lifecycle/create=pass', 'sandbox.lifecycle/get=pass', 'sandbox.lifecycle/list=pass', 'sandbox.timeout/set_timeout=pass', 'exec.run/stdout and stderr=pass', 'exec.run/exit status=pass', 'files.rw/write=pass', 'files.rw/read (binary)=pass', 'files.rw/list=pass', 'files.rw/stat=pass', 'files.rw/mkdir=pass', 'files.rw/move=pass', 'files.rw/remove=pass', 'sandbox.lifecycle/kill=pass', 'sandbox.lifecycle/get after kill=pass']) assert.ok(steps.includes(want), `${want} in ${steps}`);
+  const every = ['sandbox.lifecycle/create=pass', 'sandbox.lifecycle/get=pass', 'sandbox.lifecycle/list=pass', 'sandbox.timeout/set_timeout=pass', 'exec.run/stdout and stderr=pass', 'exec.run/exit status=pass',
+    'exec.stream/output and exit=pass', 'process.manage/stdin=pass', 'process.manage/start (exec.start)=pass', 'process.manage/list=pass', 'process.manage/output=pass', 'process.manage/signal=pass', 'process.manage/ended by the signal=pass',
+    'files.rw/write=pass', 'files.rw/read (binary)=pass', 'files.rw/list=pass', 'files.rw/stat=pass', 'files.rw/mkdir=pass', 'files.rw/move=pass', 'files.rw/remove=pass', 'sandbox.lifecycle/kill=pass', 'sandbox.lifecycle/get after kill=pass'];
+  for (const want of every) assert.ok(steps.includes(want), `${want} in ${steps}`);
+  // the Node reference plugin: every capability but sandbox.pause
+  abxh(['provider', 'install', path.join(root, 'providers/node-process'), '--yes', '--force']);
+  r = abxh(['--json', 'provider', 'test', 'node-process']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const node = JSON.parse(r.stdout).results.map((x) => `${x.capability}/${x.step}=${x.status}`);
+  for (const want of [...every, 'ports.url/url of port 8080=pass']) assert.ok(node.includes(want), `${want} in ${node}`);
+  assert.ok(!node.some((x) => x.startsWith('sandbox.pause')));
   recorder('wrong');
   r = abxh(['--json', 'provider', 'test', 'wrong']);
   assert.equal(r.status, 1);
