@@ -2,9 +2,9 @@
 // node bench/bench_plugins.mjs [path/to/abx]. Prints a Markdown table; each
 // figure through abx sits beside the plugin's own cost measured in the same
 // run (the plugin driven directly, without abx).
-//   - plugin start to initialize answered (the Python reference plugin)
-//   - exec.run "true": the plugin alone vs MCP run_command through abx
-//   - MCP run_command "true": through the plugin vs the local provider
+//   - plugin start to initialize answered (the Python and Node reference plugins)
+//   - exec.run "true": each plugin alone vs MCP run_command through abx
+//   - MCP run_command "true": through each plugin vs the local provider
 //   - digest verification of a 10 MiB, 1000-file plugin (abx provider list)
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -45,43 +45,10 @@ function rpcChild(cmd, args, opts) {
   return { child, request, close };
 }
 
-assert0(spawnSync(abx, ['provider', 'install', path.join(root, 'providers/local-process'), '--yes'], { env }));
 function assert0(r) { if (r.status !== 0) throw new Error(`${r.stderr}`); }
+const PLUGINS = [['local-process', 'python', 'python3', 'provider.py'], ['node-process', 'node', 'node', 'provider.mjs']];
+for (const [id] of PLUGINS) assert0(spawnSync(abx, ['provider', 'install', path.join(root, 'providers', id), '--yes'], { env }));
 
-// 1. plugin start to initialize answered, the plugin alone
-const dataDir = fs.mkdtempSync(path.join(home, 'data-'));
-const starts = [];
-for (let i = 0; i < 20; i++) {
-  const t0 = process.hrtime.bigint();
-  const p = rpcChild('python3', ['provider.py'], { cwd: path.join(home, 'providers/local-process'), env: { PATH: process.env.PATH, ABX_PROVIDER_DATA_DIR: dataDir } });
-  await p.request('initialize', { protocol_version: '1', host: { name: 'bench' }, config: {}, data_dir: dataDir });
-  starts.push(ms(t0));
-  await p.close();
-}
-rows.push(['python plugin: start → initialize answered (the plugin alone)', 20, `median ${median(starts).toFixed(1)} ms`, '']);
-// through abx: a whole CLI call that starts the plugin (digest, start, initialize, list, shutdown)
-const lists = [];
-for (let i = 0; i < 20; i++) {
-  const t0 = process.hrtime.bigint();
-  assert0(spawnSync(abx, ['--provider', 'local-process', 'list'], { env }));
-  lists.push(ms(t0));
-}
-rows.push(['abx --provider local-process list (digest, start, initialize, list, shutdown)', 20, `median ${median(lists).toFixed(1)} ms`, `${(median(lists) / median(starts)).toFixed(2)}× the plugin's start`]);
-
-// 2. exec.run "true": the plugin alone
-const direct = rpcChild('python3', ['provider.py'], { cwd: path.join(home, 'providers/local-process'), env: { PATH: process.env.PATH, ABX_PROVIDER_DATA_DIR: dataDir } });
-await direct.request('initialize', { protocol_version: '1', host: { name: 'bench' }, config: {}, data_dir: dataDir });
-const sid = (await direct.request('sandbox.create', { template: null, timeout: 600, metadata: null, envs: null, cpu: null, memory: null, disk: null, gpu: null, request_timeout: null })).result.sandbox_id;
-const own = [];
-for (let i = 0; i < 100; i++) {
-  const t0 = process.hrtime.bigint();
-  await direct.request('exec.run', { sandbox_id: sid, cmd: 'true' });
-  own.push(ms(t0));
-}
-await direct.close();
-rows.push(['exec.run "true", the plugin alone', 100, `median ${median(own).toFixed(2)} ms`, '']);
-
-// 3. MCP run_command "true" through the plugin and through the local provider
 async function mcpRuns(args) {
   const s = rpcChild(abx, ['mcp', 'start', ...args], { env, stdio: ['pipe', 'pipe', 'ignore'] });
   await s.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } });
@@ -98,10 +65,47 @@ async function mcpRuns(args) {
   await s.close();
   return median(t);
 }
-const viaPlugin = await mcpRuns(['--provider', 'local-process', '--template', 'base']);
 const viaLocal = await mcpRuns(['--template', 'base']);
-rows.push(['MCP run_command "true" through the plugin (warm session)', 100, `median ${viaPlugin.toFixed(2)} ms`, `abx's share ${(viaPlugin - median(own)).toFixed(2)} ms over the plugin's own exec.run`]);
-rows.push(['MCP run_command "true" through the local provider', 100, `median ${viaLocal.toFixed(2)} ms`, `plugin/local ${(viaPlugin / viaLocal).toFixed(2)}×`]);
+
+for (const [id, lang, cmd, file] of PLUGINS) {
+  const dir = path.join(home, 'providers', id);
+  const dataDir = fs.mkdtempSync(path.join(home, 'data-'));
+  const plain = { PATH: process.env.PATH, ABX_PROVIDER_DATA_DIR: dataDir };
+  // 1. plugin start to initialize answered, the plugin alone
+  const starts = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = process.hrtime.bigint();
+    const p = rpcChild(cmd, [file], { cwd: dir, env: plain });
+    await p.request('initialize', { protocol_version: '1', host: { name: 'bench' }, config: {}, data_dir: dataDir });
+    starts.push(ms(t0));
+    await p.close();
+  }
+  rows.push([`${lang} plugin (${id}): start → initialize answered (the plugin alone)`, 20, `median ${median(starts).toFixed(1)} ms`, '']);
+  // through abx: a whole CLI call that starts the plugin (digest, start, initialize, list, shutdown)
+  const lists = [];
+  for (let i = 0; i < 20; i++) {
+    const t0 = process.hrtime.bigint();
+    assert0(spawnSync(abx, ['--provider', id, 'list'], { env }));
+    lists.push(ms(t0));
+  }
+  rows.push([`abx --provider ${id} list (digest, start, initialize, list, shutdown)`, 20, `median ${median(lists).toFixed(1)} ms`, `${(median(lists) / median(starts)).toFixed(2)}× the plugin's start`]);
+  // 2. exec.run "true": the plugin alone
+  const direct = rpcChild(cmd, [file], { cwd: dir, env: plain });
+  await direct.request('initialize', { protocol_version: '1', host: { name: 'bench' }, config: {}, data_dir: dataDir });
+  const sid = (await direct.request('sandbox.create', { template: null, timeout: 600, metadata: null, envs: null, cpu: null, memory: null, disk: null, gpu: null, request_timeout: null })).result.sandbox_id;
+  const own = [];
+  for (let i = 0; i < 100; i++) {
+    const t0 = process.hrtime.bigint();
+    await direct.request('exec.run', { sandbox_id: sid, cmd: 'true' });
+    own.push(ms(t0));
+  }
+  await direct.close();
+  rows.push([`exec.run "true", ${id} alone`, 100, `median ${median(own).toFixed(2)} ms`, '']);
+  // 3. MCP run_command "true" through the plugin (streamed: exec.start and its events) against the local provider
+  const viaPlugin = await mcpRuns(['--provider', id, '--template', 'base']);
+  rows.push([`MCP run_command "true" through ${id} (warm session)`, 100, `median ${viaPlugin.toFixed(2)} ms`, `abx's share ${(viaPlugin - median(own)).toFixed(2)} ms over the plugin's own exec.run; plugin/local ${(viaPlugin / viaLocal).toFixed(2)}×`]);
+}
+rows.push(['MCP run_command "true" through the local provider', 100, `median ${viaLocal.toFixed(2)} ms`, '']);
 
 // 4. digest verification: 1000 files, 10 MiB
 const big = path.join(home, 'src', 'bigplugin');

@@ -9,6 +9,7 @@
  * server) the counts are what the lines hold.
  */
 #include "code.h"
+#include "buf.h"
 #include "error_internal.h"
 #include "parse.h"
 
@@ -34,22 +35,14 @@ void abx_code_result_clear(abx_code_result *r)
 /* ---- reading the answer ---------------------------------------------------- */
 
 typedef struct text_acc {
-    char *data;
-    size_t len;
+    abx_buf text;  /* bounded by the answer it comes from */
     size_t first; /* length of the first line's text */
     int lines;
 } text_acc;
 
 static void acc_append(text_acc *a, const char *text, size_t n)
 {
-    char *grown = realloc(a->data, a->len + n + 1);
-    if (!grown)
-        return;
-    a->data = grown;
-    memcpy(a->data + a->len, text, n);
-    a->len += n;
-    a->data[a->len] = '\0';
-    if (a->lines++ == 0)
+    if (abx__buf_append(&a->text, text, n) == 0 && a->lines++ == 0)
         a->first = n;
 }
 
@@ -128,6 +121,8 @@ int abx__code_parse_answer(const char *data, size_t len, abx_code_result *r)
 {
     memset(r, 0, sizeof *r);
     text_acc out = {0}, err = {0};
+    abx__buf_init(&out.text, len); /* the texts come out of the answer: never longer */
+    abx__buf_init(&err.text, len);
     json_t *results = json_array();
     size_t out_cut = (size_t)-1, err_cut = (size_t)-1;
     bool had_abx = false;
@@ -140,22 +135,21 @@ int abx__code_parse_answer(const char *data, size_t len, abx_code_result *r)
         json_decref(l);
         at += n + 1;
     }
-    r->stdout_data = out.data ? out.data : calloc(1, 1);
-    r->stdout_len = out.len;
-    r->stderr_data = err.data ? err.data : calloc(1, 1);
-    r->stderr_len = err.len;
+    r->stdout_data = abx__buf_take(&out.text, &r->stdout_len);
+    r->stderr_data = abx__buf_take(&err.text, &r->stderr_len);
+    size_t out_len = r->stdout_len, err_len = r->stderr_len;
     if (!had_abx) { /* another server: what the lines hold is all there is */
-        r->stdout_total = out.len;
-        r->stderr_total = err.len;
+        r->stdout_total = out_len;
+        r->stderr_total = err_len;
         r->exit_code = r->error_name ? 1 : 0;
     }
-    if (r->stdout_total < out.len)
-        r->stdout_total = out.len;
-    if (r->stderr_total < err.len)
-        r->stderr_total = err.len;
+    if (r->stdout_total < out_len)
+        r->stdout_total = out_len;
+    if (r->stderr_total < err_len)
+        r->stderr_total = err_len;
     /* the kept parts: the first line's text, then the last's */
-    r->stdout_cut = out_cut <= out.len ? out_cut : out.lines > 1 ? out.first : out.len;
-    r->stderr_cut = err_cut <= err.len ? err_cut : err.lines > 1 ? err.first : err.len;
+    r->stdout_cut = out_cut <= out_len ? out_cut : out.lines > 1 ? out.first : out_len;
+    r->stderr_cut = err_cut <= err_len ? err_cut : err.lines > 1 ? err.first : err_len;
     r->results_json = json_dumps(results, JSON_COMPACT);
     json_decref(results);
     if (!r->files_json)

@@ -10,6 +10,7 @@
  * manifests).
  */
 #include "config.h"
+#include "buf.h"
 #include "error_internal.h"
 
 #include <ctype.h>
@@ -496,31 +497,19 @@ int abx__env_parse(const char *text, abx_kvs *out, int *bad_line)
     return 0;
 }
 
-static void append(char **buf, size_t *len, size_t *cap, const char *s)
+/* A failed append (no memory, past MAX_FILE) empties the buffer and closes
+ * it (max 0): the whole result is then NULL. */
+static void append(abx_buf *b, const char *s)
 {
-    size_t n = strlen(s);
-    if (!*buf)
-        return;
-    if (*len + n + 1 > *cap) {
-        size_t want = (*cap ? *cap : 256);
-        while (want < *len + n + 1)
-            want *= 2;
-        char *grown = realloc(*buf, want);
-        if (!grown) {
-            free(*buf);
-            *buf = NULL;
-            return;
-        }
-        *buf = grown;
-        *cap = want;
+    if (b->max && abx__buf_append_str(b, s) < 0) {
+        abx__buf_free(b);
+        b->max = 0;
     }
-    memcpy(*buf + *len, s, n + 1);
-    *len += n;
 }
 
-static void append_quoted(char **buf, size_t *len, size_t *cap, const char *v)
+static void append_quoted(abx_buf *buf, const char *v)
 {
-    append(buf, len, cap, "\"");
+    append(buf, "\"");
     for (const char *p = v; *p; p++) {
         char one[8];
         if (*p == '"' || *p == '\\')
@@ -533,19 +522,16 @@ static void append_quoted(char **buf, size_t *len, size_t *cap, const char *v)
             snprintf(one, sizeof one, "\\u%04x", (unsigned char)*p);
         else
             snprintf(one, sizeof one, "%c", *p);
-        append(buf, len, cap, one);
+        append(buf, one);
     }
-    append(buf, len, cap, "\"");
+    append(buf, "\"");
 }
 
 char *abx__toml_format(const abx_kvs *kvs)
 {
-    size_t len = 0, cap = 256;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    buf[0] = '\0';
-    append(&buf, &len, &cap, "# abx configuration (written by `abx config set`)\n");
+    abx_buf buf;
+    abx__buf_init(&buf, MAX_FILE);
+    append(&buf, "# abx configuration (written by `abx config set`)\n");
     bool done[ABX_CONFIG_MAX_ENTRIES] = {false};
     /* keys outside any table come first: after a [table] header they would
      * belong to it */
@@ -553,10 +539,10 @@ char *abx__toml_format(const abx_kvs *kvs)
         if (strchr(kvs->items[i].key, '.'))
             continue;
         done[i] = true;
-        append(&buf, &len, &cap, kvs->items[i].key);
-        append(&buf, &len, &cap, " = ");
-        append_quoted(&buf, &len, &cap, kvs->items[i].value);
-        append(&buf, &len, &cap, "\n");
+        append(&buf, kvs->items[i].key);
+        append(&buf, " = ");
+        append_quoted(&buf, kvs->items[i].value);
+        append(&buf, "\n");
     }
     for (size_t i = 0; i < kvs->n; i++) {
         if (done[i])
@@ -566,9 +552,9 @@ char *abx__toml_format(const abx_kvs *kvs)
         char table[128];
         snprintf(table, sizeof table, "%.*s", (int)tlen, kvs->items[i].key);
         if (tlen) {
-            append(&buf, &len, &cap, "\n[");
-            append(&buf, &len, &cap, table);
-            append(&buf, &len, &cap, "]\n");
+            append(&buf, "\n[");
+            append(&buf, table);
+            append(&buf, "]\n");
         }
         for (size_t j = i; j < kvs->n; j++) {
             const char *k = kvs->items[j].key;
@@ -577,13 +563,13 @@ char *abx__toml_format(const abx_kvs *kvs)
             if (done[j] || l != tlen || strncmp(k, table, tlen) != 0)
                 continue;
             done[j] = true;
-            append(&buf, &len, &cap, d ? d + 1 : k);
-            append(&buf, &len, &cap, " = ");
-            append_quoted(&buf, &len, &cap, kvs->items[j].value);
-            append(&buf, &len, &cap, "\n");
+            append(&buf, d ? d + 1 : k);
+            append(&buf, " = ");
+            append_quoted(&buf, kvs->items[j].value);
+            append(&buf, "\n");
         }
     }
-    return buf;
+    return buf.max ? abx__buf_take(&buf, NULL) : NULL;
 }
 
 /* ---- files -------------------------------------------------------------- */

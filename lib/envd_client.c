@@ -9,6 +9,7 @@
  * Connect code and never passed on verbatim.
  */
 #include "envd_client.h"
+#include "buf.h"
 #include "b64.h"
 #include "bounds.h"
 #include "error_internal.h"
@@ -99,34 +100,20 @@ static struct curl_slist *base_headers(abx_envd *e, const char *user, const char
 
 /* ---- buffers and errors ------------------------------------------------- */
 
+/* A response body, bounded by MAX_RESPONSE (overflow: it was longer). */
 typedef struct membuf {
-    char *data;
-    size_t len, cap;
+    abx_buf b;
     bool overflow;
 } membuf;
+#define MEMBUF_INIT {{NULL, 0, 0, MAX_RESPONSE}, false}
 
 static size_t membuf_write(char *ptr, size_t size, size_t n, void *ud)
 {
-    membuf *b = ud;
+    membuf *m = ud;
     size_t len = size * n;
-    if (b->len + len > MAX_RESPONSE) {
-        b->overflow = true;
-        return 0;
-    }
-    if (b->len + len + 1 > b->cap) {
-        size_t want = b->cap ? b->cap * 2 : 4096;
-        while (want < b->len + len + 1)
-            want *= 2;
-        char *grown = realloc(b->data, want);
-        if (!grown)
-            return 0;
-        b->data = grown;
-        b->cap = want;
-    }
-    memcpy(b->data + b->len, ptr, len);
-    b->len += len;
-    b->data[b->len] = '\0';
-    return len;
+    int rc = abx__buf_append(&m->b, ptr, len);
+    m->overflow |= rc == -ABX_ETOOBIG;
+    return rc == 0 ? len : 0;
 }
 
 static int code_from_connect(const char *connect)
@@ -216,7 +203,7 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct curl_slist *h = base_headers(e, user, body ? "application/json" : NULL);
-    membuf out = {0};
+    membuf out = MEMBUF_INIT;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
@@ -235,13 +222,13 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     if (cc != CURLE_OK)
         rc = out.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
     else if (status < 200 || status > 299)
-        rc = error_from_body(out.data, out.len, status, err);
+        rc = error_from_body(out.b.data, out.b.len, status, err);
     else if (resp) {
-        *resp = out.len ? json_loadb(out.data, out.len, 0, NULL) : json_object();
+        *resp = out.b.len ? json_loadb(out.b.data, out.b.len, 0, NULL) : json_object();
         if (!*resp)
             rc = abx__error_set(err, ABX_EPROVIDER, "the sandbox answered with malformed JSON");
     }
-    free(out.data);
+    abx__buf_free(&out.b);
     release(e, c);
     return rc;
 }
@@ -304,14 +291,14 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
     if (s->status != 200)
         return len; /* an error body: collected whole, read after */
     size_t pos = 0;
-    while (s->buf.len - pos >= 5) {
-        unsigned char *h = (unsigned char *)s->buf.data + pos;
+    while (s->buf.b.len - pos >= 5) {
+        unsigned char *h = (unsigned char *)s->buf.b.data + pos;
         size_t mlen = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
         if (mlen > MAX_STREAM_MESSAGE)
             return 0;
-        if (s->buf.len - pos - 5 < mlen)
+        if (s->buf.b.len - pos - 5 < mlen)
             break;
-        json_t *msg = json_loadb(s->buf.data + pos + 5, mlen, 0, NULL);
+        json_t *msg = json_loadb(s->buf.b.data + pos + 5, mlen, 0, NULL);
         pos += 5 + mlen;
         if (h[0] & 0x02) {
             s->ended = true;
@@ -325,8 +312,7 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
         if (s->stopped)
             return 0; /* ends the transfer */
     }
-    memmove(s->buf.data, s->buf.data + pos, s->buf.len - pos);
-    s->buf.len -= pos;
+    abx__buf_consume(&s->buf.b, pos);
     return len;
 }
 
@@ -362,7 +348,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
         h = curl_slist_append(h, line);
     }
-    stream_state s = {.fn = fn, .userdata = userdata, .curl = c, .cs = {.cancel = cancel, .userdata = userdata}};
+    stream_state s = {.buf = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .cs = {.cancel = cancel, .userdata = userdata}};
     if (cancel) {
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s.cs);
@@ -384,10 +370,10 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     } else if (s.stopped) {
         rc = 0;
     } else if (cc != CURLE_OK && !(s.ended && cc == CURLE_WRITE_ERROR)) {
-        rc = s.status && s.status != 200 ? error_from_body(s.buf.data, s.buf.len, s.status, err)
+        rc = s.status && s.status != 200 ? error_from_body(s.buf.b.data, s.buf.b.len, s.status, err)
                                          : curl_failure(cc, err);
     } else if (s.status != 200) {
-        rc = error_from_body(s.buf.data, s.buf.len, s.status, err);
+        rc = error_from_body(s.buf.b.data, s.buf.b.len, s.status, err);
     } else if (s.end_error) {
         const char *code = json_string_value(json_object_get(s.end_error, "code"));
         if (code && strcmp(code, "deadline_exceeded") == 0)
@@ -400,7 +386,7 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         rc = abx__error_set(err, ABX_ENOTRUNNING, "the stream ended early: the sandbox is gone");
     }
     json_decref(s.end_error);
-    free(s.buf.data);
+    abx__buf_free(&s.buf.b);
     /* a transfer we cut short leaves the connection unusable: do not cache it */
     if (s.stopped || s.cs.cancelled || cc != CURLE_OK)
         curl_easy_cleanup(c);
@@ -424,7 +410,7 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = json_dumps(body, JSON_COMPACT);
     struct curl_slist *h = base_headers(e, user, "application/json");
-    membuf answer = {0};
+    membuf answer = MEMBUF_INIT;
     cancel_state cs = {.cancel = cancel, .userdata = userdata};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -449,13 +435,10 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     else if (cc != CURLE_OK)
         rc = answer.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
     else if (status < 200 || status > 299)
-        rc = error_from_body(answer.data, answer.len, status, err);
-    if (rc == 0) {
-        *out = answer.data ? answer.data : calloc(1, 1);
-        *out_len = answer.len;
-        answer.data = NULL;
-    }
-    free(answer.data);
+        rc = error_from_body(answer.b.data, answer.b.len, status, err);
+    if (rc == 0)
+        *out = abx__buf_take(&answer.b, out_len);
+    abx__buf_free(&answer.b);
     /* a transfer cut short leaves the connection unusable: do not cache it */
     if (cs.cancelled || cc != CURLE_OK)
         curl_easy_cleanup(c);
@@ -543,7 +526,7 @@ int abx__envd_download_range(abx_envd *e, const char *path, const char *user, ab
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, NULL);
-    download_state d = {.fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
+    download_state d = {.err_body = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
     char bytes[64];
     if (range) {
         snprintf(bytes, sizeof bytes, "%llu-%llu", range->offset,
@@ -572,12 +555,12 @@ int abx__envd_download_range(abx_envd *e, const char *path, const char *user, ab
     }
     rc = 0;
     if (d.status && d.status != 200 && d.status != 206)
-        rc = error_from_body(d.err_body.data, d.err_body.len, d.status, err);
+        rc = error_from_body(d.err_body.b.data, d.err_body.b.len, d.status, err);
     else if (cc == CURLE_WRITE_ERROR)
         rc = abx__error_set(err, ABX_EIO, "writing the downloaded bytes failed");
     else if (cc != CURLE_OK)
         rc = curl_failure(cc, err);
-    free(d.err_body.data);
+    abx__buf_free(&d.err_body.b);
     if (cc != CURLE_OK)
         curl_easy_cleanup(c);
     else
@@ -607,7 +590,7 @@ int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_r
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, "application/octet-stream");
     upload_state u = {fn, userdata};
-    membuf out = {0};
+    membuf out = MEMBUF_INIT;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -624,10 +607,10 @@ int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_r
     curl_slist_free_all(h);
     rc = 0;
     if (status && (status < 200 || status > 299))
-        rc = error_from_body(out.data, out.len, status, err);
+        rc = error_from_body(out.b.data, out.b.len, status, err);
     else if (cc != CURLE_OK)
         rc = curl_failure(cc, err);
-    free(out.data);
+    abx__buf_free(&out.b);
     if (cc != CURLE_OK)
         curl_easy_cleanup(c);
     else

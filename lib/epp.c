@@ -18,6 +18,7 @@
  * caller.
  */
 #include "epp.h"
+#include "buf.h"
 #include "epp_exec.h"
 #include "config.h"
 #include "error_internal.h"
@@ -209,22 +210,22 @@ static int dispatch(abx_epp *e, const char *line, size_t n, char *why, size_t wh
 static void *reader_main(void *arg)
 {
     abx_epp *e = arg;
-    size_t len = 0, cap = 0;
-    char *buf = NULL, why[200] = "exited";
+    abx_buf in;
+    abx__buf_init(&in, EPP_LINE_MAX + 65536);
+    char why[200] = "exited";
     for (;;) {
         char *nl;
-        while ((nl = len ? memchr(buf, '\n', len) : NULL) != NULL) { /* every whole line first */
-            size_t n = (size_t)(nl - buf);
+        while ((nl = in.len ? memchr(in.data, '\n', in.len) : NULL) != NULL) { /* every whole line first */
+            size_t n = (size_t)(nl - in.data);
             pthread_mutex_lock(&e->mu);
             e->heard_ms = now_ms();
             pthread_mutex_unlock(&e->mu);
-            int bad = n ? dispatch(e, buf, n, why, sizeof why) : 0;
-            memmove(buf, nl + 1, len - n - 1);
-            len -= n + 1;
+            int bad = n ? dispatch(e, in.data, n, why, sizeof why) : 0;
+            abx__buf_consume(&in, n + 1);
             if (bad < 0)
                 goto out;
         }
-        if (len >= EPP_LINE_MAX) {
+        if (in.len >= EPP_LINE_MAX) {
             snprintf(why, sizeof why, "wrote a line longer than 16 MiB");
             goto out;
         }
@@ -239,27 +240,20 @@ static void *reader_main(void *arg)
             snprintf(why, sizeof why, "was stopped");
             goto out;
         }
-        if (cap - len < 65536) {
-            size_t grown_cap = cap ? cap * 2 : 131072;
-            if (grown_cap > EPP_LINE_MAX + 65536)
-                grown_cap = EPP_LINE_MAX + 65536;
-            char *grown = grown_cap > cap ? realloc(buf, grown_cap) : NULL;
-            if (!grown) {
-                snprintf(why, sizeof why, "wrote more than abx could hold");
-                goto out;
-            }
-            buf = grown;
-            cap = grown_cap;
+        char *room = abx__buf_room(&in, 65536);
+        if (!room) {
+            snprintf(why, sizeof why, "wrote more than abx could hold");
+            goto out;
         }
-        ssize_t got = read(e->from_fd, buf + len, cap - len);
+        ssize_t got = read(e->from_fd, room, 65536);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
             goto out;
-        len += (size_t)got;
+        abx__buf_added(&in, (size_t)got);
     }
 out:
-    free(buf);
+    abx__buf_free(&in);
     gone(e, why);
     return NULL;
 }
@@ -509,7 +503,8 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
         fclose(f);
     }
     abx_manifest m;
-    rc = f ? abx__manifest_parse(text, &m, err) : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
+    rc = f ? abx__error_wrap(err, abx__manifest_parse(text, &m, err), "provider '%s': its manifest", id)
+           : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
     free(text);
     if (rc < 0)
         return rc;

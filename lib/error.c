@@ -89,6 +89,29 @@ int abx__error_set(abx_error **err, int code, const char *fmt, ...)
     return code;
 }
 
+int abx__error_wrap(abx_error **err, int rc, const char *fmt, ...)
+{
+    if (rc >= 0 || !err)
+        return rc;
+    char context[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    if (!*err)
+        return abx__error_set(err, -rc, "%s", context);
+    /* "context: message", cut to the message's size */
+    char joined[sizeof context + 2 + sizeof (*err)->message];
+    size_t cl = strlen(context), ml = strnlen((*err)->message, sizeof (*err)->message - 1);
+    memcpy(joined, context, cl);
+    memcpy(joined + cl, ": ", 2);
+    memcpy(joined + cl + 2, (*err)->message, ml);
+    size_t total = cl + 2 + ml, keep = total < sizeof (*err)->message ? total : sizeof (*err)->message - 1;
+    memcpy((*err)->message, joined, keep);
+    (*err)->message[keep] = '\0';
+    return rc;
+}
+
 int abx__error_errno(abx_error **err, int code, int saved_errno, const char *what)
 {
     return abx__error_set(err, code, "%s: %s", what, strerror(saved_errno));

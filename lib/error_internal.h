@@ -12,6 +12,12 @@ int abx__error_set(abx_error **err, int code, const char *fmt, ...)
 /* Same, message "what: strerror(saved_errno)". */
 int abx__error_errno(abx_error **err, int code, int saved_errno, const char *what);
 
+/* Gives an error on its way up the context of the caller (as crun's
+ * crun_error_wrap): *err's message becomes "context: message", its code
+ * stays. rc is the failing call's (negative) return, returned as it is;
+ * with no *err yet, one is made with code -rc. rc >= 0 changes nothing. */
+int abx__error_wrap(abx_error **err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* For the unit test that checks docs/errors.md against the table. */
 size_t abx__error_table_size(void);
 int abx__error_table_code(size_t i);

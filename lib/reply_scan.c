@@ -1,6 +1,7 @@
 /* reply_scan.c: the bounded reply scanner (reply_scan.h). */
 #include "reply_scan.h"
 #include "bounds.h"
+#include "abx/abx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +12,13 @@ void abx__reply_scan_init(abx_reply_scan *s, size_t head_max, size_t tail_max)
 {
     memset(s, 0, sizeof *s);
     abx__capbuf_init(&s->other, head_max, tail_max);
+    abx__buf_init(&s->line, ABX_BOUND_KERNEL_LINE);
 }
 
 void abx__reply_scan_free(abx_reply_scan *s)
 {
     abx__capbuf_free(&s->other);
-    free(s->line);
-    s->line = NULL;
-    s->line_len = s->line_alloc = 0;
+    abx__buf_free(&s->line);
 }
 
 static void line_add(abx_reply_scan *s, const char *data, size_t n)
@@ -29,41 +29,27 @@ static void line_add(abx_reply_scan *s, const char *data, size_t n)
     }
     if (n == 0)
         return;
-    if (s->line_len + n > ABX_BOUND_KERNEL_LINE) {
+    int rc = abx__buf_append(&s->line, data, n);
+    if (rc == -ABX_ETOOBIG) {
         /* not a reply: counted as dropped output, marker included */
-        abx__capbuf_skip(&s->other, MARKER_LEN + s->line_len + n);
+        abx__capbuf_skip(&s->other, MARKER_LEN + s->line.len + n);
         s->overlong = true;
-        free(s->line);
-        s->line = NULL;
-        s->line_len = s->line_alloc = 0;
-        return;
+        abx__buf_free(&s->line);
+    } else if (rc < 0) {
+        s->overlong = true; /* cannot hold it: drop it like an overlong one */
     }
-    if (s->line_len + n > s->line_alloc) {
-        size_t want = s->line_alloc ? s->line_alloc * 2 : 4096;
-        while (want < s->line_len + n)
-            want *= 2;
-        char *grown = realloc(s->line, want);
-        if (!grown) {
-            s->overlong = true; /* cannot hold it: drop it like an overlong one */
-            return;
-        }
-        s->line = grown;
-        s->line_alloc = want;
-    }
-    memcpy(s->line + s->line_len, data, n);
-    s->line_len += n;
 }
 
 /* The line ended: a reply for want_id, or NULL (any other line is dropped). */
 static json_t *line_end(abx_reply_scan *s, long long want_id)
 {
     json_t *doc = NULL;
-    if (!s->overlong && s->line_len)
-        doc = json_loadb(s->line, s->line_len, 0, NULL);
+    if (!s->overlong && s->line.len)
+        doc = json_loadb(s->line.data, s->line.len, 0, NULL);
     if (s->overlong)
         s->dropped_lines++;
     s->in_line = s->overlong = false;
-    s->line_len = 0;
+    abx__buf_consume(&s->line, s->line.len);
     if (doc && json_is_object(doc) && json_integer_value(json_object_get(doc, "id")) == want_id)
         return doc;
     json_decref(doc);

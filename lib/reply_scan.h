@@ -14,6 +14,7 @@
 #ifndef ABX_REPLY_SCAN_H
 #define ABX_REPLY_SCAN_H
 
+#include "buf.h"
 #include "capbuf.h"
 
 #include <jansson.h>
@@ -27,8 +28,7 @@ typedef struct abx_reply_scan {
     size_t matched;      /* marker bytes matched so far */
     bool in_line;        /* after a marker, before its newline */
     bool overlong;       /* the current line passed the bound: dropped */
-    char *line;          /* the current line (after the marker) */
-    size_t line_len, line_alloc;
+    abx_buf line;        /* the current line (after the marker), at most ABX_BOUND_KERNEL_LINE */
     uint64_t dropped_lines;
 } abx_reply_scan;
 

@@ -9,6 +9,7 @@
  * JSON style).
  */
 #include "provider.h"
+#include "buf.h"
 #include "b64.h"
 #include "bounds.h"
 #include "capbuf.h"
@@ -738,33 +739,18 @@ int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, con
     return rc;
 }
 
+/* A read into memory, bounded by what the caller asked for. */
 typedef struct mem_writer {
-    char *data;
-    size_t len, cap, max;
+    abx_buf b;
     bool too_big;
 } mem_writer;
 
 static size_t mem_write(const char *bytes, size_t len, void *ud)
 {
     mem_writer *m = ud;
-    if (m->len + len > m->max) {
-        m->too_big = true;
-        return 0;
-    }
-    if (m->len + len + 1 > m->cap) {
-        size_t want = m->cap ? m->cap * 2 : 65536;
-        while (want < m->len + len + 1)
-            want *= 2;
-        char *grown = realloc(m->data, want);
-        if (!grown)
-            return 0;
-        m->data = grown;
-        m->cap = want;
-    }
-    memcpy(m->data + m->len, bytes, len);
-    m->len += len;
-    m->data[m->len] = '\0';
-    return len;
+    int rc = abx__buf_append(&m->b, bytes, len);
+    m->too_big |= rc == -ABX_ETOOBIG;
+    return rc == 0 ? len : 0;
 }
 
 /* Hands what a read gathered to the caller (an empty string for an empty
@@ -772,14 +758,11 @@ static size_t mem_write(const char *bytes, size_t len, void *ud)
 static int take_read(mem_writer *m, int rc, char **data, size_t *len, abx_error **err)
 {
     if (rc < 0) {
-        free(m->data);
+        abx__buf_free(&m->b);
         return rc;
     }
-    if (!m->data)
-        m->data = calloc(1, 1);
-    *data = m->data;
-    *len = m->len;
-    return m->data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
+    *data = abx__buf_take(&m->b, len);
+    return *data ? 0 : abx__error_set(err, ABX_ENOMEM, "file");
 }
 
 int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, size_t max_len, char **data,
@@ -790,13 +773,14 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
     int rc = check_file_args(user, path, err);
     if (rc < 0)
         return rc;
-    mem_writer m = {.max = max_len};
+    mem_writer m = {0};
+    abx__buf_init(&m.b, max_len);
     rc = data_download(s, path, user, NULL, mem_write, &m, err);
     if (m.too_big) {
         abx_error_free(err ? *err : NULL);
         if (err)
             *err = NULL;
-        free(m.data);
+        abx__buf_free(&m.b);
         return abx__error_set(err, ABX_ETOOBIG, "the file is larger than %zu bytes", max_len);
     }
     return take_read(&m, rc, data, len, err);
@@ -814,10 +798,11 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
         return rc;
     if (length == 0)
         return abx__error_set(err, ABX_EINVAL, "length: must be at least 1");
-    mem_writer m = {.max = length};
+    mem_writer m = {0};
+    abx__buf_init(&m.b, length);
     abx_envd_range range = {.offset = offset, .length = length};
     rc = data_download(s, path, user, &range, mem_write, &m, err);
-    *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.len;
+    *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.b.len;
     return take_read(&m, rc, data, len, err);
 }
 

@@ -19,6 +19,7 @@
  * another token's), protocol version header (400).
  */
 #include "transport_http.h"
+#include "buf.h"
 #include "text.h"
 #include "bounds.h"
 #include "parse.h"
@@ -635,8 +636,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char 
 /* ---- request handling -------------------------------------------------------------- */
 
 typedef struct http_req {
-    char *body;
-    size_t len, cap;
+    abx_buf body;        /* the POST body, at most MAX_BODY */
     bool too_big;
     int token;
 } http_req;
@@ -725,9 +725,9 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) != 0)
         return reply_error(c, 415, -32600, "Content-Type must be application/json");
-    if (!abx__json_depth_ok(rq->body ? rq->body : "", rq->len, ABX_BOUND_JSON_DEPTH))
+    if (!abx__json_depth_ok(rq->body.data ? rq->body.data : "", rq->body.len, ABX_BOUND_JSON_DEPTH))
         return reply_error(c, 400, -32600, "Invalid request: nested too deeply");
-    json_t *msg = json_loadb(rq->body ? rq->body : "", rq->len, JSON_DECODE_ANY, NULL);
+    json_t *msg = json_loadb(rq->body.data ? rq->body.data : "", rq->body.len, JSON_DECODE_ANY, NULL);
     if (!msg)
         return reply_error(c, 400, -32700, "Parse error");
     if (json_is_array(msg)) {
@@ -764,7 +764,7 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
         return MHD_NO;
     }
     mcp_sink sink = {sink_send, sink_done, x};
-    mcp_server_handle(hs->srv, rq->body ? rq->body : "", rq->len, &sink);
+    mcp_server_handle(hs->srv, rq->body.data ? rq->body.data : "", rq->body.len, &sink);
     if (!is_request) { /* a notification or a response: accepted, nothing to say */
         exchange_unref(x);
         return reply(c, 202, NULL, "", NULL);
@@ -811,26 +811,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!rq)
             return MHD_NO;
         rq->token = token;
+        abx__buf_init(&rq->body, MAX_BODY);
         *con_cls = rq;
         return MHD_YES;
     }
     if (*upload_size > 0) {
-        if (rq->len + *upload_size > MAX_BODY) {
+        int added = abx__buf_append(&rq->body, upload, *upload_size);
+        if (added == -ABX_ETOOBIG)
             rq->too_big = true;
-        } else {
-            if (rq->len + *upload_size + 1 > rq->cap) {
-                size_t cap = rq->cap ? rq->cap : 4096;
-                while (cap < rq->len + *upload_size + 1)
-                    cap *= 2;
-                char *grown = realloc(rq->body, cap);
-                if (!grown)
-                    return MHD_NO;
-                rq->body = grown;
-                rq->cap = cap;
-            }
-            memcpy(rq->body + rq->len, upload, *upload_size);
-            rq->len += *upload_size;
-        }
+        else if (added < 0)
+            return MHD_NO;
         *upload_size = 0;
         return MHD_YES;
     }
@@ -843,7 +833,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     connection_headers(cls, c, false); /* the next request on it is on the clock */
     http_req *rq = *con_cls;
     if (rq) {
-        free(rq->body);
+        abx__buf_free(&rq->body);
         free(rq);
     }
     *con_cls = NULL;

@@ -13,6 +13,7 @@
  * session created, and only then does this return.
  */
 #include "transport_stdio.h"
+#include "buf.h"
 #include "bounds.h"
 #include "text.h"
 
@@ -80,12 +81,35 @@ static void reject_long(stdio_ctx *c, const char *head, size_t head_len, tail_ri
     t->pos = t->len = 0;
 }
 
+/* A line's bytes: into the buffer while it has room, after that only its
+ * tail is kept (for the id of the line's answer). */
+static void line_bytes(abx_buf *line, bool *overflow, tail_ring *tail, const char *p, size_t n)
+{
+    size_t room = *overflow ? 0 : line->max - line->len;
+    size_t take = n < room ? n : room;
+    if (take && abx__buf_append(line, p, take) < 0)
+        take = 0; /* no memory: the line cannot be held */
+    if (take < n)
+        *overflow = true;
+    for (size_t i = take; i < n; i++)
+        tail_add(tail, p[i]);
+}
+
+static void line_end(stdio_ctx *c, mcp_sink *sink, abx_buf *line, bool overflow, tail_ring *tail)
+{
+    if (overflow)
+        reject_long(c, line->data ? line->data : "", line->len, tail);
+    else if (line->len > 0 && !(line->len == 1 && line->data[0] == '\r'))
+        mcp_server_handle(c->srv, line->data, line->len, sink);
+    abx__buf_consume(line, line->len);
+}
+
 static void *reader(void *arg)
 {
     stdio_ctx *c = arg;
     mcp_sink sink = {write_line, NULL, c};
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap);
+    abx_buf line;
+    abx__buf_init(&line, MAX_MESSAGE - 1);
     bool overflow = false;
     static tail_ring tail; /* this thread's alone */
     char chunk[65536];
@@ -95,44 +119,21 @@ static void *reader(void *arg)
             continue;
         if (n <= 0)
             break;
-        for (ssize_t i = 0; i < n; i++) {
-            char ch = chunk[i];
-            if (ch != '\n') {
-                if (overflow) {
-                    tail_add(&tail, ch);
-                    continue;
-                }
-                if (len + 1 >= MAX_MESSAGE) {
-                    overflow = true;
-                    tail_add(&tail, ch);
-                    continue;
-                }
-                if (len + 1 >= cap) {
-                    char *grown = realloc(buf, cap * 2);
-                    if (!grown) {
-                        overflow = true;
-                        continue;
-                    }
-                    buf = grown;
-                    cap *= 2;
-                }
-                buf[len++] = ch;
-                continue;
+        for (size_t at = 0; at < (size_t)n;) {
+            const char *nl = memchr(chunk + at, '\n', (size_t)n - at);
+            size_t span = nl ? (size_t)(nl - (chunk + at)) : (size_t)n - at;
+            line_bytes(&line, &overflow, &tail, chunk + at, span);
+            at += span;
+            if (nl) {
+                line_end(c, &sink, &line, overflow, &tail);
+                overflow = false;
+                at++;
             }
-            if (overflow) {
-                reject_long(c, buf, len, &tail);
-            } else if (len > 0 && !(len == 1 && buf[0] == '\r')) {
-                mcp_server_handle(c->srv, buf, len, &sink);
-            }
-            len = 0;
-            overflow = false;
         }
     }
-    if (overflow)
-        reject_long(c, buf, len, &tail);
-    else if (len > 0 && !(len == 1 && buf[0] == '\r'))
-        mcp_server_handle(c->srv, buf, len, &sink);
-    free(buf);
+    if (overflow || line.len) /* a last line without its newline counts */
+        line_end(c, &sink, &line, overflow, &tail);
+    abx__buf_free(&line);
     uint64_t one = 1;
     (void)write(c->eof_fd, &one, sizeof one);
     return NULL;

@@ -22,6 +22,7 @@
  * context is freed when it is deleted and no execution holds it.
  */
 #include "shim_code.h"
+#include "buf.h"
 #include "b64.h"
 #include "error_internal.h"
 #include "kernel_sources.h"
@@ -546,33 +547,20 @@ static json_t *answer_lines(const code_context *c, unsigned id, const cell_outco
 
 static int ndjson(json_t *lines, char **out, abx_error **err)
 {
-    size_t cap = 1024, len = 0;
-    char *buf = malloc(cap);
+    abx_buf buf;
+    abx__buf_init(&buf, (size_t)1 << 30); /* our own result lines: bounded where they were made */
+    int rc = 0;
     size_t i;
     json_t *l;
     json_array_foreach(lines, i, l) {
         char *t = json_dumps(l, JSON_COMPACT);
-        size_t tl = t ? strlen(t) : 0;
-        if (buf && len + tl + 2 > cap) {
-            while (len + tl + 2 > cap)
-                cap *= 2;
-            char *g = realloc(buf, cap);
-            if (!g)
-                free(buf);
-            buf = g;
-        }
-        if (buf && t) {
-            memcpy(buf + len, t, tl);
-            len += tl;
-            buf[len++] = '\n';
-            buf[len] = '\0';
-        }
+        if (!t || abx__buf_append_str(&buf, t) < 0 || abx__buf_append(&buf, "\n", 1) < 0)
+            rc = -ABX_ENOMEM;
         free(t);
     }
-    if (!buf)
-        return abx__error_set(err, ABX_ENOMEM, "answer");
-    *out = buf;
-    return 0;
+    *out = rc == 0 ? abx__buf_take(&buf, NULL) : NULL;
+    abx__buf_free(&buf);
+    return *out ? 0 : abx__error_set(err, ABX_ENOMEM, "answer");
 }
 
 /* Runs one cell in c (held by the caller). */

@@ -23,6 +23,7 @@
  * streaming response may block waiting for output.
  */
 #include "shim.h"
+#include "buf.h"
 #include "shim_decode.h"
 #include "error_internal.h"
 #include "shim_code.h"
@@ -52,8 +53,7 @@ typedef enum req_kind { REQ_RPC, REQ_UPLOAD_RAW, REQ_UPLOAD_MULTIPART, REQ_DONE 
 
 typedef struct req_ctx {
     req_kind kind;
-    char *body;
-    size_t len, cap;
+    abx_buf body;                /* an RPC's body, at most MAX_RPC_BODY */
     bool too_big;
     unsigned uid;
     /* uploads */
@@ -929,7 +929,7 @@ static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *
     unsigned uid;
     if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
-    json_t *req = abx__shim_json_body(rc->body, rc->len);
+    json_t *req = abx__shim_json_body(rc->body.data, rc->body.len);
     if (!json_is_object(req)) {
         json_decref(req);
         return send_error(c, ABX_EINVAL, "body: a JSON object expected");
@@ -974,7 +974,7 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
     if (strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0)
         return code_api(sh, c, url, method, rc);
     if (strncmp(url, "/abx/", 5) == 0) {
-        json_t *req = abx__shim_json_body(rc->body, rc->len);
+        json_t *req = abx__shim_json_body(rc->body.data, rc->body.len);
         if (!req)
             return send_error(c, ABX_EINVAL, "body: JSON expected");
         enum MHD_Result r = abx_control(sh, c, url, method, req);
@@ -988,8 +988,8 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
         return send_error(c, ABX_EAUTH, "user: root or user");
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     bool streaming = type && strncmp(type, "application/connect+json", 24) == 0;
-    json_t *req = streaming ? abx__shim_connect_unwrap(rc->body, rc->len)
-                            : (abx__shim_json_body(rc->body, rc->len));
+    json_t *req = streaming ? abx__shim_connect_unwrap(rc->body.data, rc->body.len)
+                            : (abx__shim_json_body(rc->body.data, rc->body.len));
     if (!json_is_object(req)) {
         json_decref(req);
         return send_error(c, ABX_EINVAL, "body: a JSON object expected");
@@ -1088,6 +1088,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!rc)
             return MHD_NO;
         rc->fd = -1;
+        abx__buf_init(&rc->body, MAX_RPC_BODY);
         *con_cls = rc;
         return begin(sh, c, url, method, rc);
     }
@@ -1098,21 +1099,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             upload_write(rc, upload, *upload_size);
         } else if (rc->kind == REQ_UPLOAD_MULTIPART) {
             MHD_post_process(rc->pp, upload, *upload_size);
-        } else if (rc->len + *upload_size > MAX_RPC_BODY) {
-            rc->too_big = true;
         } else {
-            if (rc->len + *upload_size > rc->cap) {
-                size_t cap = rc->cap ? rc->cap : 4096;
-                while (cap < rc->len + *upload_size)
-                    cap *= 2;
-                char *grown = realloc(rc->body, cap);
-                if (!grown)
-                    return MHD_NO;
-                rc->body = grown;
-                rc->cap = cap;
-            }
-            memcpy(rc->body + rc->len, upload, *upload_size);
-            rc->len += *upload_size;
+            int added = abx__buf_append(&rc->body, upload, *upload_size);
+            if (added == -ABX_ETOOBIG)
+                rc->too_big = true;
+            else if (added < 0)
+                return MHD_NO; /* no memory */
         }
         *upload_size = 0;
         return MHD_YES;
@@ -1134,7 +1126,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     upload_close(rc);
     json_decref(rc->written);
     abx_error_free(rc->err);
-    free(rc->body);
+    abx__buf_free(&rc->body);
     free(rc);
     *con_cls = NULL;
 }

@@ -263,6 +263,7 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         goto out;
     }
     if ((rc = start_shim(shim_path, dir, err)) < 0) {
+        rc = abx__error_wrap(err, rc, "starting sandbox %s", id);
         abx__state_reap(id);
         goto out;
     }

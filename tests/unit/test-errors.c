@@ -85,6 +85,26 @@ static void test_docs_table_matches(void **state)
     }
 }
 
+static void test_wrap_adds_context(void **state)
+{
+    (void)state;
+    abx_error *err = NULL;
+    int rc = abx__error_set(&err, ABX_ENOENT, "no such file: /app/x");
+    rc = abx__error_wrap(&err, rc, "reading %s", "the manifest");
+    rc = abx__error_wrap(&err, rc, "installing '%s'", "p");
+    assert_int_equal(rc, -ABX_ENOENT);
+    assert_int_equal(abx_error_code(err), ABX_ENOENT);
+    assert_string_equal(abx_error_message(err), "installing 'p': reading the manifest: no such file: /app/x");
+    abx_error_free(err);
+    err = NULL;
+    assert_int_equal(abx__error_wrap(&err, -ABX_EIO, "writing"), -ABX_EIO); /* no error yet: one is made */
+    assert_string_equal(abx_error_message(err), "writing");
+    assert_int_equal(abx__error_wrap(&err, 0, "unused"), 0); /* success: nothing changes */
+    assert_string_equal(abx_error_message(err), "writing");
+    abx_error_free(err);
+    assert_int_equal(abx__error_wrap(NULL, -ABX_EIO, "x"), -ABX_EIO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -92,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_spec_fixed_codes),
         cmocka_unit_test(test_unknown_code_is_generic),
         cmocka_unit_test(test_error_object),
+        cmocka_unit_test(test_wrap_adds_context),
         cmocka_unit_test(test_docs_table_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
