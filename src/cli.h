@@ -109,6 +109,7 @@ void cli_print_help(const cli_command *cmd);
     X(mcp, "serve the MCP tools (start), install them into an IDE, show status")                    \
     X(doctor, "check what this host and user can run")                                               \
     X(provider, "install, list and remove provider plugins")                                         \
+    X(serve, "serve this machine's sandboxes over E2B's protocol")                                  \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                    \

@@ -139,7 +139,7 @@ export function startHttpServer(args = [], { env = process.env, bin = abx, serve
     const t = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 10000);
     child.stderr.on('data', (d) => {
       err += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)\/mcp/.exec(err);
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err);
       if (m && !child.port) {
         child.port = Number(m[1]);
         clearTimeout(t);

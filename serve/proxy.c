@@ -1,0 +1,352 @@
+/* proxy.c: the data plane of `abx serve`: a request routed to a sandbox
+ * (serve.c) is forwarded to that sandbox's shim (its envd and code
+ * interpreter, ports 49983 and 49999, on the state directory's envd.sock)
+ * and the answer streamed back, both ways without holding a body: a
+ * worker thread drives libcurl, the request body reaches it through one
+ * pipe and the answer leaves through another, read by libmicrohttpd as it
+ * comes (Connect streams, 1 GiB files).
+ *
+ * Owns: the proxy's state (refcounted by the connection, the worker and
+ * the response), which headers pass (not hop-by-hop ones, not routing or
+ * API-key headers), and 502 with E2B's body for a sandbox that is gone.
+ * The sandbox's own access token check stays the shim's for envd (49983).
+ * The code interpreter's port (49999) is, as on E2B, reached by the
+ * sandbox's id alone (E2B's SDK sends no access token for /contexts): the
+ * proxy adds the sandbox's token when the request has none.
+ */
+#include "serve.h"
+#include "netlibs.h"
+#include "state.h"
+#include "sysutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define MAX_ANSWER_HEADERS 32
+
+struct serve_proxy {
+    atomic_int refs;             /* the connection's, the worker's, the response's */
+    CURL *curl;
+    struct curl_slist *req_headers;
+    char sock[760];
+    char url[8192];
+    bool upload;
+    long long length;            /* the request body's, -1 unknown */
+    int up[2];                   /* request body: the connection writes up[1], curl reads up[0] */
+    int down[2];                 /* answer body: curl writes down[1], the response reads down[0] */
+    pthread_t worker;
+    pthread_mutex_t mu;          /* what follows, and the fds' closing */
+    pthread_cond_t headed;       /* the answer's headers are in (or it failed) */
+    bool headers_done, failed;
+    bool answered;               /* a response reads down[0] (and closes it) */
+    long status;
+    char *names[MAX_ANSWER_HEADERS], *values[MAX_ANSWER_HEADERS];
+    size_t nheaders;
+};
+
+static void close_fd(serve_proxy *p, int *fd)
+{
+    pthread_mutex_lock(&p->mu);
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void unref(serve_proxy *p)
+{
+    if (atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    int *fds[] = {&p->up[0], &p->up[1], &p->down[0], &p->down[1]};
+    for (size_t i = 0; i < 4; i++)
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+    for (size_t i = 0; i < p->nheaders; i++) {
+        free(p->names[i]);
+        free(p->values[i]);
+    }
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    curl_slist_free_all(p->req_headers);
+    pthread_cond_destroy(&p->headed);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+/* ---- the worker: libcurl to the shim ---------------------------------------------------- */
+
+static bool hop_by_hop(const char *name, size_t n)
+{
+    static const char *const skip[] = {"connection", "keep-alive", "transfer-encoding", "content-length", "date",
+                                       "server", "upgrade", "proxy-connection", "te", "trailer"};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (strlen(skip[i]) == n && strncasecmp(name, skip[i], n) == 0)
+            return true;
+    return false;
+}
+
+/* One header line of the shim's answer, as libcurl hands it. */
+static size_t on_header(char *line, size_t size, size_t n, void *ud)
+{
+    serve_proxy *p = ud;
+    size_t len = size * n;
+    pthread_mutex_lock(&p->mu);
+    if (len >= 2 && line[0] == '\r' && line[1] == '\n') { /* the end of a header block */
+        long status = 0;
+        curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200) {
+            p->status = status;
+            p->headers_done = true;
+            pthread_cond_broadcast(&p->headed);
+        }
+    } else if (len > 5 && strncmp(line, "HTTP/", 5) == 0) {
+        for (size_t i = 0; i < p->nheaders; i++) { /* a new answer (after 100 Continue) */
+            free(p->names[i]);
+            free(p->values[i]);
+        }
+        p->nheaders = 0;
+    } else {
+        const char *colon = memchr(line, ':', len);
+        size_t nl = colon ? (size_t)(colon - line) : 0;
+        if (colon && nl && !hop_by_hop(line, nl) && p->nheaders < MAX_ANSWER_HEADERS) {
+            const char *v = colon + 1, *end = line + len;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+                end--;
+            p->names[p->nheaders] = strndup(line, nl);
+            p->values[p->nheaders] = strndup(v, (size_t)(end - v));
+            if (p->names[p->nheaders] && p->values[p->nheaders])
+                p->nheaders++;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
+{
+    serve_proxy *p = ud;
+    size_t len = size * n;
+    return abx__write_all(p->down[1], data, len) == 0 ? len : 0; /* the client went away: stop */
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *ud)
+{
+    serve_proxy *p = ud;
+    for (;;) {
+        ssize_t got = read(p->up[0], buf, size * n);
+        if (got >= 0)
+            return (size_t)got;
+        if (errno != EINTR)
+            return CURL_READFUNC_ABORT;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    serve_proxy *p = arg;
+    CURLcode cc = curl_easy_perform(p->curl);
+    pthread_mutex_lock(&p->mu);
+    (void)cc; /* an answer cut short ends its stream; one never begun is a 502 */
+    p->failed = !p->headers_done;
+    p->headers_done = true;
+    pthread_cond_broadcast(&p->headed);
+    pthread_mutex_unlock(&p->mu);
+    close_fd(p, &p->down[1]); /* the answer's end */
+    close_fd(p, &p->up[0]);
+    unref(p);
+    return NULL;
+}
+
+/* ---- the connection's side ---------------------------------------------------------------- */
+
+static enum MHD_Result add_request_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    serve_proxy *p = cls;
+    static const char *const drop[] = {"host", "connection", "content-length", "transfer-encoding", "expect",
+                                       "e2b-sandbox-id", "e2b-sandbox-port", "x-api-key", "keep-alive",
+                                       "upgrade", "proxy-connection", "te"};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        if (strcasecmp(key, drop[i]) == 0)
+            return MHD_YES;
+    if (strlen(key) + strlen(value ? value : "") > 8000)
+        return MHD_YES;
+    char line[8200];
+    snprintf(line, sizeof line, "%s: %s", key, value ? value : "");
+    struct curl_slist *l = curl_slist_append(p->req_headers, line);
+    if (l)
+        p->req_headers = l;
+    return MHD_YES;
+}
+
+static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    serve_proxy *p = cls;
+    char *k = curl_easy_escape(p->curl, key, 0), *v = value ? curl_easy_escape(p->curl, value, 0) : NULL;
+    size_t at = strlen(p->url);
+    if (k && at + strlen(k) + (v ? strlen(v) : 0) + 3 < sizeof p->url)
+        snprintf(p->url + at, sizeof p->url - at, "%c%s%s%s", strchr(p->url, '?') ? '&' : '?', k, v ? "=" : "",
+                 v ? v : "");
+    curl_free(k);
+    curl_free(v);
+    return MHD_YES;
+}
+
+static void add_sandbox_token(serve_proxy *p, const char *dir)
+{
+    char path[760], token[128], line[160];
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (abx__read_small_file(path, token, sizeof token) < 0)
+        return;
+    snprintf(line, sizeof line, "X-Access-Token: %s", token);
+    struct curl_slist *l = curl_slist_append(p->req_headers, line);
+    if (l)
+        p->req_headers = l;
+    explicit_bzero(token, sizeof token);
+    explicit_bzero(line, sizeof line);
+}
+
+serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, unsigned port, const char *url,
+                                    const char *method, unsigned *status, char **body)
+{
+    *status = 502;
+    *body = NULL;
+    if (port != 49983 && port != 49999) {
+        *body = strdup("this host forwards ports 49983 (envd) and 49999 (code interpreter) only");
+        return NULL;
+    }
+    char dir[700];
+    if (abx__state_dir(id, dir, sizeof dir, NULL) < 0 || !abx__state_shim_alive(dir) || !abx__curl())
+        return NULL; /* gone, or never there: E2B's proxy answers 502 */
+    serve_proxy *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    atomic_init(&p->refs, 2);
+    p->up[0] = p->up[1] = p->down[0] = p->down[1] = -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->headed, NULL);
+    snprintf(p->sock, sizeof p->sock, "%s/envd.sock", dir);
+    p->curl = curl_easy_init();
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    p->length = cl ? strtoll(cl, NULL, 10) : -1;
+    p->upload = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (!p->upload || pipe2(p->up, O_CLOEXEC) == 0);
+    if (ok) {
+        snprintf(p->url, sizeof p->url, "http://localhost%s", url);
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, p);
+        MHD_get_connection_values(c, MHD_HEADER_KIND, add_request_header, p);
+        p->req_headers = curl_slist_append(p->req_headers, "Expect:");
+        if (port == 49999 && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"))
+            add_sandbox_token(p, dir);
+        curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->sock);
+        curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+        curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->req_headers);
+        curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, p);
+        curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
+        curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, 256L * 1024);
+        if (strcmp(method, "HEAD") == 0)
+            curl_easy_setopt(p->curl, CURLOPT_NOBODY, 1L);
+        if (p->upload) {
+            curl_easy_setopt(p->curl, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(p->curl, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(p->curl, CURLOPT_READDATA, p);
+            curl_easy_setopt(p->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)p->length);
+            curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method); /* UPLOAD means PUT unless told */
+        }
+        ok = pthread_create(&p->worker, NULL, worker_main, p) == 0;
+        if (ok)
+            pthread_detach(p->worker);
+    }
+    if (!ok) {
+        atomic_store(&p->refs, 1);
+        unref(p);
+        *status = 500;
+        *body = strdup("the request could not be forwarded");
+        return NULL;
+    }
+    return p;
+}
+
+bool abx__serve_proxy_upload(serve_proxy *p, const char *data, size_t len)
+{
+    return p->up[1] >= 0 && abx__write_all(p->up[1], data, len) == 0;
+}
+
+static ssize_t read_answer(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    serve_proxy *p = cls;
+    for (;;) {
+        ssize_t got = read(p->down[0], buf, max);
+        if (got > 0)
+            return got;
+        if (got == 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (errno != EINTR)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+}
+
+static void answer_done(void *cls)
+{
+    serve_proxy *p = cls;
+    close_fd(p, &p->down[0]); /* a worker still writing stops */
+    unref(p);
+}
+
+int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
+{
+    close_fd(p, &p->up[1]); /* the request's end */
+    pthread_mutex_lock(&p->mu);
+    while (!p->headers_done)
+        pthread_cond_wait(&p->headed, &p->mu);
+    bool failed = p->failed;
+    long status = p->status;
+    pthread_mutex_unlock(&p->mu);
+    struct MHD_Response *r = NULL;
+    if (failed) {
+        static const char gone[] = "{\"code\":502,\"message\":\"the sandbox is not running\"}";
+        r = MHD_create_response_from_buffer(sizeof gone - 1, (void *)gone, MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, "Content-Type", "application/json");
+        status = 502;
+    } else {
+        atomic_fetch_add(&p->refs, 1);
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_answer, p, answer_done);
+        if (!r)
+            unref(p);
+        else
+            p->answered = true;
+        for (size_t i = 0; r && i < p->nheaders; i++)
+            MHD_add_response_header(r, p->names[i], p->values[i]);
+    }
+    if (!r)
+        return -1;
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok == MHD_YES ? 0 : -1;
+}
+
+void abx__serve_proxy_release(serve_proxy *p)
+{
+    if (!p)
+        return;
+    close_fd(p, &p->up[1]); /* a request cut short: the shim sees its body end */
+    if (!p->answered)
+        close_fd(p, &p->down[0]); /* nobody will read the answer: the worker stops */
+    unref(p);
+}

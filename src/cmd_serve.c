@@ -1,0 +1,126 @@
+/* cmd_serve.c: `abx serve`: this machine as an E2B-protocol sandbox host
+ * (serve/serve.c). Owns the flags and the API keys: read from
+ * --api-key-file (one per line, # comments) and ABX_SERVE_API_KEYS
+ * (comma-separated), each "e2b_" + 40 hex characters; never printed. */
+#include "cli.h"
+#include "serve.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KEYS 256
+
+const char cmd_serve_help[] =
+    "Usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D]\n"
+    "\n"
+    "Serve this machine's sandboxes over E2B's protocol: E2B's SDKs (and\n"
+    "another machine's abx with --provider e2b) create and drive local\n"
+    "sandboxes through it. Set E2B_API_URL and E2B_SANDBOX_URL to\n"
+    "http://ADDR:PORT and E2B_API_KEY to one of the keys.\n"
+    "\n"
+    "  --listen ADDR:PORT  where to listen (default 127.0.0.1:3000; port 0: a free one)\n"
+    "  --api-key-file F    API keys, one per line ('e2b_' + 40 hex characters);\n"
+    "                      also $ABX_SERVE_API_KEYS, comma-separated. A key is a\n"
+    "                      tenant: it sees and touches only the sandboxes it created.\n"
+    "                      A non-loopback --listen without keys is refused.\n"
+    "  --domain D          the sandboxes' domain in answers (default localhost):\n"
+    "                      data-plane requests come as PORT-ID.D, or with the\n"
+    "                      E2b-Sandbox-Id and E2b-Sandbox-Port headers\n"
+    "\n"
+    "Control plane: POST /sandboxes and /v2/sandboxes, GET /v2/sandboxes,\n"
+    "GET|DELETE /sandboxes/ID, POST /sandboxes/ID/timeout, POST\n"
+    "/sandboxes/ID/connect, GET /health. Stops on SIGTERM or SIGINT (its\n"
+    "sandboxes live on until their timeout).\n";
+
+static bool key_valid(const char *k)
+{
+    if (strlen(k) != 44 || strncmp(k, "e2b_", 4) != 0)
+        return false;
+    for (size_t i = 4; i < 44; i++)
+        if (!isxdigit((unsigned char)k[i]) || isupper((unsigned char)k[i]))
+            return false;
+    return true;
+}
+
+/* One key (trimmed) into keys; false with the reason printed when it is bad. */
+static bool add_key(cli_ctx *ctx, char **keys, size_t *n, char *k, const char *from)
+{
+    while (isspace((unsigned char)*k))
+        k++;
+    size_t len = strlen(k);
+    while (len && isspace((unsigned char)k[len - 1]))
+        k[--len] = '\0';
+    if (!*k || *k == '#')
+        return true;
+    if (!key_valid(k)) {
+        cli_fail(ctx, ABX_EINVAL, "%s: an API key is 'e2b_' followed by 40 lowercase hex characters", from);
+        return false;
+    }
+    if (*n + 1 >= MAX_KEYS) {
+        cli_fail(ctx, ABX_ELIMIT, "%s: more than %d API keys", from, MAX_KEYS - 1);
+        return false;
+    }
+    keys[(*n)++] = strdup(k);
+    return true;
+}
+
+static bool read_keys(cli_ctx *ctx, const char *file, char **keys, size_t *n)
+{
+    const char *env = getenv("ABX_SERVE_API_KEYS");
+    if (env) {
+        char *copy = strdup(env), *save = NULL;
+        bool ok = copy != NULL;
+        for (char *k = copy ? strtok_r(copy, ",", &save) : NULL; ok && k; k = strtok_r(NULL, ",", &save))
+            ok = add_key(ctx, keys, n, k, "ABX_SERVE_API_KEYS");
+        free(copy);
+        if (!ok)
+            return false;
+    }
+    if (!file)
+        return true;
+    FILE *f = fopen(file, "re");
+    if (!f) {
+        cli_fail(ctx, ABX_EIO, "--api-key-file: cannot read %s", file);
+        return false;
+    }
+    char line[512];
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f))
+        ok = add_key(ctx, keys, n, line, "--api-key-file");
+    fclose(f);
+    return ok;
+}
+
+int cmd_serve(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[CLI_MAX_POSITIONAL];
+    size_t npos = 0;
+    const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost";
+    const cli_flag flags[] = {
+        {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
+        {"--api-key-file", CLI_STRING, &key_file, 0, 0, NULL, 0, NULL},
+        {"--domain", CLI_STRING, &domain, 0, 0, NULL, 0, NULL},
+    };
+    int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    if (rc != 0)
+        return cli_parse_exit(rc);
+    if (npos)
+        return cli_fail(ctx, ABX_EUSAGE, "usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D]");
+    char *keys[MAX_KEYS] = {NULL};
+    size_t n = 0;
+    if (!read_keys(ctx, key_file, keys, &n)) {
+        for (size_t i = 0; i < n; i++)
+            free(keys[i]);
+        return CLI_EXIT_FAILED;
+    }
+    abx_serve_config cfg = {.listen = listen, .api_keys = (const char *const *)keys, .domain = domain};
+    abx_error *err = NULL;
+    rc = abx_serve_run(&cfg, &err);
+    for (size_t i = 0; i < n; i++) {
+        explicit_bzero(keys[i], strlen(keys[i]));
+        free(keys[i]);
+    }
+    return rc < 0 ? cli_fail_error(ctx, err, rc) : 0;
+}
