@@ -32,6 +32,12 @@ void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, 
     pthread_mutex_init(&e->mu, NULL);
 }
 
+void abx__envd_route(abx_envd *e, const char *route_id, const char *code_url)
+{
+    snprintf(e->route_id, sizeof e->route_id, "%s", route_id ? route_id : "");
+    snprintf(e->code_url, sizeof e->code_url, "%s", code_url ? code_url : "");
+}
+
 void abx__envd_cleanup(abx_envd *e)
 {
     if (e->cached && abx__curl())
@@ -73,10 +79,18 @@ static void release(abx_envd *e, CURL *c)
         curl_easy_cleanup(c);
 }
 
-static struct curl_slist *base_headers(abx_envd *e, const char *user, const char *content_type)
+/* The headers every request carries; port: the sandbox port it is for
+ * (named only when routing by headers). */
+static struct curl_slist *port_headers(abx_envd *e, const char *user, const char *content_type, unsigned port)
 {
     struct curl_slist *h = NULL;
     char line[300];
+    if (e->route_id[0]) {
+        snprintf(line, sizeof line, "E2b-Sandbox-Id: %s", e->route_id);
+        h = curl_slist_append(h, line);
+        snprintf(line, sizeof line, "E2b-Sandbox-Port: %u", port);
+        h = curl_slist_append(h, line);
+    }
     if (e->token[0]) {
         snprintf(line, sizeof line, "X-Access-Token: %s", e->token);
         h = curl_slist_append(h, line);
@@ -96,6 +110,11 @@ static struct curl_slist *base_headers(abx_envd *e, const char *user, const char
     h = curl_slist_append(h, "Connect-Protocol-Version: 1");
     h = curl_slist_append(h, "Expect:");
     return h;
+}
+
+static struct curl_slist *base_headers(abx_envd *e, const char *user, const char *content_type)
+{
+    return port_headers(e, user, content_type, 49983);
 }
 
 /* ---- buffers and errors ------------------------------------------------- */
@@ -200,7 +219,7 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     if (!c)
         return rc;
     char url[1200];
-    snprintf(url, sizeof url, "%s%s", e->base_url, path);
+    snprintf(url, sizeof url, "%s%s", e->code_url[0] ? e->code_url : e->base_url, path); /* the code interpreter */
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct curl_slist *h = base_headers(e, user, body ? "application/json" : NULL);
     membuf out = MEMBUF_INIT;
@@ -409,7 +428,7 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     char url[1200];
     snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = json_dumps(body, JSON_COMPACT);
-    struct curl_slist *h = base_headers(e, user, "application/json");
+    struct curl_slist *h = port_headers(e, user, "application/json", 49999);
     membuf answer = MEMBUF_INIT;
     cancel_state cs = {.cancel = cancel, .userdata = userdata};
     curl_easy_setopt(c, CURLOPT_URL, url);

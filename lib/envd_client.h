@@ -13,12 +13,22 @@ typedef struct abx_envd {
     char base_url[256];     /* "http://localhost" with a Unix socket */
     char unix_socket[600];  /* "" for TCP */
     char token[128];        /* X-Access-Token; "" for none */
+    /* An E2B-protocol cloud reached through one URL (E2B's E2B_SANDBOX_URL
+     * way): every request names the sandbox in E2b-Sandbox-Id and the port
+     * (49983 envd, 49999 code interpreter) in E2b-Sandbox-Port. "": none. */
+    char route_id[64];
+    /* The code interpreter's own base URL (https://49999-ID.DOMAIN); "":
+     * base_url serves it too. */
+    char code_url[256];
     pthread_mutex_t mu;     /* guards cached */
     void *cached;           /* one idle CURL handle kept for reuse */
 } abx_envd;
 
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token);
 void abx__envd_cleanup(abx_envd *e);
+/* Routing for a cloud sandbox: by headers to base_url (route_id), or the
+ * code interpreter at its own URL (code_url); either may be NULL. */
+void abx__envd_route(abx_envd *e, const char *route_id, const char *code_url);
 
 /* Unary Connect call: POST base/method_path with JSON; *resp is the caller's. */
 int abx__envd_unary(abx_envd *e, const char *method_path, const char *user, json_t *req, json_t **resp,

@@ -470,47 +470,19 @@ static int spawn(abx_epp *e, const abx_manifest *m, const char *dir, const char 
 int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
 {
     *out = NULL;
-    json_t *index = NULL;
-    int rc = abx__plugin_index_load(&index, err);
+    abx_manifest m;
+    int rc = abx__plugin_manifest_verified(id, &m, err); /* the digest first: a changed plugin is never started */
     if (rc < 0)
         return rc;
-    json_t *entry = json_object_get(index, id);
-    char state[16], dir[640], data_dir[640];
-    if (!abx__provider_id_valid(id) || !entry) {
-        json_decref(index);
-        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
-    }
-    /* the digest first: a changed plugin is never started */
-    rc = abx__plugin_check(id, entry, state, sizeof state, err);
-    bool linked = json_is_true(json_object_get(entry, "linked"));
-    json_decref(index);
-    if (rc < 0)
-        return rc;
-    if (linked)
-        fprintf(stderr, "abx: warning: provider %s is a --link install (development): its files are not checked\n", id);
+    char dir[640], data_dir[640], parent[640];
     abx__plugin_path("providers", id, dir, sizeof dir, NULL);
     abx__plugin_path("provider-data", id, data_dir, sizeof data_dir, NULL);
-    char parent[640];
     abx__plugin_path("provider-data", NULL, parent, sizeof parent, NULL);
     abx__mkdir_exist_ok(parent, 0700);
     abx__mkdir_exist_ok(data_dir, 0700);
-    char path[700], *text = calloc(1, 65537);
-    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
-    FILE *f = text ? fopen(path, "re") : NULL;
-    if (f) {
-        size_t got = fread(text, 1, 65536, f);
-        (void)got;
-        fclose(f);
-    }
-    abx_manifest m;
-    rc = f ? abx__error_wrap(err, abx__manifest_parse(text, &m, err), "provider '%s': its manifest", id)
-           : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
-    free(text);
-    if (rc < 0)
-        return rc;
     if (strcmp(m.kind, "exec") != 0) {
         abx__manifest_clear(&m);
-        return abx__error_set(err, ABX_ENOTSUP, "provider '%s' is a rest plugin: not supported yet", id);
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' is a rest plugin: it has no process to start", id);
     }
     abx_epp *e = calloc(1, sizeof *e);
     if (!e) {

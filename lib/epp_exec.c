@@ -260,6 +260,18 @@ void abx__epp_execs_lost(abx_epp_execs *x, const char *why)
     pthread_mutex_unlock(&x->mu);
 }
 
+void abx__epp_execs_end(abx_epp_execs *x, const char *exec_id, const char *why)
+{
+    pthread_mutex_lock(&x->mu);
+    exec_record *r = find(x, exec_id, 0);
+    if (r && !r->exited && !r->lost) {
+        r->lost = true;
+        snprintf(r->why, sizeof r->why, "%s", why);
+    }
+    pthread_cond_broadcast(&x->changed);
+    pthread_mutex_unlock(&x->mu);
+}
+
 int abx__epp_execs_claim(abx_epp_execs *x, const char *exec_id, int pid, const char *tag)
 {
     if (!exec_id || !*exec_id || strlen(exec_id) >= EXEC_ID_MAX)

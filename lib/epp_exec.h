@@ -20,6 +20,8 @@ int abx__epp_execs_notify(abx_epp_execs *x, const char *method, json_t *params, 
 /* The plugin is gone: every exec not yet ended ends with why. */
 void abx__epp_execs_lost(abx_epp_execs *x, const char *why);
 
+/* One exec ended without its exit (a stream that broke): why. */
+void abx__epp_execs_end(abx_epp_execs *x, const char *exec_id, const char *why);
 /* After exec.start answered: exec_id's process id (0: none given) and tag
  * (may be NULL). -ABX_ELIMIT when the table is full of running execs. */
 int abx__epp_execs_claim(abx_epp_execs *x, const char *exec_id, int pid, const char *tag);

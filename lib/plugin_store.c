@@ -256,3 +256,37 @@ bool abx__plugin_config_secret(const char *id, const char *key)
     free(text);
     return secret;
 }
+
+int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **err)
+{
+    json_t *index = NULL;
+    int rc = abx__plugin_index_load(&index, err);
+    if (rc < 0)
+        return rc;
+    json_t *entry = json_object_get(index, id);
+    if (!abx__provider_id_valid(id) || !entry) {
+        json_decref(index);
+        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
+    }
+    char state[16], dir[640], path[700];
+    rc = abx__plugin_check(id, entry, state, sizeof state, err);
+    bool linked = json_is_true(json_object_get(entry, "linked"));
+    json_decref(index);
+    if (rc < 0)
+        return rc;
+    if (linked)
+        fprintf(stderr, "abx: warning: provider %s is a --link install (development): its files are not checked\n", id);
+    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
+    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
+    char *text = calloc(1, 65537);
+    FILE *f = text ? fopen(path, "re") : NULL;
+    if (f) {
+        size_t got = fread(text, 1, 65536, f);
+        (void)got;
+        fclose(f);
+    }
+    rc = f ? abx__error_wrap(err, abx__manifest_parse(text, m, err), "provider '%s': its manifest", id)
+           : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
+    free(text);
+    return rc;
+}

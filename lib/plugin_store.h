@@ -3,6 +3,7 @@
 #define ABX_PLUGIN_STORE_H
 
 #include "abx/abx.h"
+#include "manifest.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,5 +23,10 @@ int abx__plugin_check(const char *id, json_t *entry, char *state, size_t len, ab
 
 /* Whether installed plugin id's manifest marks config key a secret. */
 bool abx__plugin_config_secret(const char *id, const char *key);
+
+/* Installed plugin id's manifest, after its digest was checked (E8011 on a
+ * change; a --link install warns on stderr). *m is the caller's
+ * (abx__manifest_clear) on success. */
+int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **err);
 
 #endif

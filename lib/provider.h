@@ -58,6 +58,11 @@ struct abx_provider {
     int (*signal)(abx_sandbox *s, int pid, int signal_number, abx_error **err);
     int (*send_input)(abx_sandbox *s, int pid, const void *data, size_t len, bool eof, abx_error **err);
     int (*list_processes)(abx_sandbox *s, char **json, abx_error **err);
+    /* Optional, for sandboxes whose data plane keeps no task output for a
+     * later reader (E2B clouds): the client's table of the background tasks
+     * this process follows (lib/epp_exec.h), and in *ref another reference
+     * to the client that holds it (abx_client_free). */
+    struct abx_epp_execs *(*task_table)(abx_sandbox *s, abx_client **ref);
     void (*free_state)(void *state);
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;
@@ -70,6 +75,13 @@ struct abx_provider {
  * serves every installed exec plugin (lib/provider_epp.c). */
 extern const abx_provider abx__provider_local;
 extern const abx_provider abx__provider_epp;
+/* E2B-protocol clouds (lib/provider_e2b.c): the built-in e2b and
+ * alicloud-express, and every installed rest plugin (m: its verified
+ * manifest). */
+extern const abx_provider abx__provider_e2b;
+int abx__provider_e2b_attach(abx_client *c, const char *name, abx_error **err);
+struct abx_manifest;
+int abx__provider_rest_attach(abx_client *c, const struct abx_manifest *m, abx_error **err);
 /* A client of installed plugin id: its state (the plugin starts at the
  * first call). */
 int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err);

@@ -19,6 +19,7 @@
 #include "epp_exec.h"
 #include "error_internal.h"
 #include "plugin_store.h"
+#include "manifest.h"
 #include "sysutil.h"
 
 #include <errno.h>
@@ -55,6 +56,16 @@ int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err)
         return abx__error_set(err, ABX_EPROVIDER,
                               "provider '%.32s' (from %s) is neither built in nor installed (abx provider list)", id,
                               c->source);
+    abx_manifest m;
+    rc = abx__plugin_manifest_verified(id, &m, err);
+    if (rc < 0)
+        return rc;
+    bool rest = strcmp(m.kind, "rest") == 0;
+    if (rest) /* an E2B-protocol service: no process of its own */
+        rc = abx__provider_rest_attach(c, &m, err);
+    abx__manifest_clear(&m);
+    if (rest)
+        return rc;
     epp_client *ec = calloc(1, sizeof *ec);
     if (!ec)
         return abx__error_set(err, ABX_ENOMEM, "provider");

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "error_internal.h"
 #include "parse.h"
+#include "epp_exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,9 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
     atomic_init(&c->refs, 1);
     int rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
                                    sizeof c->provider, &c->source, err);
-    if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
+    if (rc == 0 && (strcmp(c->provider, "e2b") == 0 || strcmp(c->provider, "alicloud-express") == 0))
+        rc = abx__provider_e2b_attach(c, c->provider, err); /* E2B's protocol, built in */
+    else if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
         rc = abx__provider_epp_attach(c, c->provider, err);
     if (rc < 0) {
         abx_client_free(c);
@@ -258,6 +261,28 @@ void abx_process_output_clear(abx_process_output *o)
     memset(o, 0, sizeof *o);
 }
 
+/* A task this process follows (sandbox_envd.c's start_followed). */
+static int followed_output(abx_sandbox *s, int pid, unsigned long long so, unsigned long long se, unsigned wait_ms,
+                           abx_process_output *out, abx_error **err)
+{
+    abx_client *ref = NULL;
+    abx_epp_execs *table = s->ops->task_table(s, &ref);
+    char why[200] = "";
+    int rc = table ? abx__epp_execs_read(table, NULL, pid, so, se, wait_ms > 600000 ? 600000 : wait_ms, out, why,
+                                         sizeof why)
+                   : -ABX_ENOMEM;
+    abx_client_free(ref);
+    if (rc == -ABX_EPROVIDER) { /* what came stays readable; the end is unknown */
+        out->running = false;
+        out->exit_code = -1;
+        return 0;
+    }
+    if (rc == -ABX_ENOTASK)
+        return abx__error_set(err, ABX_ENOTASK, "no task %d here: a task's output is kept by the abx process that "
+                                                "started it (one MCP session)", pid);
+    return rc < 0 ? abx__error_set(err, -rc, "task output") : 0;
+}
+
 int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
                             unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
                             abx_error **err)
@@ -265,6 +290,8 @@ int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_o
     memset(out, 0, sizeof *out);
     if (pid <= 0)
         return abx__error_set(err, ABX_EINVAL, "task: expected a process id");
+    if (!s->ops->read_output && s->ops->task_table)
+        return followed_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);
     if (!s->ops->read_output)
         return abx__error_set(err, ABX_ENOTSUP, "reading a task's buffered output: the provider cannot");
     return s->ops->read_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);

@@ -13,6 +13,7 @@
 #include "b64.h"
 #include "bounds.h"
 #include "capbuf.h"
+#include "epp_exec.h"
 #include "code.h"
 #include "error_internal.h"
 #include "parse.h"
@@ -346,6 +347,123 @@ int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options
     return abx_sandbox_exec_argv(s, argv, opts, out, err);
 }
 
+/* ---- background tasks this process follows -------------------------------------------
+ * An E2B cloud's envd keeps no output of a background process for a later
+ * reader, so for providers with a task table (ops->task_table) the Start
+ * stream is not dropped at the start event: a thread keeps reading it into
+ * the client's table (lib/epp_exec.c, the same one exec plugins use), read
+ * by abx_sandbox_read_output for as long as this client lives. */
+
+typedef struct follow_state {
+    atomic_int refs;            /* the starter's and the thread's */
+    abx_envd envd;              /* a copy: the handle may be freed before the task ends */
+    json_t *req;
+    char user[16];
+    char tag[64];
+    abx_epp_execs *table;
+    abx_client *client;         /* a reference: the table lives in its state */
+    pthread_mutex_t mu;
+    pthread_cond_t started;
+    int pid;                    /* > 0 once the start event came */
+    bool done;
+    char exec_id[16];
+} follow_state;
+
+static void follow_unref(follow_state *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    abx__envd_cleanup(&f->envd);
+    explicit_bzero(f->envd.token, sizeof f->envd.token);
+    json_decref(f->req);
+    abx_client_free(f->client);
+    pthread_cond_destroy(&f->started);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static int follow_event(json_t *msg, void *ud)
+{
+    follow_state *f = ud;
+    json_t *ev = json_object_get(msg, "event");
+    json_t *start = json_object_get(ev, "start"), *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+    if (start) {
+        int pid = (int)json_integer_value(json_object_get(start, "pid"));
+        snprintf(f->exec_id, sizeof f->exec_id, "%d", pid);
+        if (pid > 0)
+            abx__epp_execs_claim(f->table, f->exec_id, pid, f->tag[0] ? f->tag : NULL);
+        pthread_mutex_lock(&f->mu);
+        f->pid = pid > 0 ? pid : -1;
+        pthread_cond_broadcast(&f->started);
+        pthread_mutex_unlock(&f->mu);
+        return pid > 0 ? 0 : 1;
+    }
+    char why[160];
+    if (data) {
+        const char *which = json_object_get(data, "stdout") ? "stdout" : "stderr";
+        json_t *params = json_pack("{s:s, s:s, s:O}", "exec_id", f->exec_id, "stream", which, "data_b64",
+                                   json_object_get(data, which));
+        if (params)
+            abx__epp_execs_notify(f->table, "exec.output", params, why, sizeof why);
+        json_decref(params);
+    } else if (end) {
+        int code = (int)json_integer_value(json_object_get(end, "exitCode"));
+        if (!json_is_true(json_object_get(end, "exited")))
+            code = 128 + signal_from_status(json_string_value(json_object_get(end, "status")));
+        json_t *params = json_pack("{s:s, s:i}", "exec_id", f->exec_id, "exit_code", code);
+        if (params)
+            abx__epp_execs_notify(f->table, "exec.exit", params, why, sizeof why);
+        json_decref(params);
+    }
+    return 0;
+}
+
+static void *follow_main(void *arg)
+{
+    follow_state *f = arg;
+    int rc = abx__envd_stream(&f->envd, "/process.Process/Start", f->user, f->req, 0, follow_event, f, NULL, NULL);
+    if (f->exec_id[0])
+        abx__epp_execs_end(f->table, f->exec_id, rc < 0 ? "the connection to the sandbox ended" : "its stream ended");
+    pthread_mutex_lock(&f->mu);
+    f->done = true;
+    pthread_cond_broadcast(&f->started);
+    pthread_mutex_unlock(&f->mu);
+    follow_unref(f);
+    return NULL;
+}
+
+static int start_followed(abx_sandbox *s, json_t *req, const abx_exec_options *o, int *pid, abx_error **err)
+{
+    follow_state *f = calloc(1, sizeof *f);
+    if (!f) {
+        json_decref(req);
+        return abx__error_set(err, ABX_ENOMEM, "task");
+    }
+    atomic_init(&f->refs, 2);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->started, NULL);
+    f->req = req;
+    f->table = s->ops->task_table(s, &f->client);
+    snprintf(f->user, sizeof f->user, "%s", user_of(o->user));
+    snprintf(f->tag, sizeof f->tag, "%s", o->tag ? o->tag : "");
+    abx__envd_init(&f->envd, s->envd.base_url, s->envd.unix_socket[0] ? s->envd.unix_socket : NULL, s->envd.token);
+    abx__envd_route(&f->envd, s->envd.route_id, s->envd.code_url);
+    pthread_t t;
+    if (!f->table || pthread_create(&t, NULL, follow_main, f) != 0) {
+        atomic_store(&f->refs, 1);
+        follow_unref(f);
+        return abx__error_set(err, ABX_ENOMEM, "task");
+    }
+    pthread_detach(t);
+    pthread_mutex_lock(&f->mu);
+    while (!f->pid && !f->done)
+        pthread_cond_wait(&f->started, &f->mu);
+    *pid = f->pid > 0 ? f->pid : 0;
+    pthread_mutex_unlock(&f->mu);
+    follow_unref(f);
+    return *pid ? 0 : abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not start the task");
+}
+
 int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
                                       int *pid, abx_error **err)
 {
@@ -370,6 +488,8 @@ int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, c
         json_decref(req);
         return rc;
     }
+    if (s->ops->task_table) /* the sandbox keeps no output for us: this process follows it */
+        return start_followed(s, req, opts, pid, err);
     abx_exec_result unused;
     memset(&unused, 0, sizeof unused);
     exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};

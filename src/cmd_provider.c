@@ -645,6 +645,20 @@ static int doctor(cli_ctx *ctx, const char *id)
         check(checks, "initialize", rc == 0, detail);
         abx_error_free(err);
         abx__epp_stop(e);
+    } else if (rc == 0) { /* rest: the service answers with this configuration */
+        abx_client_options co = {.provider = id};
+        abx_client *c = NULL;
+        abx_sandbox_info *items = NULL;
+        size_t n = 0;
+        err = NULL;
+        rc = abx_client_new(&co, &c, &err);
+        if (rc == 0)
+            rc = abx_list(c, NULL, 1, 0, &items, &n, &err);
+        abx_sandbox_info_list_free(items, n);
+        abx_client_free(c);
+        snprintf(detail, sizeof detail, "%s", rc == 0 ? "the API answered a list with this key" : abx_error_message(err));
+        check(checks, "api", rc == 0, detail);
+        abx_error_free(err);
     }
     if (m.config) {
         abx_kvs *kvs = calloc(1, sizeof *kvs);
@@ -869,15 +883,21 @@ static int test_plugin(cli_ctx *ctx, const char *id)
         json_decref(t.rows);
         return cli_fail_error(ctx, err, rc);
     }
-    abx_epp *e = NULL;
-    rc = abx__epp_start(id, &e, &err);
-    if (rc < 0) {
-        abx_client_free(c);
-        json_decref(t.rows);
-        return cli_fail_error(ctx, err, rc);
+    json_t *features = NULL;
+    if (c->ops == &abx__provider_e2b) { /* a rest plugin: what abx's E2B client drives */
+        features = json_pack("[s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "exec.run", "exec.stream",
+                             "files.rw");
+    } else {
+        abx_epp *e = NULL;
+        rc = abx__epp_start(id, &e, &err);
+        if (rc < 0) {
+            abx_client_free(c);
+            json_decref(t.rows);
+            return cli_fail_error(ctx, err, rc);
+        }
+        features = json_incref(abx__epp_features(e));
+        abx__epp_stop(e);
     }
-    json_t *features = json_incref(abx__epp_features(e));
-    abx__epp_stop(e);
     bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false, stream_cap = false,
          process_cap = false, ports_cap = false, pause_cap = false;
     static const char *const known[] = {"sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",

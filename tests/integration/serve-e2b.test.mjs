@@ -5,7 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { abx, privateHome, startHttpServer, stopServer, runAbx } from '../lib/harness.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { abx, root, privateHome, startHttpServer, stopServer, runAbx } from '../lib/harness.mjs';
 
 const H = privateHome('abx-serve');
 const KEY = `e2b_${'a1'.repeat(20)}`;
@@ -161,4 +165,100 @@ test('a non-loopback listen without keys is refused; bad keys are refused at sta
   assert.ok(!r.stderr.includes('sk-secret-not-a-key'));
   assert.ok(!srv.stderr().includes(KEY));
   assert.equal(runAbx(['serve', '--help']).status, 0);
+});
+
+// the other side: abx as a client of an E2B-protocol host (here, abx serve)
+const C = privateHome('abx-serve-client');
+after(() => C.cleanup());
+
+test('abx --provider e2b: every CLI verb against abx serve; a wrong key is E8020; nothing of the key is printed', () => {
+  const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: base };
+  const run = (args, opts = {}) => runAbx(args, { env, ...opts });
+  let r = run(['--provider', 'e2b', 'create', '--timeout', '120']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  assert.match(id, /^e2b:i[a-z0-9]{20}$/);
+  try {
+    r = run(['exec', id, 'echo $((6*7)); echo e >&2; exit 4']);
+    assert.deepEqual([r.status, r.stdout, r.stderr], [4, '42\n', 'e\n']);
+    assert.equal(run(['exec', id, 'cat'], { input: 'piped' }).stdout, 'piped');
+    assert.ok(JSON.parse(run(['--provider', 'e2b', '--json', 'list']).stdout).some((s) => s.sandbox_id === id));
+    assert.equal(JSON.parse(run(['--json', 'info', id]).stdout).sandbox_id, id);
+    assert.equal(run(['timeout', id, '300']).status, 0);
+    assert.equal(run(['files', 'mkdir', id, '/app/d']).status, 0);
+    r = run(['--json', 'files', 'ls', id, '/app']);
+    assert.ok(JSON.parse(r.stdout).some((e) => e.name === 'd'), r.stdout);
+    r = run(['--json', 'exec', '--background', id, 'sleep 30']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(run(['ps', id]).stdout, /sleep 30/);
+  } finally {
+    assert.equal(run(['kill', id]).status, 0);
+  }
+  r = run(['--json', 'info', id]);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
+  r = runAbx(['--json', '--provider', 'e2b', 'list'], { env: { ...env, ABX_SANDBOX_API_KEY: `e2b_${'0'.repeat(40)}` } });
+  const e = JSON.parse(r.stderr).error;
+  assert.equal(e.code, 'E8020');
+  assert.ok(!r.stderr.includes(base) && !r.stderr.includes('e2b_0000'), r.stderr);
+});
+
+test('abx --provider e2b mcp start: the fifteen tools through abx serve, background tasks followed by the session', async () => {
+  const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: base };
+  const transport = new StdioClientTransport({ command: abx, args: ['--provider', 'e2b', 'mcp', 'start'], env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-serve-test', version: '1' });
+  await c.connect(transport);
+  const call = async (name, args = {}) => {
+    const r = await c.callTool({ name, arguments: args });
+    assert.notEqual(r.isError, true, JSON.stringify(r).slice(0, 500));
+    return r.structuredContent;
+  };
+  try {
+    assert.equal((await call('run_command', { command: 'echo hi' })).stdout, 'hi\n');
+    await call('run_code', { code: 'x = 20' });
+    assert.equal((await call('run_code', { code: 'print(x + 22)' })).stdout, '42\n');
+    await call('write_file', { path: '/app/a.txt', content: 'abc' });
+    assert.equal((await call('read_file', { path: '/app/a.txt' })).content, 'abc');
+    const t = await call('start_background_task', { command: 'echo one; sleep 0.3; echo two; sleep 100' });
+    let g, seen = '', at = 0;
+    for (let i = 0; i < 20 && !seen.includes('two'); i++) { // new output by offset, waiting for it
+      g = await call('get_background_task', { task_id: t.task_id, wait: 1, stdout_offset: at });
+      seen += g.stdout;
+      at = g.stdout_offset;
+    }
+    assert.equal(seen, 'one\ntwo\n');
+    assert.equal(g.status, 'running');
+    assert.equal((await call('get_background_task', { task_id: t.task_id, stdout_offset: 0 })).stdout, 'one\ntwo\n');
+    assert.deepEqual(await call('stop_background_task', { task_id: t.task_id }), { success: true, status: 'exited' });
+    const sid = (await call('get_sandbox')).sandbox_id;
+    assert.match(sid, /^e2b:/);
+  } finally {
+    await c.close();
+  }
+});
+
+test('a rest plugin (providers/abx-serve): installed, its key from stdin, provider doctor and test pass against abx serve', () => {
+  const run = (args, opts = {}) => runAbx(args, { env: C.env, ...opts });
+  let r = run(['provider', 'install', path.join(root, 'providers/abx-serve'), '--yes']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(run(['config', 'set', 'providers.abx-serve.api_key'], { input: `${KEY}\n` }).status, 0);
+  assert.equal(run(['config', 'set', 'providers.abx-serve.base_url', base]).status, 0);
+  r = run(['--json', 'provider', 'doctor', 'abx-serve']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.equal(JSON.parse(r.stdout).checks.find((x) => x.check === 'api').status, 'ok');
+  r = run(['--json', 'provider', 'test', 'abx-serve']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const steps = JSON.parse(r.stdout).results.map((x) => `${x.capability}/${x.step}=${x.status}`);
+  for (const want of ['sandbox.lifecycle/create=pass', 'exec.run/exit status=pass', 'files.rw/read (binary)=pass', 'sandbox.lifecycle/get after kill=pass'])
+    assert.ok(steps.includes(want), `${want} in ${steps}`);
+  r = run(['--provider', 'abx-serve', 'create']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  assert.match(id, /^abx-serve:i[a-z0-9]{20}$/);
+  assert.equal(run(['exec', id, 'echo rest']).stdout, 'rest\n');
+  assert.equal(run(['kill', id]).status, 0);
+  assert.ok(!run(['config', 'get']).stdout.includes(KEY));
+  // a changed manifest: E8011, nothing sent
+  fs.appendFileSync(path.join(C.home, 'providers/abx-serve/abx-provider.toml'), '\n');
+  r = run(['--json', '--provider', 'abx-serve', 'list']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8011');
 });

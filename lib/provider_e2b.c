@@ -1,0 +1,486 @@
+/* provider_e2b.c: the client of E2B-protocol clouds (../shared/
+ * e2b-protocol.md §1): the built-in providers `e2b` and `alicloud-express`
+ * (the spec's name for the same protocol), every installed `rest` plugin,
+ * and another machine's `abx serve`.
+ *
+ * Owns: configuration (ABX_SANDBOX_API_KEY, ABX_SANDBOX_BASE_URL,
+ * ABX_SANDBOX_DOMAIN, else providers.<id>.api_key / base_url / domain; a
+ * rest plugin's base_url and domain from its verified manifest unless
+ * providers.<id>.base_url / domain say otherwise), the REST
+ * control plane over libcurl (create, connect, info, list with paging,
+ * timeout, kill), HTTP statuses as E-codes (401/403 auth, 404 not found,
+ * 429 rate limited, after one retry honouring Retry-After, 5xx provider)
+ * whose messages never carry a URL, a key or a body, and each sandbox's
+ * data plane: envd at https://49983-ID.DOMAIN when a domain is set, else
+ * the base URL with E2b-Sandbox-Id / E2b-Sandbox-Port headers (E2B's
+ * E2B_SANDBOX_URL way). The data plane itself is lib/sandbox_envd.c's.
+ */
+#include "provider.h"
+#include "buf.h"
+#include "config.h"
+#include "epp_exec.h"
+#include "error_internal.h"
+#include "manifest.h"
+#include "netlibs.h"
+#include "plugin_store.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ANSWER (8u << 20)
+#define MAX_LIST_PAGES 100
+
+typedef struct e2b_client {
+    char id[64];        /* the provider's name, the ids' prefix */
+    char base_url[512]; /* the control plane, no trailing slash */
+    char domain[256];   /* "" : route the data plane by headers to base_url */
+    char api_key[256];
+    pthread_mutex_t mu;   /* tasks */
+    abx_epp_execs *tasks; /* background tasks this process follows; made at the first */
+} e2b_client;
+
+typedef struct e2b_sandbox {
+    abx_client *client; /* a reference: the configuration lives there */
+    char id[64];
+} e2b_sandbox;
+
+/* ---- configuration ------------------------------------------------------------------- */
+
+static void pick(char *out, size_t len, const char *env, const abx_kvs *kvs, const char *id, const char *key,
+                 const char *def)
+{
+    char name[128];
+    snprintf(name, sizeof name, "providers.%s.%s", id, key);
+    const char *v = env && getenv(env) && *getenv(env) ? getenv(env) : kvs ? abx__kvs_get(kvs, name) : NULL;
+    snprintf(out, len, "%s", v ? v : def ? def : "");
+}
+
+static void trim_slash(char *url)
+{
+    size_t n = strlen(url);
+    while (n && url[n - 1] == '/')
+        url[--n] = '\0';
+}
+
+static int check_config(e2b_client *ec, abx_error **err)
+{
+    trim_slash(ec->base_url);
+    if (strncmp(ec->base_url, "http://", 7) != 0 && strncmp(ec->base_url, "https://", 8) != 0)
+        return abx__error_set(err, ABX_ECONFIG,
+                              "provider '%s' has no API URL: set ABX_SANDBOX_BASE_URL or providers.%s.base_url "
+                              "(an http(s) URL)",
+                              ec->id, ec->id);
+    if (!ec->api_key[0])
+        return abx__error_set(err, ABX_EAUTH,
+                              "provider '%s' has no API key: set ABX_SANDBOX_API_KEY or 'abx config set "
+                              "providers.%s.api_key' (read from stdin)",
+                              ec->id, ec->id);
+    return 0;
+}
+
+/* A client of the built-in e2b / alicloud-express, or (manifest non-NULL)
+ * of rest plugin id. */
+static int attach(abx_client *c, const char *id, const abx_manifest *manifest, abx_error **err)
+{
+    e2b_client *ec = calloc(1, sizeof *ec);
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    if (!ec || !kvs) {
+        free(ec);
+        free(kvs);
+        return abx__error_set(err, ABX_ENOMEM, "provider");
+    }
+    if (abx__config_load(kvs, NULL) < 0) {
+        free(kvs);
+        kvs = NULL;
+    }
+    snprintf(ec->id, sizeof ec->id, "%s", id);
+    bool builtin = !manifest;
+    pick(ec->api_key, sizeof ec->api_key, builtin ? "ABX_SANDBOX_API_KEY" : NULL, kvs, id, "api_key", NULL);
+    if (builtin) {
+        pick(ec->base_url, sizeof ec->base_url, "ABX_SANDBOX_BASE_URL", kvs, id, "base_url",
+             strcmp(id, "e2b") == 0 ? "https://api.e2b.app" : NULL);
+        pick(ec->domain, sizeof ec->domain, "ABX_SANDBOX_DOMAIN", kvs, id, "domain", NULL);
+    } else {
+        pick(ec->base_url, sizeof ec->base_url, NULL, kvs, id, "base_url", manifest->base_url);
+        pick(ec->domain, sizeof ec->domain, NULL, kvs, id, "domain", manifest->domain);
+    }
+    if (kvs)
+        explicit_bzero(kvs, sizeof *kvs);
+    free(kvs);
+    int rc = check_config(ec, err);
+    if (rc < 0) {
+        explicit_bzero(ec, sizeof *ec);
+        free(ec);
+        return rc;
+    }
+    pthread_mutex_init(&ec->mu, NULL);
+    c->ops = &abx__provider_e2b;
+    c->state = ec;
+    return 0;
+}
+
+int abx__provider_e2b_attach(abx_client *c, const char *name, abx_error **err)
+{
+    return attach(c, name, NULL, err);
+}
+
+int abx__provider_rest_attach(abx_client *c, const abx_manifest *m, abx_error **err)
+{
+    return attach(c, m->id, m, err);
+}
+
+static void e2b_free_state(void *state)
+{
+    e2b_client *ec = state;
+    if (!ec)
+        return;
+    abx__epp_execs_free(ec->tasks);
+    pthread_mutex_destroy(&ec->mu);
+    explicit_bzero(ec, sizeof *ec);
+    free(ec);
+}
+
+static abx_epp_execs *e2b_task_table(abx_sandbox *s, abx_client **ref)
+{
+    e2b_sandbox *es = s->impl;
+    e2b_client *ec = es->client->state;
+    pthread_mutex_lock(&ec->mu);
+    if (!ec->tasks)
+        ec->tasks = abx__epp_execs_new();
+    abx_epp_execs *t = ec->tasks;
+    pthread_mutex_unlock(&ec->mu);
+    *ref = abx__client_ref(es->client);
+    return t;
+}
+
+/* ---- the REST calls --------------------------------------------------------------------- */
+
+typedef struct answer {
+    abx_buf body;
+    long retry_after;
+    char next_token[128];
+} answer;
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
+{
+    answer *a = ud;
+    return abx__buf_append(&a->body, data, size * n) == 0 ? size * n : 0;
+}
+
+/* Retry-After and X-Next-Token, the only headers read. */
+static size_t on_header(char *line, size_t size, size_t n, void *ud)
+{
+    answer *a = ud;
+    size_t len = size * n;
+    if (len > 12 && strncasecmp(line, "Retry-After:", 12) == 0)
+        a->retry_after = strtol(line + 12, NULL, 10);
+    if (len > 13 && strncasecmp(line, "X-Next-Token:", 13) == 0) {
+        const char *v = line + 13;
+        while (*v == ' ')
+            v++;
+        size_t vl = strcspn(v, "\r\n");
+        if (vl < sizeof a->next_token)
+            snprintf(a->next_token, sizeof a->next_token, "%.*s", (int)vl, v);
+    }
+    return len;
+}
+
+static int status_error(const e2b_client *ec, long status, abx_error **err)
+{
+    if (status == 401 || status == 403)
+        return abx__error_set(err, ABX_EAUTH, "provider '%s' refused the API key (%ld)", ec->id, status);
+    if (status == 404)
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
+    if (status == 429)
+        return abx__error_set(err, ABX_ELIMIT, "provider '%s' is rate limiting (429): try again later", ec->id);
+    if (status == 400 || status == 409 || status == 413)
+        return abx__error_set(err, ABX_EINVAL, "provider '%s' refused the request (%ld)", ec->id, status);
+    return abx__error_set(err, ABX_EPROVIDER, "provider '%s' failed (%ld)", ec->id, status);
+}
+
+/* method path (body may be NULL): 2xx with *out the parsed answer (NULL
+ * when empty; the caller's), else the status as an error. next_token (may
+ * be NULL) receives X-Next-Token. */
+static int api(const e2b_client *ec, const char *method, const char *path, json_t *body, json_t **out,
+               char *next_token, size_t nt_len, abx_error **err)
+{
+    *out = NULL;
+    if (!abx__curl())
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "libcurl could not be loaded");
+    char url[1200], key[300];
+    snprintf(url, sizeof url, "%s%s", ec->base_url, path);
+    snprintf(key, sizeof key, "X-API-Key: %s", ec->api_key);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    int rc = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        CURL *c = curl_easy_init();
+        struct curl_slist *h = curl_slist_append(NULL, key);
+        h = curl_slist_append(h, "Content-Type: application/json");
+        h = curl_slist_append(h, "User-Agent: abx/" "0.1");
+        answer a = {.retry_after = -1};
+        abx__buf_init(&a.body, MAX_ANSWER);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (text) {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+        }
+        CURLcode cc = curl_easy_perform(c);
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_slist_free_all(h);
+        curl_easy_cleanup(c);
+        if (cc != CURLE_OK) {
+            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)", ec->id,
+                                cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
+        } else if (status == 429 && attempt == 0 && a.retry_after >= 0 && a.retry_after <= 30) {
+            sleep((unsigned)a.retry_after); /* honoured once */
+            abx__buf_free(&a.body);
+            continue;
+        } else if (status < 200 || status > 299) {
+            rc = status_error(ec, status, err);
+        } else if (a.body.len) {
+            *out = json_loadb(a.body.data, a.body.len, 0, NULL);
+            if (!*out)
+                rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered something that is not JSON", ec->id);
+        }
+        if (next_token)
+            snprintf(next_token, nt_len, "%s", a.next_token);
+        abx__buf_free(&a.body);
+        break;
+    }
+    explicit_bzero(key, sizeof key);
+    free(text);
+    return rc;
+}
+
+/* ---- handles ------------------------------------------------------------------------------- */
+
+static bool id_ok(const char *id)
+{
+    if (!id || !*id || strlen(id) >= 64)
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_'))
+            return false;
+    return true;
+}
+
+/* A handle from a Sandbox / SandboxDetail answer. */
+static int handle_from(abx_client *c, json_t *doc, abx_sandbox **out, abx_error **err)
+{
+    e2b_client *ec = c->state;
+    const char *sid = json_string_value(json_object_get(doc, "sandboxID"));
+    if (!id_ok(sid))
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandboxID", ec->id);
+    char qualified[160];
+    snprintf(qualified, sizeof qualified, "%s:%s", ec->id, sid);
+    abx_sandbox *s = abx__sandbox_new(&abx__provider_e2b, qualified);
+    e2b_sandbox *es = s ? calloc(1, sizeof *es) : NULL;
+    if (!es) {
+        free(s);
+        return abx__error_set(err, ABX_ENOMEM, "sandbox handle");
+    }
+    es->client = abx__client_ref(c);
+    snprintf(es->id, sizeof es->id, "%s", sid);
+    s->impl = es;
+    const char *token = json_string_value(json_object_get(doc, "envdAccessToken"));
+    if (ec->domain[0]) {
+        const char *scheme = strncmp(ec->base_url, "http://", 7) == 0 ? "http" : "https";
+        char envd[400], code[400];
+        snprintf(envd, sizeof envd, "%s://49983-%s.%s", scheme, sid, ec->domain);
+        snprintf(code, sizeof code, "%s://49999-%s.%s", scheme, sid, ec->domain);
+        abx__envd_init(&s->envd, envd, NULL, token);
+        abx__envd_route(&s->envd, NULL, code);
+    } else {
+        abx__envd_init(&s->envd, ec->base_url, NULL, token);
+        abx__envd_route(&s->envd, sid, NULL);
+    }
+    *out = s;
+    return 0;
+}
+
+static void e2b_free_impl(void *impl)
+{
+    e2b_sandbox *es = impl;
+    if (es)
+        abx_client_free(es->client);
+    free(es);
+}
+
+static int e2b_connect(abx_client *c, const char *id, abx_sandbox **out, abx_error **err)
+{
+    if (!id_ok(id))
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s", id);
+    json_t *doc = NULL;
+    int rc = api(c->state, "GET", path, NULL, &doc, NULL, 0, err);
+    if (rc == 0)
+        rc = handle_from(c, doc, out, err);
+    json_decref(doc);
+    return rc;
+}
+
+/* "K=V" pairs as an object, or NULL. */
+static json_t *pairs(const char *const *p, const char *field, bool env_names, abx_error **err, int *rc)
+{
+    if (!p || !p[0])
+        return NULL;
+    json_t *o = json_object();
+    *rc = abx__pairs_to_object(p, o, field, env_names, err);
+    return o;
+}
+
+static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+{
+    int rc = 0;
+    if (o && o->options && o->options[0])
+        return abx__error_set(err, ABX_EINVAL, "--opt: provider '%s' takes no options", ((e2b_client *)c->state)->id);
+    json_t *body = json_pack("{s:s, s:i}", "templateID", o && o->template_id ? o->template_id : "base", "timeout",
+                             o && o->timeout_s ? (int)o->timeout_s : 300);
+    json_t *meta = pairs(o ? o->metadata : NULL, "metadata", false, err, &rc);
+    json_t *envs = rc == 0 ? pairs(o ? o->envs : NULL, "envs", true, err, &rc) : NULL;
+    if (meta)
+        json_object_set_new(body, "metadata", meta);
+    if (envs)
+        json_object_set_new(body, "envVars", envs);
+    json_t *doc = NULL;
+    if (rc == 0)
+        rc = api(c->state, "POST", "/sandboxes", body, &doc, NULL, 0, err);
+    json_decref(body);
+    if (rc == 0)
+        rc = handle_from(c, doc, out, err);
+    json_decref(doc);
+    return rc;
+}
+
+static long long parse_time(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+        return 0;
+    return (long long)timegm(&tm);
+}
+
+static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->sandbox_id, sizeof out->sandbox_id, "%s:%s", ec->id,
+             json_string_value(json_object_get(d, "sandboxID")) ?: "");
+    snprintf(out->template_id, sizeof out->template_id, "%s",
+             json_string_value(json_object_get(d, "templateID")) ?: "");
+    snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(d, "state")) ?: "running");
+    out->started_at = parse_time(json_string_value(json_object_get(d, "startedAt")));
+    out->end_at = parse_time(json_string_value(json_object_get(d, "endAt")));
+    out->cpu_count = (unsigned)json_integer_value(json_object_get(d, "cpuCount"));
+    out->memory_mb = (unsigned)json_integer_value(json_object_get(d, "memoryMB"));
+    out->disk_size_mb = (unsigned)json_integer_value(json_object_get(d, "diskSizeMB"));
+    json_t *m = json_object_get(d, "metadata");
+    out->metadata_json = json_is_object(m) ? json_dumps(m, JSON_COMPACT) : strdup("{}");
+    out->env_names_json = strdup("[]");
+}
+
+static int e2b_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s", es->id);
+    json_t *doc = NULL;
+    int rc = api(es->client->state, "GET", path, NULL, &doc, NULL, 0, err);
+    if (rc == 0)
+        info_from(es->client->state, doc, out);
+    json_decref(doc);
+    return rc;
+}
+
+static int e2b_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count,
+                    abx_error **err)
+{
+    *items = NULL;
+    *count = 0;
+    size_t n = 0, cap = 0;
+    abx_sandbox_info *all = NULL;
+    char token[128] = "";
+    int rc = 0;
+    for (int page = 0; rc == 0 && page < MAX_LIST_PAGES; page++) {
+        char path[400];
+        snprintf(path, sizeof path, "/v2/sandboxes?limit=100&state=%s%s%s", status_filter ? status_filter : "running,paused",
+                 token[0] ? "&nextToken=" : "", token);
+        json_t *doc = NULL;
+        rc = api(c->state, "GET", path, NULL, &doc, token, sizeof token, err);
+        size_t i;
+        json_t *d;
+        json_array_foreach(doc, i, d) {
+            if (n == cap) {
+                abx_sandbox_info *grown = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof *all);
+                if (!grown)
+                    break;
+                all = grown;
+            }
+            info_from(c->state, d, &all[n++]);
+        }
+        json_decref(doc);
+        if (!token[0] || strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=") != strlen(token))
+            break;
+    }
+    if (rc < 0) {
+        abx_sandbox_info_list_free(all, n);
+        return rc;
+    }
+    *items = all;
+    *count = n;
+    return 0;
+}
+
+static int e2b_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/timeout", es->id);
+    json_t *body = json_pack("{s:i}", "timeout", (int)seconds), *doc = NULL;
+    int rc = api(es->client->state, "POST", path, body, &doc, NULL, 0, err);
+    json_decref(body);
+    json_decref(doc);
+    return rc;
+}
+
+static int e2b_kill(abx_sandbox *s, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s", es->id);
+    json_t *doc = NULL;
+    int rc = api(es->client->state, "DELETE", path, NULL, &doc, NULL, 0, err);
+    json_decref(doc);
+    return rc;
+}
+
+const abx_provider abx__provider_e2b = {
+    .name = "e2b",
+    .connect = e2b_connect,
+    .create = e2b_create,
+    .get_info = e2b_get_info,
+    .list = e2b_list,
+    .set_timeout = e2b_set_timeout,
+    .kill = e2b_kill,
+    .free_impl = e2b_free_impl,
+    .free_state = e2b_free_state,
+    .task_table = e2b_task_table,
+};
