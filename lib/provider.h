@@ -47,6 +47,10 @@ struct abx_provider {
     int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
                        unsigned wait_ms, abx_process_output *out, abx_error **err);
     void (*free_impl)(void *impl);
+    /* Optional: pause (processes stopped, memory and files kept) or resume
+     * with a new lifetime of timeout seconds (0: its last); E8001 when it
+     * already is so. */
+    int (*pause)(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err);
     /* Optional: runs a shell command line for a sandbox without an envd data
      * plane (an exec plugin's exec.run). */
     int (*exec)(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,

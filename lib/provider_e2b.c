@@ -472,6 +472,29 @@ static int e2b_kill(abx_sandbox *s, abx_error **err)
     return rc;
 }
 
+/* pause: POST /sandboxes/ID/pause (409: already paused); resume: connect,
+ * which resumes a paused sandbox. */
+static int e2b_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/%s", es->id, pause ? "pause" : "connect");
+    json_t *body = pause ? json_object() : json_pack("{s:i}", "timeout", timeout ? (int)timeout : 300), *doc = NULL;
+    abx_error *first = NULL;
+    int rc = api(es->client->state, "POST", path, body, &doc, NULL, 0, &first);
+    json_decref(body);
+    json_decref(doc);
+    if (rc == -ABX_EINVAL && pause) {
+        abx_error_free(first);
+        return abx__error_set(err, ABX_EINVAL, "the sandbox is already paused");
+    }
+    if (err)
+        *err = first;
+    else
+        abx_error_free(first);
+    return rc;
+}
+
 const abx_provider abx__provider_e2b = {
     .name = "e2b",
     .connect = e2b_connect,
@@ -480,6 +503,7 @@ const abx_provider abx__provider_e2b = {
     .list = e2b_list,
     .set_timeout = e2b_set_timeout,
     .kill = e2b_kill,
+    .pause = e2b_pause,
     .free_impl = e2b_free_impl,
     .free_state = e2b_free_state,
     .task_table = e2b_task_table,

@@ -702,6 +702,18 @@ static int epp_data_call(abx_sandbox *s, const char *capability, const char *met
     return call(es->client, capability, method, params, result, err);
 }
 
+/* sandbox.pause / sandbox.resume (the plugin declared sandbox.pause). */
+static int epp_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
+{
+    epp_sandbox *es = epp_of(s);
+    json_t *params = json_pack("{s:s}", "sandbox_id", es->sandbox_id), *record = NULL;
+    if (!pause && timeout)
+        json_object_set_new(params, "timeout", json_integer(timeout));
+    int rc = call(es->client, "sandbox.pause", pause ? "sandbox.pause" : "sandbox.resume", params, &record, err);
+    json_decref(record);
+    return rc;
+}
+
 const abx_provider abx__provider_epp = {
     .name = "plugin",
     .connect = epp_connect,
@@ -710,6 +722,7 @@ const abx_provider abx__provider_epp = {
     .list = epp_list,
     .set_timeout = epp_set_timeout,
     .kill = epp_kill,
+    .pause = epp_pause,
     .read_output = epp_read_output,
     .free_impl = epp_free_impl,
     .exec = epp_exec,

@@ -334,3 +334,19 @@ bool abx_sandbox_has_code_interpreter(const abx_sandbox *s)
 {
     return s && s->envd.base_url[0];
 }
+
+int abx_sandbox_pause(abx_sandbox *s, abx_error **err)
+{
+    if (!s->ops->pause)
+        return abx__error_set(err, ABX_ENOTSUP, "pausing: provider '%s' cannot", s->ops->name);
+    return s->ops->pause(s, true, 0, err);
+}
+
+int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
+{
+    if (timeout_s > 86400)
+        return abx__error_set(err, ABX_EINVAL, "timeout: at most 86400 seconds");
+    if (!s->ops->pause)
+        return abx__error_set(err, ABX_ENOTSUP, "resuming: provider '%s' cannot", s->ops->name);
+    return s->ops->pause(s, false, timeout_s, err);
+}

@@ -436,3 +436,39 @@ void abx__cgroup_reap_id(const char *id)
     }
     abx__cgroup_destroy(&cg);
 }
+
+/* Whether the cgroup reached the frozen (or thawed) state. */
+static bool freeze_done(const abx_cgroup *cg, bool freeze)
+{
+    char path[512], text[512];
+    if (cg->version == 2) {
+        snprintf(path, sizeof path, "%s/cgroup.events", cg->dirs[0]);
+        if (abx__read_small_file(path, text, sizeof text) < 0)
+            return false;
+        const char *at = strstr(text, "frozen ");
+        return at && at[7] == (freeze ? '1' : '0');
+    }
+    return freezer_is(cg->dirs[3], freeze ? "FROZEN" : "THAWED");
+}
+
+int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
+{
+    char path[512];
+    if (cg->version == 2 && cg->ndirs > 0)
+        snprintf(path, sizeof path, "%s/cgroup.freeze", cg->dirs[0]);
+    else if (cg->version == 1 && cg->freezer && cg->ndirs > 3)
+        snprintf(path, sizeof path, "%s/freezer.state", cg->dirs[3]);
+    else
+        return abx__error_set(err, ABX_ENOTSUP, "pausing a sandbox needs the cgroup freezer, which this host lacks");
+    const char *value = cg->version == 2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED");
+    if (abx__write_file_at(AT_FDCWD, path, value) < 0)
+        return abx__error_errno(err, ABX_ECGROUP, errno, freeze ? "freezing the sandbox" : "thawing the sandbox");
+    for (int waited = 0; waited < 2000; waited++) {
+        if (freeze_done(cg, freeze))
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return abx__error_set(err, ABX_ETIMEOUT, "the sandbox's processes did not %s within 2 s",
+                          freeze ? "stop" : "start again");
+}

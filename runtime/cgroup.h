@@ -34,6 +34,10 @@ unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg);
 void abx__cgroup_sweep_stale(unsigned grace_s);
 /* Kills what is left in sandbox id's cgroups and removes them. */
 void abx__cgroup_reap_id(const char *id);
+/* Freezes (stops every process, memory kept) or thaws the cgroup, and
+ * waits until it is so: v2 cgroup.freeze, v1 the freezer leaf. E8004
+ * where the host has no freezer. */
+int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */
 int abx__cgroup_detect(abx_error **err);
 /* From /proc/self/cgroup's text, the cgroup v2 parent abx uses for a user

@@ -62,7 +62,7 @@ json_t *abx__shim_info_locked(shim *sh)
     json_t *v;
     json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i}", "sandbox_id", sh->id,
-                     "template", sh->template_name, "status", sh->ending ? "ending" : "running", "started_at",
+                     "template", sh->template_name, "status", sh->ending ? "ending" : sh->paused ? "paused" : "running", "started_at",
                      started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
                      (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
                      "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
@@ -97,6 +97,31 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds)
     sh->end_at = time(NULL) + (time_t)seconds;
     arm_timer_locked(sh);
     int rc = write_meta_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+#define PAUSED_KEPT_S 86400
+
+int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
+{
+    pthread_mutex_lock(&sh->mu);
+    int rc = 0;
+    if (sh->ending)
+        rc = abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending");
+    else if (sh->paused == pause)
+        rc = abx__error_set(err, ABX_EINVAL, pause ? "the sandbox is already paused" : "the sandbox is not paused");
+    else
+        rc = abx__cgroup_freeze(&sh->jail.cgroup, pause, err);
+    if (rc == 0) {
+        sh->paused = pause;
+        if (!pause && timeout)
+            sh->timeout_s = timeout;
+        sh->end_at = time(NULL) + (time_t)(pause ? PAUSED_KEPT_S : sh->timeout_s);
+        arm_timer_locked(sh);
+        write_meta_locked(sh);
+        pthread_cond_broadcast(&sh->cv);
+    }
     pthread_mutex_unlock(&sh->mu);
     return rc;
 }

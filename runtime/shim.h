@@ -110,6 +110,7 @@ typedef struct shim {
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
+    bool paused;         /* frozen (pause): processes stopped, memory and files kept */
     void *httpd;         /* struct MHD_Daemon * */
     char *control_buf;   /* the event loop's receive buffer for init's messages */
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
@@ -121,6 +122,10 @@ typedef struct shim {
 int abx__shim_main(int argc, char **argv);
 /* Sets a new lifetime of seconds from now; rewrites the metadata. */
 int abx__shim_set_timeout(shim *sh, unsigned seconds);
+/* Pauses (freezes) or resumes (thaws) the sandbox. A paused sandbox is
+ * kept 24 h at most; resume gives it timeout seconds (0: its last). -ABX_E*
+ * (E8001 when it already is so: the caller tells which). */
+int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
 /* Asks the event loop to end the sandbox. */
 void abx__shim_request_end(shim *sh);
 /* The metadata document (what `abx info` shows); caller owns it. Lock held. */

@@ -715,6 +715,21 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         abx__shim_request_end(sh);
         return send_json(c, 200, json_pack("{s:b}", "success", 1));
     }
+    if (strcmp(url, "/abx/pause") == 0 || strcmp(url, "/abx/resume") == 0) {
+        json_t *t = json_object_get(req, "timeout");
+        if (t && (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400))
+            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
+        abx_error *err = NULL;
+        int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0, &err);
+        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
+        abx_error_free(err);
+        if (rc < 0)
+            return r;
+        pthread_mutex_lock(&sh->mu);
+        json_t *doc = abx__shim_info_locked(sh);
+        pthread_mutex_unlock(&sh->mu);
+        return send_json(c, 200, doc);
+    }
     return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
 }
 
@@ -968,9 +983,19 @@ static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *
     return r;
 }
 
+static bool paused(shim *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    bool p = sh->paused;
+    pthread_mutex_unlock(&sh->mu);
+    return p;
+}
+
 static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
                                    req_ctx *rc)
 {
+    if (strncmp(url, "/abx/", 5) != 0 && paused(sh)) /* its processes are stopped: nothing would answer */
+        return send_error(c, ABX_ENOTRUNNING, "the sandbox is paused: resume it first");
     if (strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0)
         return code_api(sh, c, url, method, rc);
     if (strncmp(url, "/abx/", 5) == 0) {

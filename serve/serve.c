@@ -313,6 +313,52 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
     return send_json(c, 200, answer, NULL);
 }
 
+/* pause: 204; 409 when it already is. */
+static enum MHD_Result pause_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
+{
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_pause(sb, &err);
+    abx_sandbox_free(sb);
+    if (rc == -ABX_EINVAL) {
+        abx_error_free(err);
+        return send_error(c, 409, "sandbox is already paused");
+    }
+    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+}
+
+/* resume (the old endpoint) and connect to a paused sandbox: 201. */
+static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
+                                  json_t *body)
+{
+    long timeout = body_timeout(body, 0);
+    if (timeout < 0)
+        return send_error(c, 400, "invalid body: timeout must be an integer from 1 to 86400");
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_sandbox_info in;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_get_info(sb, &in, &err);
+    if (rc == 0 && strcmp(in.status, "paused") != 0)
+        rc = abx__error_set(&err, ABX_EINVAL, "not paused");
+    if (rc == 0)
+        rc = abx_sandbox_resume(sb, (unsigned)timeout, &err);
+    json_t *answer = rc == 0 ? sandbox_json(s, sb, in.template_id) : NULL;
+    if (in.metadata_json || in.env_names_json)
+        abx_sandbox_info_clear(&in);
+    abx_sandbox_free(sb);
+    if (rc == -ABX_EINVAL) {
+        abx_error_free(err);
+        return send_error(c, 409, "sandbox is not paused");
+    }
+    return answer ? send_json(c, 201, answer, NULL) : send_abx_error(c, rc, err);
+}
+
 /* connect: the TTL is only ever extended. */
 static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
 {
@@ -325,6 +371,11 @@ static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_
         return sent;
     abx_sandbox_info in;
     int rc = abx_sandbox_get_info(sb, &in, NULL);
+    if (rc == 0 && strcmp(in.status, "paused") == 0) { /* connecting resumes it */
+        abx_sandbox_info_clear(&in);
+        abx_sandbox_free(sb);
+        return resume_one(s, c, rq, id, body);
+    }
     if (rc == 0 && timeout > 0 && in.end_at < (long long)time(NULL) + timeout)
         rc = abx_sandbox_set_timeout(sb, (unsigned)timeout, NULL);
     json_t *answer = rc == 0 ? sandbox_json(s, sb, in.template_id) : NULL;
@@ -479,6 +530,10 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = set_timeout(s, c, rq, id, body);
     else if (post && strcmp(verb, "connect") == 0)
         r = connect_to(s, c, rq, id, body);
+    else if (post && strcmp(verb, "pause") == 0)
+        r = pause_one(s, c, rq, id);
+    else if (post && strcmp(verb, "resume") == 0)
+        r = resume_one(s, c, rq, id, body);
     else
         r = send_error(c, 404, "no such endpoint");
     json_decref(body);

@@ -861,14 +861,11 @@ static void test_ports(test_table *t, abx_sandbox *s)
 
 static void test_pause(test_table *t, abx_sandbox *s)
 {
-    json_t *record = NULL;
     abx_error *err = NULL;
-    int rc = abx__sandbox_provider_call(s, "sandbox.pause", "sandbox.pause", json_object(), &record, &err);
-    json_decref(record);
+    int rc = abx_sandbox_pause(s, &err);
     row(t, "sandbox.pause", "pause", rc, err, "");
     err = NULL;
-    rc = abx__sandbox_provider_call(s, "sandbox.pause", "sandbox.resume", json_object(), &record, &err);
-    json_decref(record);
+    rc = abx_sandbox_resume(s, 120, &err);
     row(t, "sandbox.pause", "resume", rc, err, "");
 }
 

@@ -186,6 +186,14 @@ ABX_API int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error 
 ABX_API int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err);
 /* Destroys the sandbox and everything in it. */
 ABX_API int abx_sandbox_kill(abx_sandbox *s, abx_error **err);
+/* Pauses the sandbox: its processes stop, its memory and files are kept
+ * (the local provider freezes its cgroup; nothing is written to disk); a
+ * paused sandbox is kept 24 h at most. E8001 when it is already paused,
+ * E8004 where the provider cannot. */
+ABX_API int abx_sandbox_pause(abx_sandbox *s, abx_error **err);
+/* Resumes a paused sandbox with a lifetime of timeout_s from now (0: the
+ * last one it was given). E8001 when it is not paused. */
+ABX_API int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err);
 ABX_API int abx_kill_by_id(abx_client *c, const char *id, abx_error **err);
 
 /* ---- processes ----------------------------------------------------------- */

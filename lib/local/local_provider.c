@@ -382,6 +382,16 @@ static int local_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
     return rc;
 }
 
+/* Freezes or thaws the sandbox's cgroup (the shim's /abx/pause, /abx/resume). */
+static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
+{
+    json_t *body = timeout ? json_pack("{s:i}", "timeout", (int)timeout) : json_object(), *resp = NULL;
+    int rc = abx__envd_json(&s->envd, "POST", pause ? "/abx/pause" : "/abx/resume", body, &resp, err);
+    json_decref(body);
+    json_decref(resp);
+    return rc;
+}
+
 static int local_kill(abx_sandbox *s, abx_error **err)
 {
     local_sandbox *l = local_of(s);
@@ -445,5 +455,6 @@ const abx_provider abx__provider_local = {
     .set_timeout = local_set_timeout,
     .kill = local_kill,
     .read_output = local_read_output,
+    .pause = local_pause,
     .free_impl = local_free_impl,
 };

@@ -237,7 +237,8 @@ test('kill removes processes, mounts, cgroups and state; a killed id is unknown'
 const bad = [
   [['info', 'local:inotarealsandbox000000'], 'E8002'],
   [['info', 'ixxxxxxxxxxxxxxxxxxxx'], 'E8002'],
-  [['info', 'e2b:iabcdefghij0123456789'], 'E8015'],
+  [['info', 'e2b:iabcdefghij0123456789'], 'E8020'], // the E2B client, with no API key configured
+  [['info', 'nosuchprovider:iabcdefghij0123456789'], 'E8015'],
   [['info', ''], 'E8001'],
   [['kill', 'local:../../etc'], 'E8002'],
   [['timeout', 'local:iabcdefghij0123456789', '0'], 'E8001'],

@@ -88,6 +88,33 @@ test('E2B code interpreter: runCode keeps state in the sandbox; contexts', async
   }
 });
 
+test('pause freezes the sandbox (processes stopped, memory and files kept); connect resumes it', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    const counter = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done', { background: true });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(await sbx.pause(), true);
+    assert.equal(await Sandbox.pause(sbx.sandboxId), false); // already paused: 409
+    assert.equal((await sbx.getInfo()).state, 'paused');
+    const paused = (await Sandbox.list({ query: { state: ['paused'] } }).nextItems()).map((x) => x.sandboxId);
+    assert.ok(paused.includes(sbx.sandboxId));
+    const r = await api(`/sandboxes/${sbx.sandboxId}`);
+    const first = await fetch(`${base}/files?path=/tmp/count&username=root`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': (await r.json()).envdAccessToken } });
+    const before = Number(await first.text());
+    await new Promise((res) => setTimeout(res, 600));
+    const again = await Sandbox.connect(sbx.sandboxId); // resumes
+    assert.equal((await again.getInfo()).state, 'running');
+    const atResume = Number(await again.files.read('/tmp/count'));
+    assert.ok(atResume - before <= 1, `it ran while paused: ${before} then ${atResume}`);
+    await new Promise((res) => setTimeout(res, 500));
+    assert.ok(Number(await again.files.read('/tmp/count')) > atResume + 3, 'it did not run again after resume');
+    assert.ok((await again.commands.list()).some((p) => p.pid === counter.pid), 'the process did not survive the pause');
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('Sandbox.list: the key\'s own sandboxes, state and metadata filters, paging', async () => {
   const { Sandbox } = await import('e2b');
   const made = [];
