@@ -350,3 +350,11 @@ int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
         return abx__error_set(err, ABX_ENOTSUP, "resuming: provider '%s' cannot", s->ops->name);
     return s->ops->pause(s, false, timeout_s, err);
 }
+
+int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->ops->metrics)
+        return abx__error_set(err, ABX_ENOTSUP, "metrics: provider '%s' has none", s->ops->name);
+    return s->ops->metrics(s, out, err);
+}

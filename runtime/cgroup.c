@@ -472,3 +472,50 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
     return abx__error_set(err, ABX_ETIMEOUT, "the sandbox's processes did not %s within 2 s",
                           freeze ? "stop" : "start again");
 }
+
+/* utime + stime of pid, in microseconds (0 when it cannot be read). */
+static unsigned long long proc_cpu_us(long pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return 0;
+    const char *p = strrchr(text, ')'); /* after the command name, which may hold spaces */
+    unsigned long long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (ut + st) * 1000000ull / (unsigned long long)(hz > 0 ? hz : 100);
+}
+
+int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned long long *mem_bytes)
+{
+    *cpu_us = *mem_bytes = 0;
+    if (cg->ndirs == 0)
+        return -1;
+    char path[512], text[4096];
+    snprintf(path, sizeof path, "%s/%s", cg->dirs[0], cg->version == 2 ? "memory.current" : "memory.usage_in_bytes");
+    if (abx__read_small_file(path, text, sizeof text) >= 0)
+        *mem_bytes = strtoull(text, NULL, 10);
+    if (cg->version == 2) {
+        snprintf(path, sizeof path, "%s/cpu.stat", cg->dirs[0]);
+        const char *at = abx__read_small_file(path, text, sizeof text) >= 0 ? strstr(text, "usage_usec ") : NULL;
+        *cpu_us = at ? strtoull(at + 11, NULL, 10) : 0;
+        return 0;
+    }
+    /* v1 without cpuacct: the members' own times (those still there) */
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg->dirs[0]);
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return 0;
+    for (char *p = text; *p;) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        *cpu_us += pid > 0 ? proc_cpu_us(pid) : 0;
+        p = end;
+        while (*p == '\n')
+            p++;
+    }
+    return 0;
+}

@@ -61,12 +61,12 @@ json_t *abx__shim_info_locked(shim *sh)
     const char *k;
     json_t *v;
     json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i}", "sandbox_id", sh->id,
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i}", "sandbox_id", sh->id,
                      "template", sh->template_name, "status", sh->ending ? "ending" : sh->paused ? "paused" : "running", "started_at",
                      started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
                      (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
                      "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
-                     "shim_pid", (int)getpid());
+                     "shim_pid", (int)getpid(), "init_pid", (int)sh->jail.init_pid);
 }
 
 /* meta.json: written to a temporary name, then renamed over the old one. */

@@ -31,6 +31,7 @@
 #include "shim_watch.h"
 #include "parse.h"
 #include "b64.h"
+#include "sysutil.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -688,6 +690,27 @@ static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
     return send_json(c, 200, doc);
 }
 
+/* CPU (over 100 ms), memory and disk in use now. */
+static enum MHD_Result abx_metrics(shim *sh, struct MHD_Connection *c)
+{
+    unsigned long long cpu0 = 0, cpu1 = 0, mem = 0;
+    unsigned long long t0 = abx__now_ns();
+    abx__cgroup_usage(&sh->jail.cgroup, &cpu0, &mem);
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    abx__cgroup_usage(&sh->jail.cgroup, &cpu1, &mem);
+    unsigned long long wall_us = (abx__now_ns() - t0) / 1000;
+    double pct = wall_us && cpu1 > cpu0 ? 100.0 * (double)(cpu1 - cpu0) / (double)wall_us : 0.0;
+    struct statfs fs;
+    unsigned long long disk_used = 0;
+    if (fstatfs(sh->rootfd, &fs) == 0)
+        disk_used = (unsigned long long)(fs.f_blocks - fs.f_bfree) * (unsigned long long)fs.f_bsize;
+    return send_json(c, 200, json_pack("{s:i, s:f, s:I, s:I, s:I, s:I}", "cpu_count", (int)sh->limits.cpu_count,
+                                       "cpu_used_pct", pct, "mem_used", (json_int_t)mem, "mem_total",
+                                       (json_int_t)sh->limits.memory_mb << 20, "disk_used", (json_int_t)disk_used,
+                                       "disk_total", (json_int_t)sh->limits.disk_mb << 20));
+}
+
 static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
                                    json_t *req)
 {
@@ -699,6 +722,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
     }
     if (strcmp(url, "/abx/output") == 0 && strcmp(method, "GET") == 0)
         return abx_output(sh, c);
+    if (strcmp(url, "/abx/metrics") == 0 && strcmp(method, "GET") == 0)
+        return abx_metrics(sh, c);
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
     if (strcmp(url, "/abx/timeout") == 0) {

@@ -1,6 +1,8 @@
 /* proxy.c: the data plane of `abx serve`: a request routed to a sandbox
  * (serve.c) is forwarded to that sandbox's shim (its envd and code
- * interpreter, ports 49983 and 49999, on the state directory's envd.sock)
+ * interpreter, ports 49983 and 49999, on the state directory's envd.sock;
+ * any other port: that TCP port inside the sandbox's network namespace,
+ * where a server bound to its own loopback is reached too)
  * and the answer streamed back, both ways without holding a body: a
  * worker thread drives libcurl, the request body reaches it through one
  * pipe and the answer leaves through another, read by libmicrohttpd as it
@@ -20,6 +22,8 @@
 #include "sysutil.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +34,7 @@
 #include <unistd.h>
 
 #define MAX_ANSWER_HEADERS 32
+#define PIPE_BYTES (1 << 20)
 
 struct serve_proxy {
     atomic_int refs;             /* the connection's, the worker's, the response's */
@@ -39,6 +44,7 @@ struct serve_proxy {
     char url[8192];
     bool upload;
     long long length;            /* the request body's, -1 unknown */
+    int netns;                   /* a user port: the sandbox's network namespace, entered by the worker; else -1 */
     int up[2];                   /* request body: the connection writes up[1], curl reads up[0] */
     int down[2];                 /* answer body: curl writes down[1], the response reads down[0] */
     pthread_t worker;
@@ -64,8 +70,8 @@ static void unref(serve_proxy *p)
 {
     if (atomic_fetch_sub(&p->refs, 1) != 1)
         return;
-    int *fds[] = {&p->up[0], &p->up[1], &p->down[0], &p->down[1]};
-    for (size_t i = 0; i < 4; i++)
+    int *fds[] = {&p->up[0], &p->up[1], &p->down[0], &p->down[1], &p->netns};
+    for (size_t i = 0; i < 5; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);
     for (size_t i = 0; i < p->nheaders; i++) {
@@ -153,7 +159,10 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
 static void *worker_main(void *arg)
 {
     serve_proxy *p = arg;
-    CURLcode cc = curl_easy_perform(p->curl);
+    /* a user port: this thread (it ends with the request) joins the
+     * sandbox's network namespace, so 127.0.0.1 is the sandbox's own */
+    CURLcode cc = p->netns >= 0 && setns(p->netns, CLONE_NEWNET) < 0 ? CURLE_COULDNT_CONNECT
+                                                                       : curl_easy_perform(p->curl);
     pthread_mutex_lock(&p->mu);
     (void)cc; /* an answer cut short ends its stream; one never begun is a 502 */
     p->failed = !p->headers_done;
@@ -202,6 +211,32 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
+/* The sandbox's network namespace (O_CLOEXEC fd), from its init's pid in
+ * meta.json, checked to be the child of the shim that holds the sandbox;
+ * -1 when that cannot be told. */
+static int sandbox_netns(const char *dir)
+{
+    char path[760], text[4096];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return -1;
+    json_t *meta = json_loads(text, 0, NULL);
+    int init = (int)json_integer_value(json_object_get(meta, "init_pid"));
+    int shim = (int)json_integer_value(json_object_get(meta, "shim_pid"));
+    json_decref(meta);
+    if (init <= 1 || shim <= 1)
+        return -1;
+    char status[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", init);
+    if (abx__read_small_file(path, status, sizeof status) < 0)
+        return -1;
+    const char *pp = strstr(status, "\nPPid:");
+    if (!pp || (int)strtol(pp + 7, NULL, 10) != shim)
+        return -1; /* not that sandbox's init (gone, and its pid reused) */
+    snprintf(path, sizeof path, "/proc/%d/ns/net", init);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static void add_sandbox_token(serve_proxy *p, const char *dir)
 {
     char path[760], token[128], line[160];
@@ -221,18 +256,22 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
 {
     *status = 502;
     *body = NULL;
-    if (port != 49983 && port != 49999) {
-        *body = strdup("this host forwards ports 49983 (envd) and 49999 (code interpreter) only");
-        return NULL;
-    }
     char dir[700];
     if (abx__state_dir(id, dir, sizeof dir, NULL) < 0 || !abx__state_shim_alive(dir) || !abx__curl())
         return NULL; /* gone, or never there: E2B's proxy answers 502 */
-    serve_proxy *p = calloc(1, sizeof *p);
-    if (!p)
+    bool user_port = port != 49983 && port != 49999;
+    int netns = user_port ? sandbox_netns(dir) : -1;
+    if (user_port && netns < 0)
         return NULL;
+    serve_proxy *p = calloc(1, sizeof *p);
+    if (!p) {
+        if (netns >= 0)
+            close(netns);
+        return NULL;
+    }
     atomic_init(&p->refs, 2);
     p->up[0] = p->up[1] = p->down[0] = p->down[1] = -1;
+    p->netns = netns;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->headed, NULL);
     snprintf(p->sock, sizeof p->sock, "%s/envd.sock", dir);
@@ -241,14 +280,31 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
     p->length = cl ? strtoll(cl, NULL, 10) : -1;
     p->upload = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
     bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (!p->upload || pipe2(p->up, O_CLOEXEC) == 0);
+    if (ok) { /* larger pipes: fewer wake-ups per megabyte (best effort) */
+        fcntl(p->down[1], F_SETPIPE_SZ, PIPE_BYTES);
+        if (p->upload)
+            fcntl(p->up[1], F_SETPIPE_SZ, PIPE_BYTES);
+    }
     if (ok) {
-        snprintf(p->url, sizeof p->url, "http://localhost%s", url);
+        if (user_port)
+            snprintf(p->url, sizeof p->url, "http://127.0.0.1:%u%s", port, url);
+        else
+            snprintf(p->url, sizeof p->url, "http://localhost%s", url);
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, p);
         MHD_get_connection_values(c, MHD_HEADER_KIND, add_request_header, p);
         p->req_headers = curl_slist_append(p->req_headers, "Expect:");
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+        if (user_port && host && strlen(host) < 512) { /* the app inside sees the name it was called by */
+            char line[600];
+            snprintf(line, sizeof line, "Host: %s", host);
+            struct curl_slist *l = curl_slist_append(p->req_headers, line);
+            if (l)
+                p->req_headers = l;
+        }
         if (port == 49999 && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"))
             add_sandbox_token(p, dir);
-        curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->sock);
+        if (!user_port)
+            curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->sock);
         curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
         curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->req_headers);
@@ -326,7 +382,7 @@ int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
         status = 502;
     } else {
         atomic_fetch_add(&p->refs, 1);
-        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, read_answer, p, answer_done);
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, read_answer, p, answer_done);
         if (!r)
             unref(p);
         else

@@ -313,6 +313,30 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
     return send_json(c, 200, answer, NULL);
 }
 
+/* metrics: [SandboxMetric], one sample: now. */
+static enum MHD_Result metrics(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
+{
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_sandbox_metrics m;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_get_metrics(sb, &m, &err);
+    abx_sandbox_free(sb);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    char now[40];
+    long long t = (long long)time(NULL);
+    rfc3339(t, now, sizeof now);
+    return send_json(c, 200,
+                     json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]", "timestamp", now, "timestampUnix",
+                               (json_int_t)t, "cpuCount", (int)m.cpu_count, "cpuUsedPct", m.cpu_used_pct, "memUsed",
+                               (json_int_t)m.mem_used, "memTotal", (json_int_t)m.mem_total, "memCache", (json_int_t)0,
+                               "diskUsed", (json_int_t)m.disk_used, "diskTotal", (json_int_t)m.disk_total),
+                     NULL);
+}
+
 /* pause: 204; 409 when it already is. */
 static enum MHD_Result pause_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
 {
@@ -530,6 +554,8 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = set_timeout(s, c, rq, id, body);
     else if (post && strcmp(verb, "connect") == 0)
         r = connect_to(s, c, rq, id, body);
+    else if (get && strcmp(verb, "metrics") == 0)
+        r = metrics(s, c, rq, id);
     else if (post && strcmp(verb, "pause") == 0)
         r = pause_one(s, c, rq, id);
     else if (post && strcmp(verb, "resume") == 0)

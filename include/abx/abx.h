@@ -186,6 +186,16 @@ ABX_API int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error 
 ABX_API int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err);
 /* Destroys the sandbox and everything in it. */
 ABX_API int abx_sandbox_kill(abx_sandbox *s, abx_error **err);
+/* What a sandbox uses now. */
+typedef struct abx_sandbox_metrics {
+    unsigned cpu_count;
+    double cpu_used_pct;            /* over the last 100 ms, of one CPU (may exceed 100 with several) */
+    unsigned long long mem_used, mem_total;   /* bytes */
+    unsigned long long disk_used, disk_total; /* bytes */
+    void *reserved[4];
+} abx_sandbox_metrics;
+ABX_API int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
+
 /* Pauses the sandbox: its processes stop, its memory and files are kept
  * (the local provider freezes its cgroup; nothing is written to disk); a
  * paused sandbox is kept 24 h at most. E8001 when it is already paused,

@@ -382,6 +382,22 @@ static int local_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
     return rc;
 }
 
+static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)
+{
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", "/abx/metrics", NULL, &doc, err);
+    if (rc < 0)
+        return rc;
+    out->cpu_count = (unsigned)json_integer_value(json_object_get(doc, "cpu_count"));
+    out->cpu_used_pct = json_number_value(json_object_get(doc, "cpu_used_pct"));
+    out->mem_used = (unsigned long long)json_integer_value(json_object_get(doc, "mem_used"));
+    out->mem_total = (unsigned long long)json_integer_value(json_object_get(doc, "mem_total"));
+    out->disk_used = (unsigned long long)json_integer_value(json_object_get(doc, "disk_used"));
+    out->disk_total = (unsigned long long)json_integer_value(json_object_get(doc, "disk_total"));
+    json_decref(doc);
+    return 0;
+}
+
 /* Freezes or thaws the sandbox's cgroup (the shim's /abx/pause, /abx/resume). */
 static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
 {
@@ -456,5 +472,6 @@ const abx_provider abx__provider_local = {
     .kill = local_kill,
     .read_output = local_read_output,
     .pause = local_pause,
+    .metrics = local_metrics,
     .free_impl = local_free_impl,
 };

@@ -4,8 +4,9 @@
 // keys as tenants, E2B's error shapes, bad input.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -110,6 +111,42 @@ test('pause freezes the sandbox (processes stopped, memory and files kept); conn
     await new Promise((res) => setTimeout(res, 500));
     assert.ok(Number(await again.files.read('/tmp/count')) > atResume + 3, 'it did not run again after resume');
     assert.ok((await again.commands.list()).some((p) => p.pid === counter.pid), 'the process did not survive the pause');
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('getHost: a web server on the sandbox\'s own loopback, reached through the listener as PORT-ID.DOMAIN; getMetrics', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    await sbx.files.write('/tmp/site/index.html', 'page from inside\n');
+    await sbx.commands.run('cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true });
+    const host = sbx.getHost(8000);
+    assert.equal(host, `8000-${sbx.sandboxId}.localhost`);
+    let status = 0, body = '';
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      ({ status, body } = await new Promise((resolve) => {
+        const req = http.request({ host: '127.0.0.1', port: srv.port, path: '/index.html', headers: { Host: `${host}:${srv.port}` } }, (res) => {
+          let b = '';
+          res.on('data', (d) => { b += d; });
+          res.on('end', () => resolve({ status: res.statusCode, body: b }));
+        });
+        req.on('error', () => resolve({ status: 0, body: '' }));
+        req.end();
+      }));
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual([status, body], [200, 'page from inside\n']);
+    // a port nothing listens on: E2B's 502
+    const closed = await fetch(`${base}/`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8001' } });
+    assert.equal(closed.status, 502);
+    const metrics = await sbx.getMetrics();
+    assert.ok(metrics.length >= 1);
+    const m = metrics.at(-1);
+    assert.equal(m.memTotal, 512 * 1024 * 1024);
+    assert.ok(m.memUsed > 0 && m.memUsed < m.memTotal, JSON.stringify(m));
+    assert.ok(m.diskTotal > 0 && m.cpuCount >= 1);
   } finally {
     await sbx.kill();
   }
@@ -288,4 +325,55 @@ test('a rest plugin (providers/abx-serve): installed, its key from stdin, provid
   fs.appendFileSync(path.join(C.home, 'providers/abx-serve/abx-provider.toml'), '\n');
   r = run(['--json', '--provider', 'abx-serve', 'list']);
   assert.equal(JSON.parse(r.stderr).error.code, 'E8011');
+});
+
+test('two hosts: abx serve in one network namespace; the abx CLI and abx mcp start with --provider e2b in another', async (t) => {
+  const tag = Math.random().toString(16).slice(2, 8);
+  const [A, B] = [`abxsrv${tag}`, `abxcli${tag}`];
+  const ip = (...args) => { const r = spawnSync('ip', args, { encoding: 'utf8' }); assert.equal(r.status, 0, `ip ${args.join(' ')}: ${r.stderr}`); };
+  // the test's own small world: two namespaces joined by one veth pair, nothing else reachable from either
+  ip('netns', 'add', A);
+  ip('netns', 'add', B);
+  t.after(() => { spawnSync('ip', ['netns', 'del', A]); spawnSync('ip', ['netns', 'del', B]); });
+  ip('link', 'add', `va${tag}`, 'type', 'veth', 'peer', 'name', `vb${tag}`);
+  ip('link', 'set', `va${tag}`, 'netns', A);
+  ip('link', 'set', `vb${tag}`, 'netns', B);
+  ip('-n', A, 'addr', 'add', '10.213.77.1/30', 'dev', `va${tag}`);
+  ip('-n', B, 'addr', 'add', '10.213.77.2/30', 'dev', `vb${tag}`);
+  for (const [ns, dev] of [[A, `va${tag}`], [B, `vb${tag}`]]) {
+    ip('-n', ns, 'link', 'set', 'lo', 'up');
+    ip('-n', ns, 'link', 'set', dev, 'up');
+  }
+  const S = privateHome('abx-serve-nsA');
+  t.after(() => S.cleanup());
+  const srvA = await new Promise((resolve, reject) => {
+    const child = spawn('nsenter', [`--net=/run/netns/${A}`, abx, 'serve', '--listen', '10.213.77.1:0'], { env: { ...S.env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
+    child.on('exit', (code) => { if (!child.port) reject(new Error(`serve exited ${code}: ${err}`)); });
+  });
+  t.after(() => srvA.kill('SIGTERM'));
+  const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: `http://10.213.77.1:${srvA.port}` };
+  const inB = (args, opts = {}) => spawnSync('nsenter', [`--net=/run/netns/${B}`, abx, ...args], { env, encoding: 'utf8', timeout: 60000, ...opts });
+  let r = inB(['--provider', 'e2b', 'create', '--timeout', '120']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  r = inB(['exec', id, 'echo made on the other host; cat /etc/hostname']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^made on the other host\n/);
+  // the sandbox lives on host A: its state is there, not here
+  assert.ok(fs.existsSync(path.join(S.home, 'sandboxes', id.slice(4))), 'the sandbox is not on host A');
+  assert.ok(!fs.existsSync(path.join(C.home, 'sandboxes', id.slice(4))));
+  const transport = new StdioClientTransport({ command: 'nsenter', args: [`--net=/run/netns/${B}`, abx, '--provider', 'e2b', 'mcp', 'start'], env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-two-hosts', version: '1' });
+  await c.connect(transport);
+  try {
+    const out = await c.callTool({ name: 'run_command', arguments: { command: 'echo via mcp', sandbox_id: id } });
+    assert.equal(out.structuredContent.stdout, 'via mcp\n', JSON.stringify(out));
+    const made = await c.callTool({ name: 'run_code', arguments: { code: 'print(2 ** 10)' } });
+    assert.equal(made.structuredContent.stdout, '1024\n', JSON.stringify(made));
+  } finally {
+    await c.close();
+  }
+  assert.equal(inB(['kill', id]).status, 0);
 });

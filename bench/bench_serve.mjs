@@ -1,0 +1,113 @@
+// bench_serve.mjs: issue 11's `abx serve` benchmarks. Usage:
+// node bench/bench_serve.mjs [path/to/abx]. Prints a Markdown table; each
+// figure beside its reference measured in the same run.
+//   - E2B SDK Sandbox.create → commands.run("true") → kill, median (target ≤ 15 ms)
+//   - 100 concurrent creates through the REST API (target ≤ 1 s)
+//   - exec round trip through the serve proxy vs the same call to the shim's socket (target ≤ 1.5×)
+//   - /files 192 MiB up and down (the sandbox disk is 256 MiB) through the proxy (target ≥ 500 MB/s), serve's RSS before and after
+//   - serve's RSS with 100 sandboxes
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const abx = process.argv[2] || path.join(root, 'build/abx');
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-bench-serve-'));
+const KEY = `e2b_${'c3'.repeat(20)}`;
+const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+const rows = [];
+
+const srv = await new Promise((resolve, reject) => {
+  const child = spawn(abx, ['serve', '--listen', '127.0.0.1:0'], { env: { ...process.env, ABX_HOME: home, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
+  child.on('exit', (c) => reject(new Error(`serve exited ${c}: ${err}`)));
+});
+const base = `http://127.0.0.1:${srv.port}`;
+process.env.E2B_API_URL = base;
+process.env.E2B_SANDBOX_URL = base;
+process.env.E2B_API_KEY = KEY;
+const { Sandbox } = await import('e2b');
+const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.pid}/status`, 'utf8'))[1]) / 1024;
+const api = (p, method = 'GET', body) => fetch(`${base}${p}`, { method, headers: { 'X-API-Key': KEY, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
+
+// 1. create → run → kill through the SDK
+for (let i = 0; i < 3; i++) { const s = await Sandbox.create(); await s.commands.run('true'); await s.kill(); }
+const cycle = [];
+for (let i = 0; i < 20; i++) {
+  const t0 = process.hrtime.bigint();
+  const s = await Sandbox.create();
+  await s.commands.run('true');
+  await s.kill();
+  cycle.push(ms(t0));
+}
+rows.push(['E2B SDK create → commands.run("true") → kill', 20, `median ${median(cycle).toFixed(1)} ms`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'} (E2B's cloud: ~150 ms for create alone)`]);
+
+// 2. 100 concurrent creates
+let t0 = process.hrtime.bigint();
+const made = await Promise.all(Array.from({ length: 100 }, () => api('/v2/sandboxes', 'POST', { templateID: 'base', timeout: 300 }).then((r) => r.json())));
+const concurrent = ms(t0);
+rows.push(['100 concurrent POST /v2/sandboxes', 1, `${concurrent.toFixed(0)} ms`, `target ≤ 1000 ms: ${concurrent <= 1000 ? 'met' : 'missed'}`]);
+rows.push(['abx serve RSS with 100 sandboxes', 1, `${rss().toFixed(1)} MiB`, '']);
+await Promise.all(made.map((m) => api(`/sandboxes/${m.sandboxID}`, 'DELETE')));
+
+// 3. an exec round trip: through the proxy, and straight to the shim's socket
+const sbx = await Sandbox.create({ timeoutMs: 600000 });
+const token = (await (await api(`/sandboxes/${sbx.sandboxId}`)).json()).envdAccessToken;
+const frame = (obj) => { const b = Buffer.from(JSON.stringify(obj)); const h = Buffer.alloc(5); h.writeUInt32BE(b.length, 1); return Buffer.concat([h, b]); };
+const startBody = frame({ process: { cmd: '/bin/true', args: [] } });
+function rpc(opts) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ method: 'POST', path: '/process.Process/Start', ...opts, headers: { 'Content-Type': 'application/connect+json', 'X-Access-Token': token, 'Connect-Protocol-Version': '1', ...(opts.headers || {}) } }, (res) => { res.resume(); res.on('end', resolve); });
+    req.on('error', reject);
+    req.end(startBody);
+  });
+}
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const viaProxy = async () => rpc({ host: '127.0.0.1', port: srv.port, agent, headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } });
+const sock = path.join(home, 'sandboxes', sbx.sandboxId, 'envd.sock');
+const direct = async () => rpc({ socketPath: sock });
+const timeIt = async (fn, n) => { for (let i = 0; i < 10; i++) await fn(); const v = []; for (let i = 0; i < n; i++) { const t = process.hrtime.bigint(); await fn(); v.push(ms(t)); } return median(v); };
+const d = await timeIt(direct, 200), p = await timeIt(viaProxy, 200);
+rows.push(['exec "/bin/true" round trip, straight to the shim socket', 200, `median ${d.toFixed(2)} ms`, '']);
+rows.push(['exec "/bin/true" round trip through abx serve', 200, `median ${p.toFixed(2)} ms`, `${(p / d).toFixed(2)}× direct (target ≤ 1.5×: ${p / d <= 1.5 ? 'met' : 'missed'})`]);
+
+// 4. /files 256 MiB up and down through the proxy
+const size = 192 << 20; // the sandbox's disk is 256 MiB: the largest file that fits with room to spare
+const chunk = Buffer.alloc(1 << 20, 7);
+const rssBefore = rss();
+let peak = rssBefore;
+const watch = setInterval(() => { peak = Math.max(peak, rss()); }, 50);
+t0 = process.hrtime.bigint();
+await new Promise((resolve, reject) => {
+  const req = http.request({ host: '127.0.0.1', port: srv.port, method: 'POST', path: '/files?path=/tmp/big.bin&username=user', headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': size, 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token } }, (res) => { res.resume(); res.on('end', () => (res.statusCode < 300 ? resolve() : reject(new Error(`upload ${res.statusCode}`)))); });
+  req.on('error', reject);
+  let sent = 0;
+  const pump = () => { while (sent < size) { sent += chunk.length; if (!req.write(chunk)) return req.once('drain', pump); } req.end(); };
+  pump();
+});
+const up = ms(t0);
+t0 = process.hrtime.bigint();
+let got = 0;
+await new Promise((resolve, reject) => {
+  http.get({ host: '127.0.0.1', port: srv.port, path: '/files?path=/tmp/big.bin&username=user', headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token } }, (res) => { res.on('data', (b) => { got += b.length; }); res.on('end', resolve); }).on('error', reject);
+});
+const down = ms(t0);
+clearInterval(watch);
+const mbps = (t) => (size / 1e6) / (t / 1000);
+rows.push(['/files 192 MiB upload through abx serve', 1, `${mbps(up).toFixed(0)} MB/s`, `target ≥ 500 MB/s: ${mbps(up) >= 500 ? 'met' : 'missed'}`]);
+rows.push(['/files 192 MiB download through abx serve', 1, `${mbps(down).toFixed(0)} MB/s (${got === size ? 'all bytes' : `${got} bytes!`})`, `target ≥ 500 MB/s: ${mbps(down) >= 500 ? 'met' : 'missed'}`]);
+rows.push(['abx serve RSS during the transfers', 1, `${rssBefore.toFixed(1)} → peak ${peak.toFixed(1)} MiB`, 'flat: no body held']);
+await sbx.kill();
+
+console.log(`machine: ${os.cpus().length} cpu, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.release()}, ${new Date().toISOString().slice(0, 10)}\n`);
+console.log('| measure | n | figure | against |');
+console.log('| --- | --- | --- | --- |');
+for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+srv.kill('SIGTERM');
+await new Promise((r) => srv.on('exit', r));
+fs.rmSync(home, { recursive: true, force: true });
