@@ -273,31 +273,57 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
     return rc;
 }
 
+#define LIST_PAGES_MAX 100
+#define LIST_ITEMS_MAX 10000
+
+/* sandbox.list, page after page while the plugin gives a next_token (at
+ * most LIST_PAGES_MAX pages, LIST_ITEMS_MAX sandboxes). */
 static int epp_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count, abx_error **err)
 {
-    json_t *result = NULL;
-    json_t *params = json_object();
-    if (status_filter)
-        json_object_set_new(params, "state", json_string(status_filter));
-    int rc = call(c, "sandbox.lifecycle", "sandbox.list", params, &result, err);
-    json_t *list = json_object_get(result, "sandboxes");
-    size_t n = json_array_size(list);
-    abx_sandbox_info *all = rc == 0 ? calloc(n ? n : 1, sizeof *all) : NULL;
-    if (rc == 0 && !all)
-        rc = abx__error_set(err, ABX_ENOMEM, "list");
-    size_t i, kept = 0;
-    json_t *r;
-    json_array_foreach(list, i, r) {
-        if (!all || !json_is_object(r))
-            continue;
-        info_from_record(((epp_client *)c->state)->id, r, &all[kept]);
-        if (status_filter && strcmp(all[kept].status, status_filter) != 0)
-            abx_sandbox_info_clear(&all[kept]);
-        else
-            kept++;
+    abx_sandbox_info *all = NULL;
+    size_t kept = 0, cap = 0;
+    char token[256] = "";
+    int rc = 0;
+    for (int page = 0; rc == 0 && page < LIST_PAGES_MAX; page++) {
+        json_t *params = json_object(), *result = NULL;
+        if (status_filter)
+            json_object_set_new(params, "state", json_string(status_filter));
+        if (token[0])
+            json_object_set_new(params, "next_token", json_string(token));
+        rc = call(c, "sandbox.lifecycle", "sandbox.list", params, &result, err);
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(result, "sandboxes"), i, r) {
+            if (!json_is_object(r) || kept >= LIST_ITEMS_MAX)
+                continue;
+            if (kept == cap) {
+                abx_sandbox_info *grown = realloc(all, (cap = cap ? cap * 2 : 32) * sizeof *all);
+                if (!grown) {
+                    rc = abx__error_set(err, ABX_ENOMEM, "list");
+                    break;
+                }
+                all = grown;
+            }
+            info_from_record(((epp_client *)c->state)->id, r, &all[kept]);
+            if (status_filter && strcmp(all[kept].status, status_filter) != 0)
+                abx_sandbox_info_clear(&all[kept]);
+            else
+                kept++;
+        }
+        const char *next = json_string_value(json_object_get(result, "next_token"));
+        bool more = next && *next && strlen(next) < sizeof token && strcmp(next, token) != 0;
+        if (more)
+            snprintf(token, sizeof token, "%s", next);
+        json_decref(result);
+        if (!more)
+            break;
     }
-    json_decref(result);
-    *items = all;
+    if (rc < 0) {
+        abx_sandbox_info_list_free(all, kept);
+        all = NULL;
+        kept = 0;
+    }
+    *items = all ? all : calloc(1, sizeof *all);
     *count = kept;
     return rc;
 }

@@ -84,6 +84,8 @@ typedef struct shim_reply {
     json_t *msg;         /* init's reply; owned until taken */
 } shim_reply;
 
+typedef struct abx_watchers abx_watchers;
+
 typedef struct shim {
     char id[32];
     char state_dir[512];
@@ -111,6 +113,7 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     bool paused;         /* frozen (pause): processes stopped, memory and files kept */
+    struct abx_watchers *watchers; /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
     void *httpd;         /* struct MHD_Daemon * */
     char *control_buf;   /* the event loop's receive buffer for init's messages */
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */

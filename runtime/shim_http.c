@@ -615,6 +615,20 @@ static enum MHD_Result rpc_filesystem(shim *sh, struct MHD_Connection *c, const 
         rc = abx__fs_remove(sh, uid, path, &err);
         if (rc == 0)
             return send_json(c, 200, json_object());
+    } else if (strcmp(method, "CreateWatcher") == 0) {
+        char id[33];
+        rc = abx__watchers_create(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")), id, &err);
+        if (rc == 0)
+            return send_json(c, 200, json_pack("{s:s}", "watcherId", id));
+    } else if (strcmp(method, "GetWatcherEvents") == 0) {
+        json_t *events = NULL;
+        rc = abx__watchers_events(sh, uid, json_string_value(json_object_get(req, "watcherId")), &events, &err);
+        if (rc == 0)
+            return send_json(c, 200, json_pack("{s:o}", "events", events));
+    } else if (strcmp(method, "RemoveWatcher") == 0) {
+        rc = abx__watchers_remove(sh, uid, json_string_value(json_object_get(req, "watcherId")), &err);
+        if (rc == 0)
+            return send_json(c, 200, json_object());
     } else {
         return send_error(c, ABX_ENOTSUP, "unknown filesystem method");
     }

@@ -12,6 +12,12 @@
  * to WATCH_MAX_QUEUED; past that they are dropped. The stream ends when the
  * client goes, the directory is removed, its deadline passes, or the
  * sandbox ends.
+ *
+ * Also the watchers of the non-streaming RPCs (CreateWatcher,
+ * GetWatcherEvents, RemoveWatcher: E2B's Python SDK): at most
+ * WATCHERS_MAX per sandbox, each the same watch, owned by the user who made
+ * it (another user's id answers as an unknown one), its events drained by
+ * each GetWatcherEvents.
  */
 #include "shim_watch.h"
 #include "error_internal.h"
@@ -22,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/inotify.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define WATCH_MAX_DIRS 1024
@@ -210,4 +218,101 @@ json_t *abx__watch_next(abx_watch *w, unsigned wait_ms, bool *ended)
     }
     *ended = w->ended;
     return NULL;
+}
+
+/* ---- watchers by id ------------------------------------------------------------------ */
+
+#define WATCHERS_MAX 64
+#define WATCHER_EVENTS_MAX 1024
+
+typedef struct watcher_slot {
+    char id[33];
+    unsigned uid;
+    abx_watch *w;
+} watcher_slot;
+
+struct abx_watchers {
+    pthread_mutex_t mu;
+    watcher_slot slots[WATCHERS_MAX];
+};
+
+static abx_watchers *registry(shim *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    if (!sh->watchers && (sh->watchers = calloc(1, sizeof *sh->watchers)))
+        pthread_mutex_init(&sh->watchers->mu, NULL);
+    abx_watchers *r = sh->watchers;
+    pthread_mutex_unlock(&sh->mu);
+    return r;
+}
+
+static watcher_slot *slot_of(abx_watchers *r, const char *id, unsigned uid)
+{
+    for (size_t i = 0; id && i < WATCHERS_MAX; i++)
+        if (r->slots[i].w && strcmp(r->slots[i].id, id) == 0 && r->slots[i].uid == uid)
+            return &r->slots[i];
+    return NULL;
+}
+
+int abx__watchers_create(shim *sh, unsigned uid, const char *path, bool recursive, char id[33], abx_error **err)
+{
+    abx_watchers *r = registry(sh);
+    if (!r)
+        return abx__error_set(err, ABX_ENOMEM, "watcher");
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return abx__error_set(err, ABX_ESYS, "no randomness for the watcher id");
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(id + i * 2, 3, "%02x", raw[i]);
+    pthread_mutex_lock(&r->mu);
+    watcher_slot *free_slot = NULL;
+    for (size_t i = 0; i < WATCHERS_MAX && !free_slot; i++)
+        if (!r->slots[i].w)
+            free_slot = &r->slots[i];
+    int rc = free_slot ? abx__watch_open(sh, uid, path, recursive, &free_slot->w, err)
+                       : abx__error_set(err, ABX_ELIMIT, "at most %d watchers per sandbox", WATCHERS_MAX);
+    if (rc == 0) {
+        memcpy(free_slot->id, id, 33);
+        free_slot->uid = uid;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+int abx__watchers_events(shim *sh, unsigned uid, const char *id, json_t **events, abx_error **err)
+{
+    abx_watchers *r = registry(sh);
+    if (!r)
+        return abx__error_set(err, ABX_ENOMEM, "watcher");
+    pthread_mutex_lock(&r->mu);
+    watcher_slot *slot = slot_of(r, id, uid);
+    int rc = slot ? 0 : abx__error_set(err, ABX_ENOENT, "no such watcher");
+    *events = slot ? json_array() : NULL;
+    bool ended = false;
+    for (size_t n = 0; slot && n < WATCHER_EVENTS_MAX; n++) {
+        json_t *ev = abx__watch_next(slot->w, 0, &ended);
+        if (!ev)
+            break;
+        json_t *fs = json_object_get(ev, "filesystem");
+        if (fs)
+            json_array_append(*events, fs);
+        json_decref(ev);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+int abx__watchers_remove(shim *sh, unsigned uid, const char *id, abx_error **err)
+{
+    abx_watchers *r = registry(sh);
+    if (!r)
+        return abx__error_set(err, ABX_ENOMEM, "watcher");
+    pthread_mutex_lock(&r->mu);
+    watcher_slot *slot = slot_of(r, id, uid);
+    if (slot) {
+        abx__watch_close(slot->w);
+        memset(slot, 0, sizeof *slot);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return slot ? 0 : abx__error_set(err, ABX_ENOENT, "no such watcher");
 }

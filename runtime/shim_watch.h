@@ -15,4 +15,11 @@ void abx__watch_close(abx_watch *w);
  * when the watched directory is gone. */
 json_t *abx__watch_next(abx_watch *w, unsigned wait_ms, bool *ended);
 
+/* The non-streaming watchers (CreateWatcher, GetWatcherEvents,
+ * RemoveWatcher): id (32 hex + NUL) names a new one; events drains what
+ * came since the last call ([{name, type}], the caller's). */
+int abx__watchers_create(shim *sh, unsigned uid, const char *path, bool recursive, char id[33], abx_error **err);
+int abx__watchers_events(shim *sh, unsigned uid, const char *id, json_t **events, abx_error **err);
+int abx__watchers_remove(shim *sh, unsigned uid, const char *id, abx_error **err);
+
 #endif

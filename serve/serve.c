@@ -601,7 +601,12 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
 {
     char id[64];
     unsigned port = 0;
-    if (data_plane_target(s, c, id, sizeof id, &port)) {
+    bool routed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id") != NULL;
+    if (routed && !data_plane_target(s, c, id, sizeof id, &port)) {
+        rq->kind = REQ_ANSWERED;
+        return send_error(c, 400, "E2b-Sandbox-Port: expected a port from 1 to 65535 with E2b-Sandbox-Id");
+    }
+    if (routed || data_plane_target(s, c, id, sizeof id, &port)) {
         unsigned status = 502;
         char *text = NULL;
         rq->proxy = id_valid(id) ? abx__serve_proxy_begin(c, id, port, url, method, &status, &text) : NULL;

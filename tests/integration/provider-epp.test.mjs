@@ -157,6 +157,14 @@ test('a broken exec stream is a protocol error, reported as such: two exec.exit,
   assert.ok(Date.now() - t0 < 20000);
 });
 
+test('sandbox.list pages: abx follows next_token to the end', () => {
+  recorder('paged', { behave: { paged: true } });
+  const r = abxh(['--provider', 'paged', '--json', 'list']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout).map((s) => s.sandbox_id).sort(), ['paged:box1', 'paged:box2', 'paged:box3', 'paged:box4', 'paged:box5', 'paged:box6']);
+  assert.equal(calls('paged').filter((l) => l === 'sandbox.list').length, 3);
+});
+
 test('a tampered plugin is never started (E8011): an edit after install', () => {
   const dir = recorder('tampered');
   assert.equal(abxh(['--provider', 'tampered', 'create']).status, 0);

@@ -152,6 +152,36 @@ test('getHost: a web server on the sandbox\'s own loopback, reached through the 
   }
 });
 
+test('watchers: watchDir streams; CreateWatcher, GetWatcherEvents and RemoveWatcher (E2B\'s Python SDK) poll', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    const seen = [];
+    const handle = await sbx.files.watchDir('/app', (e) => seen.push(`${e.type}:${e.name}`));
+    const token = (await (await api(`/sandboxes/${sbx.sandboxId}`)).json()).envdAccessToken;
+    const rpc = (name, body) => fetch(`${base}/filesystem.Filesystem/${name}`, { method: 'POST', body: JSON.stringify(body), headers: {
+      'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token,
+      Authorization: `Basic ${Buffer.from('user:').toString('base64')}` } });
+    let r = await rpc('CreateWatcher', { path: '/app', recursive: false });
+    assert.equal(r.status, 200);
+    const { watcherId } = await r.json();
+    assert.match(watcherId, /^[0-9a-f]{32}$/);
+    await sbx.files.write('/app/new.txt', 'x');
+    await new Promise((res) => setTimeout(res, 300));
+    r = await rpc('GetWatcherEvents', { watcherId });
+    const events = (await r.json()).events;
+    assert.ok(events.some((e) => e.name === 'new.txt' && e.type === 'EVENT_TYPE_CREATE'), JSON.stringify(events));
+    r = await rpc('GetWatcherEvents', { watcherId });
+    assert.deepEqual((await r.json()).events, []); // drained
+    assert.equal((await rpc('RemoveWatcher', { watcherId })).status, 200);
+    assert.notEqual((await rpc('GetWatcherEvents', { watcherId })).status, 200);
+    assert.ok(seen.includes('create:new.txt') || seen.some((x) => x.endsWith(':new.txt')), seen.join(','));
+    await handle.stop();
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('Sandbox.list: the key\'s own sandboxes, state and metadata filters, paging', async () => {
   const { Sandbox } = await import('e2b');
   const made = [];
@@ -209,6 +239,11 @@ test('bad input gets E2B\'s error shapes; other sandboxes keep working', async (
     // the data plane: a gone sandbox is 502 (the SDK reads it as not running); a wrong token is the shim's 401
     r = await fetch(`${base}/health`, { headers: { 'E2b-Sandbox-Id': 'i00000000000000000000', 'E2b-Sandbox-Port': '49983' } });
     assert.equal(r.status, 502);
+    for (const port of [undefined, 'x', '0', '70000']) {
+      r = await fetch(`${base}/health`, { headers: { 'E2b-Sandbox-Id': keep.sandboxId, ...(port ? { 'E2b-Sandbox-Port': port } : {}) } });
+      assert.equal(r.status, 400, String(port));
+      assert.equal((await r.json()).code, 400);
+    }
     r = await fetch(`${base}/process.Process/List`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': keep.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': 'wrong' } });
     assert.equal(r.status, 401);
     // the Host form routes too
