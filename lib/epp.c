@@ -293,17 +293,6 @@ static int plugin_error(const abx_epp *e, const char *method, json_t *error, abx
                           method);
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void unlink_pending(abx_epp *e, epp_pending *p)
 {
     for (epp_pending **at = &e->pending; *at; at = &(*at)->next)
@@ -319,7 +308,7 @@ static void unlink_pending(abx_epp *e, epp_pending *p)
 static int await_answer(abx_epp *e, epp_pending *p, unsigned timeout_ms)
 {
     struct timespec until;
-    deadline_after(&until, timeout_ms);
+    abx__deadline_after(&until, timeout_ms);
     uint64_t asked = now_ms();
     while (!p->reply && !e->dead)
         if (pthread_cond_timedwait(&e->answered, &e->mu, &until) != 0)

@@ -13,6 +13,7 @@
  */
 #include "epp_exec.h"
 #include "b64.h"
+#include "sysutil.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -306,24 +307,13 @@ void abx__epp_execs_tag(abx_epp_execs *x, int pid, char *buf, size_t len)
     pthread_mutex_unlock(&x->mu);
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 int abx__epp_execs_read(abx_epp_execs *x, const char *exec_id, int pid, unsigned long long stdout_offset,
                         unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out, char *why,
                         size_t why_len)
 {
     memset(out, 0, sizeof *out);
     struct timespec until;
-    deadline_after(&until, wait_ms);
+    abx__deadline_after(&until, wait_ms);
     pthread_mutex_lock(&x->mu);
     exec_record *r = find(x, exec_id, pid);
     /* wait for new output or the end, but no longer than asked */

@@ -3,6 +3,8 @@
 #include "abx/abx.h"
 
 #include <limits.h>
+#include <string.h>
+#include <time.h>
 
 int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 {
@@ -89,4 +91,13 @@ bool abx__json_depth_ok(const char *text, size_t len, unsigned max)
         }
     }
     return true;
+}
+
+long long abx__parse_rfc3339(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+        return 0;
+    return (long long)timegm(&tm);
 }

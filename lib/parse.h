@@ -26,4 +26,8 @@ bool abx__env_name_valid(const char *name, size_t len);
  * skipped; text need not be valid JSON). Linear, no recursion. */
 bool abx__json_depth_ok(const char *text, size_t len, unsigned max);
 
+/* "YYYY-MM-DDTHH:MM:SS..." (RFC 3339, UTC) as unix seconds; 0 when it
+ * is not one. */
+long long abx__parse_rfc3339(const char *s);
+
 #endif

@@ -16,6 +16,7 @@
  * E2B_SANDBOX_URL way). The data plane itself is lib/sandbox_envd.c's.
  */
 #include "provider.h"
+#include "parse.h"
 #include "buf.h"
 #include "config.h"
 #include "epp_exec.h"
@@ -370,15 +371,6 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     return rc;
 }
 
-static long long parse_time(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-        return 0;
-    return (long long)timegm(&tm);
-}
-
 static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -387,8 +379,8 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out)
     snprintf(out->template_id, sizeof out->template_id, "%s",
              json_string_value(json_object_get(d, "templateID")) ?: "");
     snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(d, "state")) ?: "running");
-    out->started_at = parse_time(json_string_value(json_object_get(d, "startedAt")));
-    out->end_at = parse_time(json_string_value(json_object_get(d, "endAt")));
+    out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(d, "startedAt")));
+    out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(d, "endAt")));
     out->cpu_count = (unsigned)json_integer_value(json_object_get(d, "cpuCount"));
     out->memory_mb = (unsigned)json_integer_value(json_object_get(d, "memoryMB"));
     out->disk_size_mb = (unsigned)json_integer_value(json_object_get(d, "diskSizeMB"));

@@ -12,6 +12,7 @@
  * Sandbox ids are "<plugin id>:<the plugin's sandbox_id>".
  */
 #include "provider.h"
+#include "parse.h"
 #include "b64.h"
 #include "capbuf.h"
 #include "bounds.h"
@@ -238,15 +239,6 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     return rc;
 }
 
-static long long parse_time(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-        return 0;
-    return (long long)timegm(&tm);
-}
-
 static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -254,8 +246,8 @@ static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info 
              json_string_value(json_object_get(r, "sandbox_id")) ?: "");
     snprintf(out->template_id, sizeof out->template_id, "%s", json_string_value(json_object_get(r, "template")) ?: "");
     snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(r, "status")) ?: "running");
-    out->started_at = parse_time(json_string_value(json_object_get(r, "created_at")));
-    out->end_at = parse_time(json_string_value(json_object_get(r, "expires_at")));
+    out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "created_at")));
+    out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "expires_at")));
     json_t *m = json_object_get(r, "metadata");
     out->metadata_json = json_is_object(m) ? json_dumps(m, JSON_COMPACT) : strdup("{}");
     out->env_names_json = strdup("[]");

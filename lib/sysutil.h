@@ -20,6 +20,10 @@ int abx__create_file(const char *path, const char *content, mode_t mode);
 int abx__read_small_file(const char *path, char *buf, size_t cap);
 /* mkdir that treats EEXIST as success. */
 int abx__mkdir_exist_ok(const char *path, mode_t mode);
+/* *ts = CLOCK_MONOTONIC now + ms (for pthread_cond_timedwait on a
+ * condition variable set to that clock). */
+struct timespec;
+void abx__deadline_after(struct timespec *ts, unsigned ms);
 /* Monotonic clock in nanoseconds. */
 unsigned long long abx__now_ns(void);
 
