@@ -565,7 +565,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
         free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
     }
-    if (provider && strcmp(provider, "local") != 0) {
+    if (provider && strcmp(provider, abx_client_provider(c->session->client)) != 0) {
         free_pairs(envs);
         return tool_error(ABX_EPROVIDER, "provider");
     }
@@ -937,8 +937,8 @@ static json_t *tool_list_sandboxes(mcp_call *c)
         return invalid(&f);
     if (status && strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
         return invalid(&(arg_fail){"status", "must be running or paused"});
-    if (provider && strcmp(provider, "local") != 0)
-        return tool_error(ABX_EPROVIDER, "provider");
+    if (provider && strcmp(provider, abx_client_provider(c->session->client)) != 0)
+        return tool_error(ABX_EPROVIDER, "provider"); /* one provider per server: the one it was started with */
     json_t *arr = json_array();
     abx_error *err = NULL;
     int rc = list_visible(c->session, status, (size_t)limit, (size_t)offset, arr, &err);

@@ -20,6 +20,7 @@
 #include "parse.h"
 #include "sysutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -142,16 +143,20 @@ void abx__shim_request_end(shim *sh)
     (void)write(sh->wakefd, &one, sizeof one);
 }
 
-/* Removes the state directory's files and the directory. */
+/* Removes the state directory's files (its own and what others keep beside
+ * them, such as abx serve's tenant) and the directory; never a walk into a
+ * subdirectory. */
 static void remove_state(const char *dir)
 {
-    static const char *const files[] = {"envd.sock", "meta.json", "meta.json.tmp", "config.json", "token",
-                                        "shim.lock", "shim.log"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
+            continue;
+        unlinkat(dirfd(d), e->d_name, 0);
     }
+    if (d)
+        closedir(d);
     rmdir(dir);
 }
 

@@ -112,8 +112,8 @@ static void sha256_hex(const char *text, char *out, size_t hex_len)
     unsigned char md[32];
     unsigned int n = 0;
     EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
-    for (size_t i = 0; i * 2 + 1 < hex_len + 1 && i < n && i * 2 < hex_len; i++)
-        snprintf(out + i * 2, 3, "%02x", md[i]);
+    for (size_t i = 0; i < hex_len / 2 && i < n; i++)
+        snprintf(out + i * 2, 3, "%02x", md[i]); /* out holds hex_len + 1 */
     out[hex_len] = '\0';
 }
 
@@ -246,6 +246,46 @@ static long body_timeout(json_t *body, long def)
                : -1;
 }
 
+/* What create accepted but abx does not act on yet (issue 12's network,
+ * autoPause), kept beside the sandbox and shown by its detail. */
+static void save_options(const char *id, json_t *body)
+{
+    char path[760];
+    if (!tenant_file(id, path, sizeof path))
+        return;
+    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
+    json_t *keep = json_object();
+    static const char *const keys[] = {"allow_internet_access", "network", "autoPause", "autoResume"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(body, keys[i]);
+        if (v)
+            json_object_set(keep, keys[i], v);
+    }
+    char *text = json_dumps(keep, JSON_COMPACT);
+    if (text && strlen(text) < 16384)
+        abx__create_file(path, text, 0600);
+    free(text);
+    json_decref(keep);
+}
+
+static void add_options(const char *id, json_t *detail)
+{
+    char path[760], text[16384];
+    if (!tenant_file(id, path, sizeof path))
+        return;
+    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
+    json_t *opts = abx__read_small_file(path, text, sizeof text) >= 0 ? json_loads(text, 0, NULL) : NULL;
+    json_t *net = json_object_get(opts, "network");
+    json_t *allow = json_object_get(opts, "allow_internet_access");
+    json_object_set_new(detail, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
+    if (json_is_object(net))
+        json_object_set(detail, "network", net);
+    json_object_set_new(detail, "lifecycle", json_pack("{s:b, s:s}", "autoResume",
+                                                      json_is_true(json_object_get(opts, "autoResume")), "onTimeout",
+                                                      json_is_true(json_object_get(opts, "autoPause")) ? "pause" : "kill"));
+    json_decref(opts);
+}
+
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
     json_t *tmpl = json_object_get(body, "templateID");
@@ -275,6 +315,7 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         abx_sandbox_free(sb);
         return send_error(c, 500, "the sandbox could not be recorded");
     }
+    save_options(bare(abx_sandbox_id(sb)), body);
     json_t *answer = sandbox_json(s, sb, template_id);
     abx_sandbox_free(sb);
     return send_json(c, 201, answer, NULL);
@@ -308,6 +349,7 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
         return send_abx_error(c, rc, err);
     }
     json_t *answer = listed_json(s, &in, sb->envd.token);
+    add_options(id, answer);
     abx_sandbox_info_clear(&in);
     abx_sandbox_free(sb);
     return send_json(c, 200, answer, NULL);
@@ -366,6 +408,7 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
     if (!sb)
         return sent;
     abx_sandbox_info in;
+    memset(&in, 0, sizeof in);
     abx_error *err = NULL;
     int rc = abx_sandbox_get_info(sb, &in, &err);
     if (rc == 0 && strcmp(in.status, "paused") != 0)
@@ -373,8 +416,7 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
     if (rc == 0)
         rc = abx_sandbox_resume(sb, (unsigned)timeout, &err);
     json_t *answer = rc == 0 ? sandbox_json(s, sb, in.template_id) : NULL;
-    if (in.metadata_json || in.env_names_json)
-        abx_sandbox_info_clear(&in);
+    abx_sandbox_info_clear(&in);
     abx_sandbox_free(sb);
     if (rc == -ABX_EINVAL) {
         abx_error_free(err);
@@ -394,6 +436,7 @@ static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_
     if (!sb)
         return sent;
     abx_sandbox_info in;
+    memset(&in, 0, sizeof in);
     int rc = abx_sandbox_get_info(sb, &in, NULL);
     if (rc == 0 && strcmp(in.status, "paused") == 0) { /* connecting resumes it */
         abx_sandbox_info_clear(&in);
@@ -403,8 +446,7 @@ static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_
     if (rc == 0 && timeout > 0 && in.end_at < (long long)time(NULL) + timeout)
         rc = abx_sandbox_set_timeout(sb, (unsigned)timeout, NULL);
     json_t *answer = rc == 0 ? sandbox_json(s, sb, in.template_id) : NULL;
-    if (rc == 0 || in.metadata_json)
-        abx_sandbox_info_clear(&in);
+    abx_sandbox_info_clear(&in);
     abx_sandbox_free(sb);
     return answer ? send_json(c, 200, answer, NULL) : send_error(c, 404, "sandbox not found");
 }

@@ -55,7 +55,9 @@ for (const P of PLUGINS) {
       const first = ok(await s.call('get_sandbox')).sandbox_id;
       assert.ok(first.startsWith(`${P}:`), first);
       assert.deepEqual(running(P).filter((id) => !before.includes(id)), [first]);
-      const second = ok(await s.call('create_sandbox', { timeout: 120 })).sandbox_id;
+      const second = ok(await s.call('create_sandbox', { timeout: 120, provider: P })).sandbox_id;
+      failed(await s.call('create_sandbox', { provider: 'local' }), 'E8015'); // one provider per server: its own
+      assert.ok(ok(await s.call('list_sandboxes', { provider: P })).sandboxes.length >= 2);
       assert.notEqual(first, second);
       assert.equal(ok(await s.call('get_sandbox')).sandbox_id, second);
       assert.ok(ok(await s.call('list_sandboxes')).sandboxes.some((b) => b.sandbox_id === first));

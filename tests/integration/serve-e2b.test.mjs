@@ -72,6 +72,7 @@ test('E2B SDK: create with metadata and envs, commands (streaming, exit codes, b
   }
   assert.equal(await sbx.isRunning(), false);
   assert.equal(await Sandbox.kill(sbx.sandboxId), false); // gone: the SDK reads 404 as false
+  assert.ok(!fs.existsSync(path.join(H.home, 'sandboxes', sbx.sandboxId)), 'the killed sandbox left its state directory');
 });
 
 test('E2B code interpreter: runCode keeps state in the sandbox; contexts', async () => {
@@ -250,6 +251,13 @@ test('bad input gets E2B\'s error shapes; other sandboxes keep working', async (
     r = await fetch(`${base}/health`, { headers: { Host: `49983-${keep.sandboxId}.localhost:${srv.port}` } });
     assert.ok(r.status === 200 || r.status === 204, String(r.status));
     assert.equal((await keep.commands.run('echo alive')).stdout, 'alive\n');
+    // network settings are accepted and kept (abx acts on them with issue 12)
+    r = await api('/v2/sandboxes', { method: 'POST', body: { templateID: 'base', allow_internet_access: false, network: { allowOut: ['203.0.113.7'] }, autoPause: true } });
+    assert.equal(r.status, 201);
+    const made = await r.json();
+    const detail = await (await api(`/sandboxes/${made.sandboxID}`)).json();
+    assert.deepEqual([detail.allowInternetAccess, detail.network, detail.lifecycle.onTimeout], [false, { allowOut: ['203.0.113.7'] }, 'pause']);
+    assert.equal((await api(`/sandboxes/${made.sandboxID}`, { method: 'DELETE' })).status, 204);
   } finally {
     await keep.kill();
   }
