@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -237,6 +238,22 @@ static int sandbox_netns(const char *dir)
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/* A sandbox created with network.allowPublicTraffic false (abx serve
+ * keeps its traffic token beside it): the request must carry it. */
+static bool traffic_allowed(struct MHD_Connection *c, const char *dir)
+{
+    char path[760], text[16384];
+    snprintf(path, sizeof path, "%s/serve-options.json", dir);
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return true;
+    json_t *opts = json_loads(text, 0, NULL);
+    const char *want = json_string_value(json_object_get(opts, "traffic_token"));
+    const char *got = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "e2b-traffic-access-token");
+    bool ok = !want || (got && strlen(got) == strlen(want) && CRYPTO_memcmp(got, want, strlen(want)) == 0);
+    json_decref(opts);
+    return ok;
+}
+
 static void add_sandbox_token(serve_proxy *p, const char *dir)
 {
     char path[760], token[128], line[160];
@@ -260,6 +277,11 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
     if (abx__state_dir(id, dir, sizeof dir, NULL) < 0 || !abx__state_shim_alive(dir) || !abx__curl())
         return NULL; /* gone, or never there: E2B's proxy answers 502 */
     bool user_port = port != 49983 && port != 49999;
+    if (port != 49983 && !traffic_allowed(c, dir)) {
+        *status = 403;
+        *body = strdup("this sandbox's ports need its e2b-traffic-access-token");
+        return NULL;
+    }
     int netns = user_port ? sandbox_netns(dir) : -1;
     if (user_port && netns < 0)
         return NULL;

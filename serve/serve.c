@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,11 +180,15 @@ static const char *bare(const char *qualified)
 }
 
 /* Sandbox (create / connect answer): ids, versions, the data plane's token. */
+static void add_traffic_token(const char *id, json_t *answer);
+
 static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_id)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)), "templateID",
+    json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)), "templateID",
                      template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION, "envdAccessToken",
                      sb->envd.token, "domain", s->domain);
+    add_traffic_token(bare(abx_sandbox_id(sb)), answer);
+    return answer;
 }
 
 /* ListedSandbox; detail adds the token and the domain. */
@@ -248,13 +253,24 @@ static long body_timeout(json_t *body, long def)
 
 /* What create accepted but abx does not act on yet (issue 12's network,
  * autoPause), kept beside the sandbox and shown by its detail. */
-static void save_options(const char *id, json_t *body)
+/* network.allowPublicTraffic false: the sandbox's ports need the
+ * e2b-traffic-access-token header (proxy.c); *traffic (33 bytes) gets a
+ * new token, "" otherwise. */
+static void save_options(const char *id, json_t *body, char *traffic)
 {
     char path[760];
+    traffic[0] = '\0';
     if (!tenant_file(id, path, sizeof path))
         return;
     snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
     json_t *keep = json_object();
+    unsigned char raw[16];
+    if (json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic")) &&
+        getrandom(raw, sizeof raw, 0) == (ssize_t)sizeof raw) {
+        for (size_t i = 0; i < sizeof raw; i++)
+            snprintf(traffic + i * 2, 3, "%02x", raw[i]);
+        json_object_set_new(keep, "traffic_token", json_string(traffic));
+    }
     static const char *const keys[] = {"allow_internet_access", "network", "autoPause", "autoResume"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(body, keys[i]);
@@ -266,6 +282,20 @@ static void save_options(const char *id, json_t *body)
         abx__create_file(path, text, 0600);
     free(text);
     json_decref(keep);
+}
+
+/* trafficAccessToken, for a sandbox created with allowPublicTraffic false. */
+static void add_traffic_token(const char *id, json_t *answer)
+{
+    char path[760], text[16384];
+    if (!answer || !tenant_file(id, path, sizeof path))
+        return;
+    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
+    json_t *opts = abx__read_small_file(path, text, sizeof text) >= 0 ? json_loads(text, 0, NULL) : NULL;
+    json_t *t = json_object_get(opts, "traffic_token");
+    if (json_is_string(t))
+        json_object_set(answer, "trafficAccessToken", t);
+    json_decref(opts);
 }
 
 static void add_options(const char *id, json_t *detail)
@@ -315,7 +345,9 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         abx_sandbox_free(sb);
         return send_error(c, 500, "the sandbox could not be recorded");
     }
-    save_options(bare(abx_sandbox_id(sb)), body);
+    char traffic[33];
+    save_options(bare(abx_sandbox_id(sb)), body, traffic);
+    explicit_bzero(traffic, sizeof traffic);
     json_t *answer = sandbox_json(s, sb, template_id);
     abx_sandbox_free(sb);
     return send_json(c, 201, answer, NULL);

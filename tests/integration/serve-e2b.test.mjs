@@ -183,6 +183,30 @@ test('watchers: watchDir streams; CreateWatcher, GetWatcherEvents and RemoveWatc
   }
 });
 
+test('allowPublicTraffic false: the sandbox\'s ports need its traffic access token; runCode still works (the SDK sends it)', async () => {
+  const { Sandbox } = await import('@e2b/code-interpreter');
+  const sbx = await Sandbox.create({ timeoutMs: 120000, network: { allowPublicTraffic: false } });
+  try {
+    assert.match(sbx.trafficAccessToken || '', /^[0-9a-f]{32}$/);
+    assert.equal((await sbx.runCode('print(40 + 2)')).logs.stdout.join(''), '42\n');
+    await sbx.files.write('/tmp/site/index.html', 'private page\n');
+    await sbx.commands.run('cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true });
+    const get = (headers) => fetch(`${base}/index.html`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000', ...headers } });
+    let r;
+    for (let i = 0; i < 50; i++) {
+      r = await get({ 'e2b-traffic-access-token': sbx.trafficAccessToken });
+      if (r.status === 200) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'private page\n');
+    assert.equal((await get({})).status, 403);
+    assert.equal((await get({ 'e2b-traffic-access-token': '0'.repeat(32) })).status, 403);
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('Sandbox.list: the key\'s own sandboxes, state and metadata filters, paging', async () => {
   const { Sandbox } = await import('e2b');
   const made = [];
