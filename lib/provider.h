@@ -69,6 +69,8 @@ struct abx_provider {
      * this process follows (lib/epp_exec.h), and in *ref another reference
      * to the client that holds it (abx_client_free). */
     struct abx_epp_execs *(*task_table)(abx_sandbox *s, abx_client **ref);
+    /* Optional, for a built-in provider: its per-client state (c->state). */
+    int (*attach)(abx_client *c, abx_error **err);
     void (*free_state)(void *state);
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;

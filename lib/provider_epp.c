@@ -382,10 +382,12 @@ static void keep_result(const abx_exec_options *o, abx_capbuf *out, abx_capbuf *
     abx__capbuf_free(err);
 }
 
-/* A plugin that kills a command at its timeout reports 124, as abx does. */
+/* A plugin that kills a command at its timeout reports 124, as abx does
+ * (its timer may fire a little before ours would: 100 ms of slack). */
 static bool timed_out_by_plugin(const abx_exec_options *o, int exit_code, unsigned long long started_ns)
 {
-    return o && o->timeout_s && exit_code == 124 && abx__now_ns() - started_ns >= o->timeout_s * 1000000000ull;
+    return o && o->timeout_s && exit_code == 124 &&
+           abx__now_ns() - started_ns + 100000000ull >= o->timeout_s * 1000000000ull;
 }
 
 /* exec.run: the whole result in one answer; the call may take the

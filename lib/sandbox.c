@@ -43,6 +43,8 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
         rc = abx__provider_e2b_attach(c, c->provider, err); /* E2B's protocol, built in */
     else if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
         rc = abx__provider_epp_attach(c, c->provider, err);
+    else if (rc == 0 && c->ops->attach)
+        rc = c->ops->attach(c, err);
     if (rc < 0) {
         abx_client_free(c);
         return rc;

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,43 @@ static abx_sandbox *handle_new(const char *id, const char *dir, const char *toke
 static void local_free_impl(void *impl)
 {
     free(impl);
+}
+
+/* ---- the client's state: when it last reconciled ------------------------------------ */
+
+#define RECONCILE_EVERY_NS 1000000000ull
+
+typedef struct local_client {
+    atomic_ullong reconciled_ns; /* abx__now_ns() of the last reconcile; 0: never */
+} local_client;
+
+static int local_attach(abx_client *c, abx_error **err)
+{
+    local_client *lc = calloc(1, sizeof *lc);
+    if (!lc)
+        return abx__error_set(err, ABX_ENOMEM, "client");
+    atomic_init(&lc->reconciled_ns, 0);
+    c->state = lc;
+    return 0;
+}
+
+static void local_free_state(void *state)
+{
+    free(state);
+}
+
+/* Reaps dead sandboxes, at most once a second per client: a long-lived
+ * client (abx serve, an MCP server) creating many sandboxes would scan
+ * them all at every create. Lists check each shim anyway. */
+static void reconcile_now_and_then(abx_client *c)
+{
+    local_client *lc = c->state;
+    unsigned long long now = abx__now_ns(), last = lc ? atomic_load(&lc->reconciled_ns) : 0;
+    if (lc && last && now - last < RECONCILE_EVERY_NS)
+        return;
+    if (lc && !atomic_compare_exchange_strong(&lc->reconciled_ns, &last, now))
+        return; /* another thread does it */
+    abx__state_reconcile();
 }
 
 static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, abx_error **err)
@@ -231,7 +269,7 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         json_decref(meta);
         return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
     }
-    abx__state_reconcile();
+    reconcile_now_and_then(c);
     char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65];
     unsigned memory = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
     json_t *cfg = NULL;
@@ -323,10 +361,9 @@ static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err
 static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count,
                       abx_error **err)
 {
-    (void)c;
     *items = NULL;
     *count = 0;
-    abx__state_reconcile();
+    reconcile_now_and_then(c);
     char root[560];
     if (abx__state_root(root, sizeof root, false, err) < 0)
         return 0;
@@ -472,6 +509,8 @@ const abx_provider abx__provider_local = {
     .kill = local_kill,
     .read_output = local_read_output,
     .pause = local_pause,
+    .attach = local_attach,
+    .free_state = local_free_state,
     .metrics = local_metrics,
     .free_impl = local_free_impl,
 };
