@@ -51,6 +51,8 @@ struct abx_provider {
      * with a new lifetime of timeout seconds (0: its last); E8001 when it
      * already is so. */
     int (*pause)(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err);
+    /* Optional: a TCP connection to port on the sandbox's own loopback. */
+    int (*connect_port)(abx_sandbox *s, unsigned port, int *fd, abx_error **err);
     /* Optional: what the sandbox uses now. */
     int (*metrics)(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
     /* Optional: runs a shell command line for a sandbox without an envd data

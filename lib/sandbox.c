@@ -360,3 +360,13 @@ int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error 
         return abx__error_set(err, ABX_ENOTSUP, "metrics: provider '%s' has none", s->ops->name);
     return s->ops->metrics(s, out, err);
 }
+
+int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)
+{
+    *fd = -1;
+    if (port < 1 || port > 65535)
+        return abx__error_set(err, ABX_EINVAL, "port: expected 1-65535");
+    if (!s->ops->connect_port)
+        return abx__error_set(err, ABX_ENOTSUP, "ports: provider '%s' cannot reach them", s->ops->name);
+    return s->ops->connect_port(s, port, fd, err);
+}

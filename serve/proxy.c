@@ -212,32 +212,6 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-/* The sandbox's network namespace (O_CLOEXEC fd), from its init's pid in
- * meta.json, checked to be the child of the shim that holds the sandbox;
- * -1 when that cannot be told. */
-static int sandbox_netns(const char *dir)
-{
-    char path[760], text[4096];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    if (abx__read_small_file(path, text, sizeof text) < 0)
-        return -1;
-    json_t *meta = json_loads(text, 0, NULL);
-    int init = (int)json_integer_value(json_object_get(meta, "init_pid"));
-    int shim = (int)json_integer_value(json_object_get(meta, "shim_pid"));
-    json_decref(meta);
-    if (init <= 1 || shim <= 1)
-        return -1;
-    char status[2048];
-    snprintf(path, sizeof path, "/proc/%d/status", init);
-    if (abx__read_small_file(path, status, sizeof status) < 0)
-        return -1;
-    const char *pp = strstr(status, "\nPPid:");
-    if (!pp || (int)strtol(pp + 7, NULL, 10) != shim)
-        return -1; /* not that sandbox's init (gone, and its pid reused) */
-    snprintf(path, sizeof path, "/proc/%d/ns/net", init);
-    return open(path, O_RDONLY | O_CLOEXEC);
-}
-
 /* A sandbox created with network.allowPublicTraffic false (abx serve
  * keeps its traffic token beside it): the request must carry it. */
 static bool traffic_allowed(struct MHD_Connection *c, const char *dir)
@@ -282,7 +256,7 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
         *body = strdup("this sandbox's ports need its e2b-traffic-access-token");
         return NULL;
     }
-    int netns = user_port ? sandbox_netns(dir) : -1;
+    int netns = user_port ? abx__state_netns(dir) : -1;
     if (user_port && netns < 0)
         return NULL;
     serve_proxy *p = calloc(1, sizeof *p);

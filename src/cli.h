@@ -110,6 +110,7 @@ void cli_print_help(const cli_command *cmd);
     X(doctor, "check what this host and user can run")                                               \
     X(provider, "install, list and remove provider plugins")                                         \
     X(serve, "serve this machine's sandboxes over E2B's protocol")                                  \
+    X(expose, "forward a host port to a port inside a sandbox")                                      \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                    \

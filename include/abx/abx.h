@@ -316,6 +316,11 @@ ABX_API int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **
 
 /* ---- ports ---------------------------------------------------------------- */
 
+/* A TCP connection to port inside the sandbox (its own loopback: a server
+ * bound to 127.0.0.1 there answers). *fd is the caller's to close. The
+ * local provider needs root for it (E8010 otherwise). */
+ABX_API int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err);
+
 /* The URL at which a service listening on port inside the sandbox is
  * reached from outside (*url: abx_free). E8004 where the provider offers
  * none (an exec plugin without ports.url). */

@@ -25,6 +25,10 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,6 +439,54 @@ static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **e
     return 0;
 }
 
+/* A TCP connection to port on the sandbox's own loopback: a thread joins
+ * its network namespace (setns needs CAP_SYS_ADMIN over it: root), makes
+ * the socket there, and ends; the socket stays in that namespace. */
+typedef struct port_dial {
+    int netns;
+    unsigned port;
+    int fd, err;
+} port_dial;
+
+static void *dial_main(void *arg)
+{
+    port_dial *d = arg;
+    d->fd = -1;
+    if (setns(d->netns, CLONE_NEWNET) < 0) {
+        d->err = errno;
+        return NULL;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof to) < 0) {
+        d->err = errno;
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    d->fd = fd;
+    return NULL;
+}
+
+static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)
+{
+    *fd = -1;
+    port_dial d = {.netns = abx__state_netns(local_of(s)->dir), .port = port, .fd = -1};
+    if (d.netns < 0)
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)");
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, dial_main, &d) == 0 ? 0 : abx__error_set(err, ABX_ESYS, "thread");
+    if (rc == 0)
+        pthread_join(t, NULL);
+    close(d.netns);
+    if (rc == 0 && d.fd < 0)
+        rc = d.err == EPERM ? abx__error_set(err, ABX_EPERM, "reaching a sandbox's ports needs root (CAP_SYS_ADMIN)")
+                            : abx__error_errno(err, ABX_ENOTRUNNING, d.err, "nothing answers on that port in the sandbox");
+    *fd = d.fd;
+    return rc;
+}
+
 /* Freezes or thaws the sandbox's cgroup (the shim's /abx/pause, /abx/resume). */
 static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
 {
@@ -509,6 +561,7 @@ const abx_provider abx__provider_local = {
     .kill = local_kill,
     .read_output = local_read_output,
     .pause = local_pause,
+    .connect_port = local_connect_port,
     .attach = local_attach,
     .free_state = local_free_state,
     .metrics = local_metrics,

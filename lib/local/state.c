@@ -18,6 +18,7 @@
 #include "config.h"
 #include "error_internal.h"
 #include "sandbox_id.h"
+#include "sysutil.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -26,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -232,4 +234,30 @@ void abx__state_reconcile(void)
     }
     closedir(d);
     abx__cgroup_sweep_stale(STARTING_GRACE_S);
+}
+
+/* The sandbox's network namespace (O_CLOEXEC fd), from its init's pid in
+ * meta.json, checked to be the child of the shim that holds the sandbox;
+ * -1 when that cannot be told. */
+int abx__state_netns(const char *dir)
+{
+    char path[760], text[4096];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return -1;
+    json_t *meta = json_loads(text, 0, NULL);
+    int init = (int)json_integer_value(json_object_get(meta, "init_pid"));
+    int shim = (int)json_integer_value(json_object_get(meta, "shim_pid"));
+    json_decref(meta);
+    if (init <= 1 || shim <= 1)
+        return -1;
+    char status[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", init);
+    if (abx__read_small_file(path, status, sizeof status) < 0)
+        return -1;
+    const char *pp = strstr(status, "\nPPid:");
+    if (!pp || (int)strtol(pp + 7, NULL, 10) != shim)
+        return -1; /* not that sandbox's init (gone, and its pid reused) */
+    snprintf(path, sizeof path, "/proc/%d/ns/net", init);
+    return open(path, O_RDONLY | O_CLOEXEC);
 }

@@ -18,4 +18,10 @@ void abx__state_reconcile(void);
 /* Reaps one dead sandbox's leftovers (cgroups, then the directory). */
 void abx__state_reap(const char *id);
 
+/* The network namespace of the sandbox whose state directory is dir (an
+ * O_RDONLY|O_CLOEXEC fd, the caller's), from its init's pid in meta.json,
+ * checked to be the child of the shim that holds it; -1 when that cannot be
+ * told (gone, or its pid reused). */
+int abx__state_netns(const char *dir);
+
 #endif
