@@ -162,7 +162,8 @@ static abx_epp_execs *e2b_task_table(abx_sandbox *s, abx_client **ref)
 /* ---- the REST calls --------------------------------------------------------------------- */
 
 typedef struct answer {
-    abx_buf body;
+    abx_buf body;       /* at most MAX_ANSWER */
+    bool too_big;
     long retry_after;
     char next_token[128];
 } answer;
@@ -170,7 +171,9 @@ typedef struct answer {
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
     answer *a = ud;
-    return abx__buf_append(&a->body, data, size * n) == 0 ? size * n : 0;
+    int rc = abx__buf_append(&a->body, data, size * n);
+    a->too_big |= rc == -ABX_ETOOBIG;
+    return rc == 0 ? size * n : 0;
 }
 
 /* Retry-After and X-Next-Token, the only headers read. */
@@ -245,7 +248,10 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
-        if (cc != CURLE_OK) {
+        if (cc != CURLE_OK && a.too_big) {
+            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered more than %u MiB", ec->id,
+                                MAX_ANSWER >> 20);
+        } else if (cc != CURLE_OK) {
             rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)", ec->id,
                                 cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
         } else if (status == 429 && attempt == 0 && a.retry_after >= 0 && a.retry_after <= 30) {

@@ -99,9 +99,13 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_erro
     int code = -rc;
     unsigned status = code == ABX_ENOTFOUND ? 404 : code == ABX_EINVAL ? 400 : code == ABX_ELIMIT ? 429
                       : code == ABX_EAUTH ? 401 : code == ABX_ETIMEOUT ? 504 : 500;
+    /* a request's own mistake says which (our validation's words); a fault
+     * of this host only its code and the generic text: no path, no errno */
+    const char *detail = status == 404 ? "sandbox not found"
+                         : status == 400 && abx_error_message(err) ? abx_error_message(err)
+                                                                   : abx_strerror(code);
     char message[300];
-    snprintf(message, sizeof message, "%s: %s", abx_err_name(code) ? abx_err_name(code) : "E8000",
-             status == 404 ? "sandbox not found" : abx_error_message(err) ? abx_error_message(err) : abx_strerror(code));
+    snprintf(message, sizeof message, "%s: %s", abx_err_name(code) ? abx_err_name(code) : "E8000", detail);
     abx_error_free(err);
     return send_error(c, status, message);
 }

@@ -147,6 +147,12 @@ test('a broken exec stream is a protocol error, reported as such: two exec.exit,
     assert.equal(e.code, code, `${how}: ${r.stderr}`);
     if (how !== 'crash-mid') assert.match(e.message, how === 'two-exits' ? /a second exec\.exit/ : /exec\.output after/);
   }
+  // a flood: 48 MiB for one exec; abx keeps a bounded head and tail and still reports the end
+  recorder('stream-flood', { features: ['sandbox.lifecycle', 'exec.stream'], behave: { 'exec.start': 'flood' } });
+  const flood = abxh(['--json', 'exec', 'stream-flood:box1', 'anything'], { timeout: 120000, maxBuffer: 64 << 20 });
+  const fr = JSON.parse(flood.stdout);
+  assert.equal(fr.exit_code, 5, flood.stderr);
+  assert.ok(fr.stdout.length > 0 && fr.stdout.length <= 600 * 1024, `kept ${fr.stdout.length} bytes of 48 MiB`);
   recorder('stream-ok', { features: ['sandbox.lifecycle', 'exec.stream'] });
   let r = abxh(['exec', 'stream-ok:box1', 'anything']);
   assert.deepEqual([r.status, r.stdout], [5, 'streamed\n']);

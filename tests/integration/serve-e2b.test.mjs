@@ -10,7 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { abx, root, privateHome, startHttpServer, stopServer, runAbx } from '../lib/harness.mjs';
+import { abx, root, privateHome, startHttpServer, stopServer, runAbx, runAbxAsync } from '../lib/harness.mjs';
 
 const H = privateHome('abx-serve');
 const KEY = `e2b_${'a1'.repeat(20)}`;
@@ -331,6 +331,34 @@ test('abx --provider e2b: every CLI verb against abx serve; a wrong key is E8020
   const e = JSON.parse(r.stderr).error;
   assert.equal(e.code, 'E8020');
   assert.ok(!r.stderr.includes(base) && !r.stderr.includes('e2b_0000'), r.stderr);
+});
+
+test('abx --provider e2b against a hostile API: an endless answer is cut at 8 MiB, a 500 says nothing of its body or URL', async () => {
+  const fake = http.createServer((req, res) => {
+    if (req.url.startsWith('/v2/sandboxes')) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      const chunk = Buffer.alloc(1 << 20, 0x20);
+      let sent = 0;
+      const more = () => { while (sent++ < 64) if (!res.write(chunk)) return res.once('drain', more); res.end(); };
+      return more();
+    }
+    res.writeHead(500, { 'Content-Type': 'application/json' });
+    res.end('{"code":500,"message":"secret-upstream-detail at /srv/internal"}');
+  });
+  await new Promise((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  try {
+    const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: `http://127.0.0.1:${fake.address().port}` };
+    let r = await runAbxAsync(['--json', '--provider', 'e2b', 'list'], { env });
+    let e = JSON.parse(r.stderr).error;
+    assert.equal(e.code, 'E8015');
+    assert.match(e.message, /more than 8 MiB/);
+    r = await runAbxAsync(['--json', 'info', 'e2b:i00000000000000000000'], { env });
+    e = JSON.parse(r.stderr).error;
+    assert.equal(e.code, 'E8015');
+    assert.ok(!r.stderr.includes('secret-upstream-detail') && !r.stderr.includes('127.0.0.1') && !r.stderr.includes(KEY), r.stderr);
+  } finally {
+    fake.close();
+  }
 });
 
 test('abx --provider e2b mcp start: the fifteen tools through abx serve, background tasks followed by the session', async () => {
