@@ -17,6 +17,7 @@
  * proxy adds the sandbox's token when the request has none.
  */
 #include "serve.h"
+#include "buf.h"
 #include "netlibs.h"
 #include "state.h"
 #include "sysutil.h"
@@ -36,6 +37,7 @@
 
 #define MAX_ANSWER_HEADERS 32
 #define PIPE_BYTES (1 << 20)
+#define SMALL_BODY (1u << 20)
 
 struct serve_proxy {
     atomic_int refs;             /* the connection's, the worker's, the response's */
@@ -53,6 +55,12 @@ struct serve_proxy {
     pthread_cond_t headed;       /* the answer's headers are in (or it failed) */
     bool headers_done, failed;
     bool answered;               /* a response reads down[0] (and closes it) */
+    /* A body of known length up to SMALL_BODY (every RPC) is gathered first
+     * and sent whole: a shim that answers before reading it (a wrong token)
+     * then never races a body still streaming. Larger ones stream. */
+    bool small;
+    bool started;                /* the worker runs (it holds a reference) */
+    abx_buf small_body;
     long status;
     char *names[MAX_ANSWER_HEADERS], *values[MAX_ANSWER_HEADERS];
     size_t nheaders;
@@ -81,6 +89,7 @@ static void unref(serve_proxy *p)
     }
     if (p->curl)
         curl_easy_cleanup(p->curl);
+    abx__buf_free(&p->small_body);
     curl_slist_free_all(p->req_headers);
     pthread_cond_destroy(&p->headed);
     pthread_mutex_destroy(&p->mu);
@@ -275,7 +284,9 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     p->length = cl ? strtoll(cl, NULL, 10) : -1;
     p->upload = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-    bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (!p->upload || pipe2(p->up, O_CLOEXEC) == 0);
+    p->small = p->upload && p->length >= 0 && p->length <= (long long)SMALL_BODY;
+    abx__buf_init(&p->small_body, SMALL_BODY);
+    bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (p->small || !p->upload || pipe2(p->up, O_CLOEXEC) == 0);
     if (ok) { /* larger pipes: fewer wake-ups per megabyte (best effort) */
         fcntl(p->down[1], F_SETPIPE_SZ, PIPE_BYTES);
         if (p->upload)
@@ -312,15 +323,16 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
         curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, 256L * 1024);
         if (strcmp(method, "HEAD") == 0)
             curl_easy_setopt(p->curl, CURLOPT_NOBODY, 1L);
-        if (p->upload) {
+        if (p->upload && !p->small) {
             curl_easy_setopt(p->curl, CURLOPT_UPLOAD, 1L);
             curl_easy_setopt(p->curl, CURLOPT_READFUNCTION, on_read);
             curl_easy_setopt(p->curl, CURLOPT_READDATA, p);
             curl_easy_setopt(p->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)p->length);
             curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method); /* UPLOAD means PUT unless told */
         }
-        ok = pthread_create(&p->worker, NULL, worker_main, p) == 0;
-        if (ok)
+        ok = p->small || pthread_create(&p->worker, NULL, worker_main, p) == 0; /* small: at finish */
+        p->started = ok && !p->small;
+        if (p->started)
             pthread_detach(p->worker);
     }
     if (!ok) {
@@ -335,6 +347,8 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
 
 bool abx__serve_proxy_upload(serve_proxy *p, const char *data, size_t len)
 {
+    if (p->small) /* more than its Content-Length said: refused */
+        return abx__buf_append(&p->small_body, data, len) == 0;
     return p->up[1] >= 0 && abx__write_all(p->up[1], data, len) == 0;
 }
 
@@ -363,6 +377,18 @@ static void answer_done(void *cls)
 int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
 {
     close_fd(p, &p->up[1]); /* the request's end */
+    if (p->small) { /* the whole body is here: send it in one piece */
+        curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, p->small_body.data ? p->small_body.data : "");
+        curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->small_body.len);
+        p->started = pthread_create(&p->worker, NULL, worker_main, p) == 0;
+        if (p->started) {
+            pthread_detach(p->worker);
+        } else {
+            pthread_mutex_lock(&p->mu);
+            p->failed = p->headers_done = true;
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
     pthread_mutex_lock(&p->mu);
     while (!p->headers_done)
         pthread_cond_wait(&p->headed, &p->mu);
@@ -400,5 +426,7 @@ void abx__serve_proxy_release(serve_proxy *p)
     close_fd(p, &p->up[1]); /* a request cut short: the shim sees its body end */
     if (!p->answered)
         close_fd(p, &p->down[0]); /* nobody will read the answer: the worker stops */
+    if (!p->started)
+        unref(p); /* the worker's reference: it never ran */
     unref(p);
 }
