@@ -21,12 +21,16 @@ const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.fl
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const rows = [];
 
-const srv = await new Promise((resolve, reject) => {
-  const child = spawn(abx, ['serve', '--listen', '127.0.0.1:0'], { env: { ...process.env, ABX_HOME: home, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
-  child.on('exit', (c) => reject(new Error(`serve exited ${c}: ${err}`)));
-});
+function startServe(args, home) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(abx, ['serve', '--listen', '127.0.0.1:0', ...args], { env: { ...process.env, ABX_HOME: home, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
+    child.on('exit', (c) => { if (!child.port) reject(new Error(`serve exited ${c}: ${err}`)); });
+  });
+}
+const stopServe = (child) => new Promise((r) => { child.on('exit', r); child.kill('SIGTERM'); });
+const srv = await startServe([], home);
 const base = `http://127.0.0.1:${srv.port}`;
 process.env.E2B_API_URL = base;
 process.env.E2B_SANDBOX_URL = base;
@@ -35,17 +39,40 @@ const { Sandbox } = await import('e2b');
 const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${srv.pid}/status`, 'utf8'))[1]) / 1024;
 const api = (p, method = 'GET', body) => fetch(`${base}${p}`, { method, headers: { 'X-API-Key': KEY, 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
 
-// 1. create → run → kill through the SDK
-for (let i = 0; i < 3; i++) { const s = await Sandbox.create(); await s.commands.run('true'); await s.kill(); }
-const cycle = [];
-for (let i = 0; i < 20; i++) {
-  const t0 = process.hrtime.bigint();
-  const s = await Sandbox.create();
-  await s.commands.run('true');
-  await s.kill();
-  cycle.push(ms(t0));
+// 1. create → run → kill through the SDK: with the default warm pool (2),
+// and against a second abx serve with --warm 0 in the same run, interleaved
+const coldHome = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-bench-serve-cold-'));
+const cold = await startServe(['--warm', '0'], coldHome);
+await new Promise((r) => setTimeout(r, 1000)); // the pool fills: a host serves for longer than this
+async function cycles(url, n, out) {
+  process.env.E2B_API_URL = url;
+  process.env.E2B_SANDBOX_URL = url;
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    const s = await Sandbox.create();
+    const t1 = process.hrtime.bigint();
+    await s.commands.run('true');
+    const t2 = process.hrtime.bigint();
+    await s.kill();
+    out.push([ms(t0), Number(t1 - t0) / 1e6, Number(t2 - t1) / 1e6, ms(t2)]);
+  }
 }
-rows.push(['E2B SDK create → commands.run("true") → kill', 20, `median ${median(cycle).toFixed(1)} ms`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'} (E2B's cloud: ~150 ms for create alone)`]);
+const warmRuns = [], coldRuns = [];
+const coldUrl = `http://127.0.0.1:${cold.port}`;
+await cycles(base, 3, []);
+await cycles(coldUrl, 3, []);
+for (let round = 0; round < 3; round++) {
+  await cycles(base, 10, warmRuns);
+  await cycles(coldUrl, 10, coldRuns);
+}
+process.env.E2B_API_URL = base;
+process.env.E2B_SANDBOX_URL = base;
+await stopServe(cold);
+fs.rmSync(coldHome, { recursive: true, force: true });
+const split = (v) => `create ${median(v.map((x) => x[1])).toFixed(1)}, run ${median(v.map((x) => x[2])).toFixed(1)}, kill ${median(v.map((x) => x[3])).toFixed(1)}`;
+const cycle = warmRuns.map((x) => x[0]), coldCycle = coldRuns.map((x) => x[0]);
+rows.push(['E2B SDK create → commands.run("true") → kill (abx serve, --warm 4: the default)', cycle.length, `median ${median(cycle).toFixed(1)} ms (${split(warmRuns)})`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'} (E2B's cloud: ~150 ms for create alone)`]);
+rows.push(['the same against abx serve --warm 0', coldCycle.length, `median ${median(coldCycle).toFixed(1)} ms (${split(coldRuns)})`, `${(median(coldCycle) / median(cycle)).toFixed(2)}× the warm figure`]);
 
 // 2. 100 concurrent creates
 let t0 = process.hrtime.bigint();

@@ -74,6 +74,8 @@ struct abx_provider {
     /* Optional, for a built-in provider: its per-client state (c->state). */
     int (*attach)(abx_client *c, abx_error **err);
     void (*free_state)(void *state);
+    /* Keeps count sandboxes started ahead (0: none); may be NULL (E8004). */
+    int (*keep_warm)(abx_client *c, unsigned count, abx_error **err);
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;
      * capability gates the call (E8004 when undeclared). */

@@ -67,6 +67,13 @@ void abx_client_free(abx_client *c)
         c->ops->free_state(c->state);
     free(c);
 }
+int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err)
+{
+    if (!c->ops || !c->ops->keep_warm)
+        return abx__error_set(err, ABX_ENOTSUP, "provider %s: only the local provider keeps sandboxes warm",
+                              c->provider);
+    return c->ops->keep_warm(c, count, err);
+}
 const char *abx_client_provider(const abx_client *c) { return c->provider; }
 const char *abx_client_provider_source(const abx_client *c) { return c->source; }
 const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }

@@ -473,6 +473,15 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
                           freeze ? "stop" : "start again");
 }
 
+int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error **err)
+{
+    if (cg->version == 2 && cg->ndirs > 0)
+        return write_knob(cg->dirs[0], "cpu.weight", background ? "1" : "100", err);
+    if (cg->version == 1 && cg->ndirs > 2)
+        return write_knob(cg->dirs[2], "cpu.shares", background ? "2" : "1024", err);
+    return 0;
+}
+
 /* utime + stime of pid, in microseconds (0 when it cannot be read). */
 static unsigned long long proc_cpu_us(long pid)
 {

@@ -38,6 +38,9 @@ void abx__cgroup_reap_id(const char *id);
  * waits until it is so: v2 cgroup.freeze, v1 the freezer leaf. E8004
  * where the host has no freezer. */
 int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err);
+/* Gives the cgroup the smallest CPU weight (background: v1 cpu.shares 2,
+ * v2 cpu.weight 1) or the default one back (1024, 100). */
+int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error **err);
 /* CPU time used by the cgroup's processes (v2 cpu.stat; v1: its current
  * members' utime + stime) and its memory in use. -1 with no cgroup. */
 int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned long long *mem_bytes);

@@ -12,7 +12,9 @@
  * reaps what it left (lib/state.c, "reconcile").
  *
  * States: STARTING (jail, socket, server) -> RUNNING (event loop) ->
- * ENDING (sh->ending set: HTTP waiters give up) -> gone (_exit).
+ * ENDING (sh->ending set: HTTP waiters give up) -> gone (_exit). A sandbox
+ * started ahead for a warm pool (config "standby") runs as STANDBY until
+ * its pool claims it (/abx/claim); it ends with the pool's process.
  */
 #include "shim.h"
 #include "error_internal.h"
@@ -30,9 +32,11 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -62,12 +66,12 @@ json_t *abx__shim_info_locked(shim *sh)
     const char *k;
     json_t *v;
     json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i}", "sandbox_id", sh->id,
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i, s:b}", "sandbox_id", sh->id,
                      "template", sh->template_name, "status", sh->ending ? "ending" : sh->paused ? "paused" : "running", "started_at",
                      started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
                      (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
                      "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
-                     "shim_pid", (int)getpid(), "init_pid", (int)sh->jail.init_pid);
+                     "shim_pid", (int)getpid(), "init_pid", (int)sh->jail.init_pid, "standby", sh->standby);
 }
 
 /* meta.json: written to a temporary name, then renamed over the old one. */
@@ -122,6 +126,70 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
         arm_timer_locked(sh);
         write_meta_locked(sh);
         pthread_cond_broadcast(&sh->cv);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+/* A standby sandbox starts in the background (STANDBY_NICE for the shim,
+ * whose threads and init inherit it; the smallest CPU weight for its
+ * cgroup), so that starting it does not slow the sandboxes in use; its
+ * claim puts everything back. Only as root: lowering a nice value needs
+ * CAP_SYS_NICE. */
+#define STANDBY_NICE 19
+
+static bool runs_in_background(const shim *sh)
+{
+    return sh->standby && geteuid() == 0;
+}
+
+static void *weight_main(void *arg)
+{
+    shim *sh = arg;
+    abx__cgroup_set_background(&sh->jail.cgroup, false, NULL);
+    return NULL;
+}
+
+static void to_foreground(shim *sh)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            setpriority(PRIO_PROCESS, (id_t)atoi(e->d_name), 0);
+    if (d)
+        closedir(d);
+    setpriority(PRIO_PROCESS, (id_t)sh->jail.init_pid, 0);
+    /* the weight by a thread of its own: a cgroup write waits for the
+     * kernel's cgroup lock, which another sandbox's start may hold for a
+     * grace period (5-25 ms), and the claim answers now */
+    pthread_t t;
+    if (pthread_create(&t, NULL, weight_main, sh) == 0)
+        pthread_detach(t);
+    else
+        abx__cgroup_set_background(&sh->jail.cgroup, false, NULL);
+}
+
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, abx_error **err)
+{
+    pthread_mutex_lock(&sh->mu);
+    int rc = 0;
+    if (!sh->standby || sh->ending)
+        rc = abx__error_set(err, ABX_EINVAL, "the sandbox is not waiting to be claimed");
+    if (rc == 0) {
+        json_decref(sh->envs);
+        json_decref(sh->metadata);
+        sh->envs = json_incref(envs);
+        sh->metadata = json_incref(metadata);
+        if (runs_in_background(sh))
+            to_foreground(sh);
+        sh->standby = false;
+        sh->timeout_s = timeout;
+        sh->started_at = time(NULL);
+        sh->end_at = sh->started_at + (time_t)timeout;
+        arm_timer_locked(sh);
+        if (write_meta_locked(sh) < 0)
+            rc = abx__error_errno(err, ABX_EIO, errno, "writing the sandbox metadata");
     }
     pthread_mutex_unlock(&sh->mu);
     return rc;
@@ -202,7 +270,12 @@ static int read_config(shim *sh, abx_error **err)
     sh->limits.pids = (unsigned)json_integer_value(json_object_get(cfg, "pids"));
     sh->metadata = json_incref(json_object_get(cfg, "metadata"));
     sh->envs = json_incref(json_object_get(cfg, "envs"));
+    sh->standby = json_is_true(json_object_get(cfg, "standby"));
+    json_int_t owner = json_integer_value(json_object_get(cfg, "owner_pid"));
     json_decref(cfg);
+    /* opened while the owner waits for this shim's ready line: the pid is its */
+    if (sh->standby && (owner <= 0 || (sh->owner_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)owner, 0)) < 0))
+        return abx__error_set(err, ABX_ECONFIG, "a standby sandbox needs its pool's process");
     if (!sh->metadata)
         sh->metadata = json_object();
     if (!sh->envs)
@@ -250,8 +323,12 @@ static int start(shim *sh, abx_error **err)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
     abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
                            .as_root = true};
+    if (runs_in_background(sh))
+        setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */
     if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)
         return rc;
+    if (runs_in_background(sh))
+        abx__cgroup_set_background(&sh->jail.cgroup, true, NULL);
     int ignored;
     if ((rc = abx__jail_wait_started(&sh->jail, &ignored, err)) < 0)
         return rc;
@@ -318,7 +395,7 @@ static bool on_signal(shim *sh)
     return true; /* SIGTERM, SIGINT, SIGHUP, SIGQUIT: end the sandbox */
 }
 
-#define MAX_POLL (4 + 2 * ABX_SHIM_MAX_PROCS)
+#define MAX_POLL (5 + 2 * ABX_SHIM_MAX_PROCS)
 
 __attribute__((noreturn)) static void event_loop(shim *sh)
 {
@@ -333,6 +410,8 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         pfd[n++] = (struct pollfd){.fd = sh->wakefd, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = sh->jail.control_fd, .events = POLLIN};
         pthread_mutex_lock(&sh->mu);
+        /* negative: poll skips it */
+        pfd[n++] = (struct pollfd){.fd = sh->standby ? sh->owner_pidfd : -1, .events = POLLIN};
         bool ending = sh->ending;
         for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
             shim_proc *p = sh->procs[i];
@@ -368,7 +447,14 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         }
         if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR))
             on_control(sh);
-        for (int i = 4; i < n; i++)
+        if (pfd[4].revents & POLLIN) { /* the pool's process ended */
+            pthread_mutex_lock(&sh->mu);
+            bool unclaimed = sh->standby;
+            pthread_mutex_unlock(&sh->mu);
+            if (unclaimed)
+                teardown(sh, 0);
+        }
+        for (int i = 5; i < n; i++)
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
                 abx__shim_on_output(sh, pfd[i].fd);
     }
@@ -382,7 +468,7 @@ int abx__shim_main(int argc, char **argv)
     }
     static shim sh; /* the one shim of this process; its threads share it */
     memset(&sh, 0, sizeof sh);
-    sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = -1;
+    sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", argv[1]);
     sh.ring_pool = ABX_BOUND_SHIM_RINGS;
     pthread_mutex_init(&sh.mu, NULL);

@@ -113,6 +113,8 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     bool paused;         /* frozen (pause): processes stopped, memory and files kept */
+    bool standby;        /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
+    int owner_pidfd;     /* the pool's process while standby: its end ends the sandbox; -1 */
     struct abx_watchers *watchers; /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
     void *httpd;         /* struct MHD_Daemon * */
     char *control_buf;   /* the event loop's receive buffer for init's messages */
@@ -129,6 +131,10 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds);
  * kept 24 h at most; resume gives it timeout seconds (0: its last). -ABX_E*
  * (E8001 when it already is so: the caller tells which). */
 int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
+/* Hands a standby sandbox to its first user: a fresh lifetime of timeout
+ * seconds from now, the create's envs and metadata (string maps; the shim
+ * takes its own references). E8001 when it is not standby (claimed once). */
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, abx_error **err);
 /* Asks the event loop to end the sandbox. */
 void abx__shim_request_end(shim *sh);
 /* The metadata document (what `abx info` shows); caller owns it. Lock held. */

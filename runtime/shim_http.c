@@ -13,6 +13,7 @@
  *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range: bytes=A-B)
  *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
  *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
+ *   POST /abx/claim {timeout, envs, metadata}         a standby sandbox's first user (warm pool)
  *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
  *   POST /execute, GET|POST /contexts, DELETE /contexts/ID, POST /contexts/ID/restart
  *                                                      E2B's code-interpreter API (shim_code.c)
@@ -745,6 +746,24 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
             return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
         abx__shim_set_timeout(sh, (unsigned)json_integer_value(t));
+        pthread_mutex_lock(&sh->mu);
+        json_t *doc = abx__shim_info_locked(sh);
+        pthread_mutex_unlock(&sh->mu);
+        return send_json(c, 200, doc);
+    }
+    if (strcmp(url, "/abx/claim") == 0) {
+        json_t *t = json_object_get(req, "timeout"), *envs = json_object_get(req, "envs"),
+               *meta = json_object_get(req, "metadata");
+        if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400 ||
+            !json_is_object(envs) || !json_is_object(meta) || !abx__shim_string_map_ok(envs) ||
+            !abx__shim_string_map_ok(meta))
+            return send_error(c, ABX_EINVAL, "claim: timeout 1-86400, envs and metadata string maps");
+        abx_error *err = NULL;
+        int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, &err);
+        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
+        abx_error_free(err);
+        if (rc < 0)
+            return r;
         pthread_mutex_lock(&sh->mu);
         json_t *doc = abx__shim_info_locked(sh);
         pthread_mutex_unlock(&sh->mu);

@@ -816,6 +816,8 @@ int abx_serve_run(const abx_serve_config *cfg, abx_error **err)
     abx_client_options co = {.provider = "local"};
     if (rc == 0)
         rc = abx_client_new(&co, &s->local, err);
+    if (rc == 0 && cfg->warm)
+        rc = abx_client_keep_warm(s->local, cfg->warm, err);
     if (rc == 0 && !abx__mhd())
         rc = abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
     if (rc < 0) {

@@ -12,6 +12,7 @@ typedef struct abx_serve_config {
     const char *listen;           /* "ADDR:PORT" (port 0: a free one) */
     const char *const *api_keys;  /* "e2b_" + 40 hex each, NULL-terminated */
     const char *domain;           /* sandbox domain; NULL: "localhost" */
+    unsigned warm;                /* sandboxes kept started ahead (abx_client_keep_warm) */
     void *reserved[4];
 } abx_serve_config;
 

@@ -132,6 +132,15 @@ typedef struct abx_client_options {
  * client. opts may be NULL. Free with abx_client_free(). */
 ABX_API int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err);
 ABX_API void abx_client_free(abx_client *c);
+/* Keeps count (0-16) sandboxes started ahead, in the shape of the last
+ * create (template, cpu, memory; at first the defaults), so that a create
+ * takes one ready-made instead of starting one (a cgroup attach waits for
+ * the kernel, 5-25 ms): for long-lived clients (abx serve, an MCP server).
+ * They are nobody's until taken (list and connect pass them by) and end
+ * with the client (abx_client_free) or this process. 0 ends the pool. Local
+ * provider only (E8004 otherwise). Call it before the client is shared
+ * between threads. */
+ABX_API int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err);
 /* The resolved provider id ("local", ...), and where it came from. Owned by c. */
 ABX_API const char *abx_client_provider(const abx_client *c);
 ABX_API const char *abx_client_provider_source(const abx_client *c);

@@ -5,8 +5,11 @@
  * Owns: create (the request file, the token, starting the shim and waiting
  * until it serves), connect, info, list (the state directories), timeout
  * and kill through the shim's own endpoints (/abx/...), the shim's output
- * rings (read_output), and which templates this provider has. The data
- * plane is envd's (lib/sandbox_envd.c).
+ * rings (read_output), and which templates this provider has; a
+ * long-lived client's warm pool (warm_pool.c): standby sandboxes, marked
+ * by a `standby` file in their directory (connect and list pass them by),
+ * claimed by whoever removes that file. The data plane is envd's
+ * (lib/sandbox_envd.c).
  */
 #include "provider.h"
 #include "b64.h"
@@ -15,6 +18,7 @@
 #include "sandbox_id.h"
 #include "state.h"
 #include "sysutil.h"
+#include "warm_pool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -86,6 +90,7 @@ static void local_free_impl(void *impl)
 
 typedef struct local_client {
     atomic_ullong reconciled_ns; /* abx__now_ns() of the last reconcile; 0: never */
+    abx_warm_pool *pool;         /* keep_warm's; NULL: none */
 } local_client;
 
 static int local_attach(abx_client *c, abx_error **err)
@@ -100,6 +105,9 @@ static int local_attach(abx_client *c, abx_error **err)
 
 static void local_free_state(void *state)
 {
+    local_client *lc = state;
+    if (lc)
+        abx__warm_pool_free(lc->pool);
     free(state);
 }
 
@@ -126,6 +134,9 @@ static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, ab
     int rc = abx__state_dir(plain, dir, sizeof dir, err);
     if (rc < 0)
         return rc;
+    snprintf(path, sizeof path, "%s/standby", dir);
+    if (access(path, F_OK) == 0) /* a warm pool's, nobody's yet */
+        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
     snprintf(path, sizeof path, "%s/meta.json", dir);
     if (access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
         abx__state_reconcile();
@@ -252,30 +263,26 @@ static int start_shim(const char *shim_path, const char *dir, abx_error **err)
     return abx__error_set(err, ABX_EJAIL, "the sandbox supervisor did not start");
 }
 
-static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+#define STANDBY_TIMEOUT_S 900 /* the pool replaces them after 600 */
+
+/* What a create of these options starts: template, cpu and memory with defaults applied. */
+static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 {
-    (void)c;
-    int rc = 0;
-    if (o && o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
-        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
-    if (o && o->options && o->options[0])
-        return abx__error_set(err, ABX_EINVAL, "--opt: the local provider takes no provider options");
-    json_t *envs = json_object(), *meta = json_object();
-    if ((rc = abx__pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err)) < 0 ||
-        (rc = abx__pairs_to_object(o ? o->metadata : NULL, meta, "metadata", false, err)) < 0) {
-        json_decref(envs);
-        json_decref(meta);
-        return rc;
-    }
+    snprintf(shape->template_id, sizeof shape->template_id, "%s", o && o->template_id ? o->template_id : "base");
+    shape->cpu_count = o && o->cpu_count ? o->cpu_count : ABX_DEFAULT_CPU_COUNT;
+    shape->memory_mb = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
+}
+
+/* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
+ * this process, its envs and metadata given when it is claimed). */
+static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta, bool standby,
+                         abx_sandbox **out, abx_error **err)
+{
     char shim_path[PATH_MAX];
-    if (find_shim(shim_path, sizeof shim_path) < 0) {
-        json_decref(envs);
-        json_decref(meta);
+    if (find_shim(shim_path, sizeof shim_path) < 0)
         return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
-    }
-    reconcile_now_and_then(c);
+    int rc = 0;
     char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65];
-    unsigned memory = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
     json_t *cfg = NULL;
     if (abx__sandbox_id_new(id) < 0 || random_token(token) < 0) {
         rc = abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
@@ -288,18 +295,23 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         rc = abx__error_errno(err, ABX_EIO, errno, "creating the sandbox state directory");
         goto out;
     }
-    cfg = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:i, s:i, s:i}", "sandbox_id", id, "template",
-                    o && o->template_id ? o->template_id : "base", "timeout",
-                    (int)(o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S), "envs", envs, "metadata", meta,
-                    "cpu_count", (int)(o && o->cpu_count ? o->cpu_count : ABX_DEFAULT_CPU_COUNT), "memory_mb",
-                    (int)memory, "disk_size_mb", (int)(memory / 2 > 16 ? memory / 2 : 16), "pids",
-                    (int)ABX_DEFAULT_PIDS);
+    unsigned memory = shape->memory_mb;
+    cfg = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:i, s:i, s:i, s:b, s:i}", "sandbox_id", id, "template",
+                    shape->template_id, "timeout", (int)timeout_s, "envs", envs, "metadata", meta, "cpu_count",
+                    (int)shape->cpu_count, "memory_mb", (int)memory, "disk_size_mb",
+                    (int)(memory / 2 > 16 ? memory / 2 : 16), "pids", (int)ABX_DEFAULT_PIDS, "standby", standby,
+                    "owner_pid", (int)getpid());
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     snprintf(path, sizeof path, "%s/config.json", dir);
     int wrc = text ? write_private(path, text) : -1;
     free(text);
     snprintf(path, sizeof path, "%s/token", dir);
-    if (wrc < 0 || write_private(path, token) < 0) {
+    if (wrc == 0)
+        wrc = write_private(path, token);
+    snprintf(path, sizeof path, "%s/standby", dir);
+    if (wrc == 0 && standby)
+        wrc = write_private(path, "");
+    if (wrc < 0) {
         rc = abx__error_errno(err, ABX_EIO, errno, "writing the sandbox request");
         abx__state_reap(id);
         goto out;
@@ -315,6 +327,84 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
 out:
     explicit_bzero(token, sizeof token);
     json_decref(cfg);
+    return rc;
+}
+
+/* ---- the warm pool's two ends ---------------------------------------------- */
+
+static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
+{
+    json_t *none = json_object();
+    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, true, out, NULL) : -ABX_ENOMEM;
+    json_decref(none);
+    return rc;
+}
+
+static int local_kill(abx_sandbox *s, abx_error **err);
+
+static void kill_standby(abx_sandbox *s)
+{
+    local_kill(s, NULL);
+    abx_sandbox_free(s);
+}
+
+static int local_keep_warm(abx_client *c, unsigned count, abx_error **err)
+{
+    local_client *lc = c->state;
+    if (count > ABX_WARM_POOL_MAX)
+        return abx__error_set(err, ABX_EINVAL, "warm pool: at most %d sandboxes", ABX_WARM_POOL_MAX);
+    abx__warm_pool_free(lc->pool);
+    lc->pool = NULL;
+    abx_warm_shape defaults;
+    shape_of(NULL, &defaults);
+    if (count && !(lc->pool = abx__warm_pool_new(count, &defaults, make_standby, kill_standby)))
+        return abx__error_set(err, ABX_ESYS, "warm pool: no thread");
+    return 0;
+}
+
+/* A standby sandbox of this create's shape, claimed for it; NULL when the
+ * pool has none (or the one it had could not be claimed: ended, say). */
+static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, unsigned timeout_s, json_t *envs,
+                               json_t *meta)
+{
+    abx_sandbox *s = lc && lc->pool ? abx__warm_pool_take(lc->pool, shape) : NULL;
+    if (!s)
+        return NULL;
+    char marker[760];
+    snprintf(marker, sizeof marker, "%s/standby", local_of(s)->dir);
+    json_t *body = json_pack("{s:i, s:O, s:O}", "timeout", (int)timeout_s, "envs", envs, "metadata", meta);
+    json_t *resp = NULL;
+    int rc = body && unlink(marker) == 0 ? abx__envd_json(&s->envd, "POST", "/abx/claim", body, &resp, NULL) : -1;
+    json_decref(body);
+    json_decref(resp);
+    if (rc < 0) {
+        kill_standby(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
+{
+    int rc = 0;
+    if (o && o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
+        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
+    if (o && o->options && o->options[0])
+        return abx__error_set(err, ABX_EINVAL, "--opt: the local provider takes no provider options");
+    json_t *envs = json_object(), *meta = json_object();
+    if ((rc = abx__pairs_to_object(o ? o->envs : NULL, envs, "envs", true, err)) < 0 ||
+        (rc = abx__pairs_to_object(o ? o->metadata : NULL, meta, "metadata", false, err)) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return rc;
+    }
+    abx_warm_shape shape;
+    shape_of(o, &shape);
+    unsigned timeout_s = o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S;
+    reconcile_now_and_then(c);
+    *out = claim_warm(c->state, &shape, timeout_s, envs, meta);
+    if (!*out)
+        rc = start_sandbox(&shape, timeout_s, envs, meta, false, out, err);
     json_decref(envs);
     json_decref(meta);
     return rc;
@@ -382,6 +472,9 @@ static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info
             continue;
         char dir[900], meta[960];
         snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+        snprintf(meta, sizeof meta, "%s/standby", dir);
+        if (access(meta, F_OK) == 0) /* a warm pool's */
+            continue;
         snprintf(meta, sizeof meta, "%s/meta.json", dir);
         json_t *doc = json_load_file(meta, 0, NULL);
         if (!doc || !abx__state_shim_alive(dir)) {
@@ -508,7 +601,7 @@ static int local_kill(abx_sandbox *s, abx_error **err)
     /* done when the shim has removed the state directory (or died) */
     uint64_t deadline = abx__now_ns() / 1000000 + KILL_WAIT_MS;
     while (access(l->dir, F_OK) == 0 && abx__state_shim_alive(l->dir) && abx__now_ns() / 1000000 < deadline) {
-        struct timespec ts = {0, 1000000};
+        struct timespec ts = {0, 200000}; /* teardown takes about a millisecond */
         nanosleep(&ts, NULL);
     }
     if (access(l->dir, F_OK) == 0) {
@@ -564,6 +657,7 @@ const abx_provider abx__provider_local = {
     .connect_port = local_connect_port,
     .attach = local_attach,
     .free_state = local_free_state,
+    .keep_warm = local_keep_warm,
     .metrics = local_metrics,
     .free_impl = local_free_impl,
 };
