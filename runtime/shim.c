@@ -154,9 +154,12 @@ static void to_foreground(shim *sh)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.')
-            setpriority(PRIO_PROCESS, (id_t)atoi(e->d_name), 0);
+    while (d && (e = readdir(d))) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (tid > 0 && *end == '\0')
+            setpriority(PRIO_PROCESS, (id_t)tid, 0);
+    }
     if (d)
         closedir(d);
     setpriority(PRIO_PROCESS, (id_t)sh->jail.init_pid, 0);
