@@ -76,6 +76,8 @@ struct abx_provider {
     void (*free_state)(void *state);
     /* Keeps count sandboxes started ahead (0: none); may be NULL (E8004). */
     int (*keep_warm)(abx_client *c, unsigned count, abx_error **err);
+    /* A new network policy (its normal JSON form, netpolicy.h); may be NULL (E8004). */
+    int (*set_network)(abx_sandbox *s, json_t *policy, abx_error **err);
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;
      * capability gates the call (E8004 when undeclared). */

@@ -13,6 +13,7 @@
 #include "error_internal.h"
 #include "parse.h"
 #include "epp_exec.h"
+#include "netpolicy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,18 @@ int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err)
         return abx__error_set(err, ABX_ENOTSUP, "provider %s: only the local provider keeps sandboxes warm",
                               c->provider);
     return c->ops->keep_warm(c, count, err);
+}
+int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const *allow_out,
+                            const char *const *deny_out, abx_error **err)
+{
+    if (!s->ops || !s->ops->set_network)
+        return abx__error_set(err, ABX_ENOTSUP, "this provider cannot change a sandbox's network");
+    json_t *policy = NULL;
+    int rc = abx__net_policy_build(mode, allow_out, deny_out, "none", &policy, err);
+    if (rc == 0)
+        rc = s->ops->set_network(s, policy, err);
+    json_decref(policy);
+    return rc;
 }
 const char *abx_client_provider(const abx_client *c) { return c->provider; }
 const char *abx_client_provider_source(const abx_client *c) { return c->source; }
@@ -162,6 +175,7 @@ void abx_sandbox_info_clear(abx_sandbox_info *info)
         return;
     free(info->metadata_json);
     free(info->env_names_json);
+    free(info->network_json);
     memset(info, 0, sizeof *info);
 }
 

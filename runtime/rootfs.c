@@ -198,7 +198,7 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
     static const char *const curated[] = {
         "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf",
         "/etc/pki", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-        "/etc/nsswitch.conf", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",
+        "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
         "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/localtime", "/etc/timezone",
         "/etc/locale.alias", "/etc/locale.gen", "/etc/default/locale", "/etc/bash.bashrc",
         "/etc/inputrc", "/etc/environment",
@@ -206,6 +206,9 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
         "/etc/magic", "/etc/python3", "/etc/python3.11", "/etc/perl", "/etc/papersize",
         "/etc/skel", "/etc/matplotlibrc", "/etc/fonts",
     };
+    /* a copy, not a bind: a sandbox given a network later gets its own resolver here (runtime/net.c) */
+    if (access("/etc/resolv.conf", R_OK) == 0)
+        add(p, (mount_op){.kind = OP_COPY, .src = "/etc/resolv.conf", .dst = "/etc/resolv.conf", .mode = 0644});
     bool has_default = false;
     for (size_t i = 0; i < sizeof curated / sizeof curated[0]; i++) {
         if (strncmp(curated[i], "/etc/default/", 13) == 0 && !has_default) {

@@ -19,6 +19,9 @@
 #include "shim.h"
 #include "error_internal.h"
 #include "init_proto.h"
+#include "net.h"
+#include "netpolicy.h"
+#include "shim_files.h"
 #include "parse.h"
 #include "sysutil.h"
 
@@ -66,12 +69,18 @@ json_t *abx__shim_info_locked(shim *sh)
     const char *k;
     json_t *v;
     json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i, s:b}", "sandbox_id", sh->id,
+    json_t *network = sh->net ? abx__net_describe(sh->net) : json_deep_copy(sh->net_policy);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i, s:b}", "sandbox_id", sh->id,
                      "template", sh->template_name, "status", sh->ending ? "ending" : sh->paused ? "paused" : "running", "started_at",
                      started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
                      (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
                      "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
                      "shim_pid", (int)getpid(), "init_pid", (int)sh->jail.init_pid, "standby", sh->standby);
+    if (doc)
+        json_object_set_new(doc, "network", network ? network : json_pack("{s:s}", "mode", "none"));
+    else
+        json_decref(network);
+    return doc;
 }
 
 /* meta.json: written to a temporary name, then renamed over the old one. */
@@ -198,6 +207,49 @@ int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, 
     return rc;
 }
 
+/* The sandbox's /etc/resolv.conf names its own resolver. */
+static int point_resolver(shim *sh, abx_error **err)
+{
+    char text[256];
+    abx__net_resolv_conf(sh->net, text, sizeof text);
+    int fd = -1;
+    int rc = abx__fs_open_file(sh, 0, "/etc/resolv.conf", O_WRONLY | O_CREAT | O_TRUNC, &fd, err);
+    if (rc == 0 && abx__write_all(fd, text, strlen(text)) < 0)
+        rc = abx__error_errno(err, ABX_EIO, errno, "network: writing the sandbox's resolv.conf");
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* Lock held. */
+static int set_network_locked(shim *sh, json_t *policy, abx_error **err)
+{
+    int rc = 0;
+    bool wants = strcmp(abx__net_policy_mode(policy), "none") != 0;
+    if (sh->net)
+        rc = abx__net_set_policy(sh->net, policy, err);
+    else if (wants && (rc = abx__net_up(sh->id, sh->jail.init_pid, sh->state_dir, policy, &sh->net, err)) == 0 &&
+             (rc = point_resolver(sh, err)) < 0) {
+        abx__net_down(sh->net);
+        sh->net = NULL;
+    }
+    if (rc == 0) {
+        json_decref(sh->net_policy);
+        sh->net_policy = json_incref(policy);
+    }
+    return rc;
+}
+
+int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err)
+{
+    pthread_mutex_lock(&sh->mu);
+    int rc = sh->ending ? abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending") : set_network_locked(sh, policy, err);
+    if (rc == 0)
+        write_meta_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
 void abx__shim_wake(shim *sh)
 {
     uint64_t one = 1;
@@ -237,6 +289,7 @@ __attribute__((noreturn)) static void teardown(shim *sh, int status)
     sh->ending = true;
     pthread_cond_broadcast(&sh->cv);
     pthread_mutex_unlock(&sh->mu);
+    abx__net_down(sh->net); /* the resolver, the filter's objects, the links, the address */
     abx__jail_destroy(&sh->jail); /* SIGKILL init: the pid namespace dies with it */
     remove_state(sh->state_dir);
     _exit(status);
@@ -274,6 +327,14 @@ static int read_config(shim *sh, abx_error **err)
     sh->metadata = json_incref(json_object_get(cfg, "metadata"));
     sh->envs = json_incref(json_object_get(cfg, "envs"));
     sh->standby = json_is_true(json_object_get(cfg, "standby"));
+    json_t *network = json_object_get(cfg, "network");
+    int nrc = network ? abx__net_policy_normalize(network, &sh->net_policy, err) : 0;
+    if (nrc == 0 && !sh->net_policy)
+        sh->net_policy = json_pack("{s:s, s:[], s:[]}", "mode", "none", "allow_out", "deny_out");
+    if (nrc < 0) {
+        json_decref(cfg);
+        return nrc;
+    }
     json_int_t owner = json_integer_value(json_object_get(cfg, "owner_pid"));
     json_decref(cfg);
     /* opened while the owner waits for this shim's ready line: the pid is its */
@@ -342,6 +403,15 @@ static int start(shim *sh, abx_error **err)
     sh->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sh->rootfd < 0)
         return abx__error_errno(err, ABX_EJAIL, errno, "opening the sandbox root");
+    if (strcmp(abx__net_policy_mode(sh->net_policy), "none") != 0) {
+        json_t *policy = json_incref(sh->net_policy);
+        pthread_mutex_lock(&sh->mu);
+        rc = set_network_locked(sh, policy, err);
+        pthread_mutex_unlock(&sh->mu);
+        json_decref(policy);
+        if (rc < 0)
+            return rc;
+    }
     if ((rc = listen_socket(sh, err)) < 0)
         return rc;
     sh->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -494,6 +564,7 @@ int abx__shim_main(int argc, char **argv)
     if (rc < 0) {
         tell_creator((int)abx_error_code(err), abx_error_message(err));
         abx_error_free(err);
+        abx__net_down(sh.net);
         abx__jail_destroy(&sh.jail);
         remove_state(sh.state_dir);
         return 1;

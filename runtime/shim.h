@@ -113,6 +113,8 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     bool paused;         /* frozen (pause): processes stopped, memory and files kept */
+    json_t *net_policy;  /* the network policy's normal form (netpolicy.h; lock: mu) */
+    struct abx_net *net; /* its network when it has one (net.h; lock: mu) */
     bool standby;        /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
     int owner_pidfd;     /* the pool's process while standby: its end ends the sandbox; -1 */
     struct abx_watchers *watchers; /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
@@ -135,6 +137,9 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
  * seconds from now, the create's envs and metadata (string maps; the shim
  * takes its own references). E8001 when it is not standby (claimed once). */
 int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, abx_error **err);
+/* Applies a new network policy (normal form): gives the sandbox its
+ * network the first time it is not "none". */
+int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err);
 /* Asks the event loop to end the sandbox. */
 void abx__shim_request_end(shim *sh);
 /* The metadata document (what `abx info` shows); caller owns it. Lock held. */

@@ -14,6 +14,7 @@
  *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
  *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
  *   POST /abx/claim {timeout, envs, metadata}         a standby sandbox's first user (warm pool)
+ *   POST /abx/network {mode, allow_out, deny_out}      a new network policy (netpolicy.h), now
  *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
  *   POST /execute, GET|POST /contexts, DELETE /contexts/ID, POST /contexts/ID/restart
  *                                                      E2B's code-interpreter API (shim_code.c)
@@ -30,6 +31,7 @@
 #include "shim_code.h"
 #include "shim_files.h"
 #include "shim_watch.h"
+#include "netpolicy.h"
 #include "parse.h"
 #include "b64.h"
 #include "sysutil.h"
@@ -746,6 +748,22 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
             return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
         abx__shim_set_timeout(sh, (unsigned)json_integer_value(t));
+        pthread_mutex_lock(&sh->mu);
+        json_t *doc = abx__shim_info_locked(sh);
+        pthread_mutex_unlock(&sh->mu);
+        return send_json(c, 200, doc);
+    }
+    if (strcmp(url, "/abx/network") == 0) {
+        abx_error *err = NULL;
+        json_t *policy = NULL;
+        int rc = abx__net_policy_normalize(req, &policy, &err);
+        if (rc == 0)
+            rc = abx__shim_set_network(sh, policy, &err);
+        json_decref(policy);
+        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
+        abx_error_free(err);
+        if (rc < 0)
+            return r;
         pthread_mutex_lock(&sh->mu);
         json_t *doc = abx__shim_info_locked(sh);
         pthread_mutex_unlock(&sh->mu);

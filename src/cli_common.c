@@ -261,8 +261,15 @@ json_t *cli_info_json(const abx_sandbox_info *i)
     strftime(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&e, &tm));
     json_t *meta = json_loads(i->metadata_json ? i->metadata_json : "{}", 0, NULL);
     json_t *envs = json_loads(i->env_names_json ? i->env_names_json : "[]", 0, NULL);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "sandbox_id", i->sandbox_id, "template",
-                     i->template_id, "status", i->status, "started_at", started, "end_at", end, "cpu_count",
-                     (int)i->cpu_count, "memory_mb", (int)i->memory_mb, "disk_size_mb", (int)i->disk_size_mb,
-                     "metadata", meta ? meta : json_object(), "env_names", envs ? envs : json_array());
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "sandbox_id", i->sandbox_id,
+                            "template", i->template_id, "status", i->status, "started_at", started, "end_at", end,
+                            "cpu_count", (int)i->cpu_count, "memory_mb", (int)i->memory_mb, "disk_size_mb",
+                            (int)i->disk_size_mb, "metadata", meta ? meta : json_object(), "env_names",
+                            envs ? envs : json_array());
+    json_t *net = i->network_json ? json_loads(i->network_json, 0, NULL) : NULL;
+    if (doc && net)
+        json_object_set_new(doc, "network", net);
+    else
+        json_decref(net);
+    return doc;
 }

@@ -6,7 +6,8 @@
 
 const char cmd_create_help[] =
     "Usage: abx create [--template T] [--timeout S] [--env K=V]... [--metadata K=V]...\n"
-    "                  [--cpu N] [--memory MB] [--json]\n"
+    "                  [--cpu N] [--memory MB] [--network none|internet|allowlist]\n"
+    "                  [--allow-out X]... [--deny-out X]... [--json]\n"
     "\n"
     "Creates a sandbox that lives until it times out or is killed, across abx\n"
     "invocations, and prints its id (local:<id>).\n"
@@ -17,12 +18,21 @@ const char cmd_create_help[] =
     "  --metadata K=V  labels shown by 'abx info' and 'abx list' (repeatable)\n"
     "  --cpu N         CPUs, 1-1024 (default 1)\n"
     "  --memory MB     memory, 16-1048576 (default 512)\n"
+    "  --network M     none: loopback only (the default, or config.toml [network]\n"
+    "                  default); internet: public addresses less --deny-out;\n"
+    "                  allowlist: only what --allow-out names. Needs root.\n"
+    "  --allow-out X   an address, CIDR, domain or *.domain it may reach (repeatable;\n"
+    "                  alone it means --network allowlist); a CIDR here also opens\n"
+    "                  private ranges, which are closed otherwise\n"
+    "  --deny-out X    one it may not (repeatable; alone it means --network internet);\n"
+    "                  see docs/network.md\n"
     "  --json          {\"sandbox_id\": ..., ...} instead of the id alone\n";
 
 int cmd_create(cli_ctx *ctx, int argc, char **argv)
 {
     const char *envs[129] = {NULL}, *meta[129] = {NULL}, *pos[CLI_MAX_POSITIONAL];
-    size_t nenvs = 0, nmeta = 0, npos = 0;
+    const char *allow[4097] = {NULL}, *deny[4097] = {NULL};
+    size_t nenvs = 0, nmeta = 0, npos = 0, nallow = 0, ndeny = 0;
     abx_create_options o = {0};
     const cli_flag flags[] = {
         {"--template", CLI_STRING, &o.template_id, 0, 0, NULL, 0, NULL},
@@ -31,6 +41,9 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         {"--metadata", CLI_MULTI, meta, 0, 0, &nmeta, 128, NULL},
         {"--cpu", CLI_UINT, &o.cpu_count, 1, 1024, NULL, 0, NULL},
         {"--memory", CLI_UINT, &o.memory_mb, 16, 1048576, NULL, 0, NULL},
+        {"--network", CLI_STRING, &o.network, 0, 0, NULL, 0, NULL},
+        {"--allow-out", CLI_MULTI, allow, 0, 0, &nallow, 4096, NULL},
+        {"--deny-out", CLI_MULTI, deny, 0, 0, &ndeny, 4096, NULL},
     };
     int rc = cli_parse(ctx, "create", cmd_create_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
@@ -39,6 +52,8 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         return cli_fail(ctx, ABX_EUSAGE, "abx create takes no arguments");
     o.envs = envs;
     o.metadata = meta;
+    o.allow_out = allow;
+    o.deny_out = deny;
     o.options = ctx->nopts ? ctx->opts : NULL; /* --opt K=V, anywhere on the line */
     int status = 0;
     abx_client *c = cli_client(ctx, &status);

@@ -141,6 +141,10 @@ ABX_API void abx_client_free(abx_client *c);
  * provider only (E8004 otherwise). Call it before the client is shared
  * between threads. */
 ABX_API int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err);
+/* Changes a live sandbox's network policy (mode as in abx_create_options,
+ * NULL: decided by the lists); the next connections follow it. */
+ABX_API int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const *allow_out,
+                                    const char *const *deny_out, abx_error **err);
 /* The resolved provider id ("local", ...), and where it came from. Owned by c. */
 ABX_API const char *abx_client_provider(const abx_client *c);
 ABX_API const char *abx_client_provider_source(const abx_client *c);
@@ -159,7 +163,15 @@ typedef struct abx_create_options {
      * refuses them. A key a plugin marks secret is refused here: secrets
      * come from configuration only. */
     const char *const *options;
-    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
+    /* The network (docs/network.md): mode "none" (loopback only),
+     * "internet" or "allowlist"; NULL: decided by the lists, else
+     * config.toml [network] default, else "none". allow_out and deny_out:
+     * addresses, CIDRs, domains, *.domains, NULL-terminated, may be NULL.
+     * A network needs root on the local provider. */
+    const char *network;
+    const char *const *allow_out;
+    const char *const *deny_out;
+    void *reserved[1];          /* room to grow without breaking the layout: leave zero */
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -180,6 +192,9 @@ typedef struct abx_sandbox_info {
     unsigned cpu_count, memory_mb, disk_size_mb;
     char *metadata_json;        /* {"k":"v",...}; freed by abx_sandbox_info_clear */
     char *env_names_json;       /* ["K",...] */
+    /* {"mode", "allow_out", "deny_out"[, "address", "gateway", "interface"]};
+     * NULL when the provider does not say. Freed by abx_sandbox_info_clear. */
+    char *network_json;
 } abx_sandbox_info;
 
 ABX_API void abx_sandbox_info_clear(abx_sandbox_info *info);

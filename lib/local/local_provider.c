@@ -19,6 +19,7 @@
 #include "state.h"
 #include "sysutil.h"
 #include "warm_pool.h"
+#include "netpolicy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -207,8 +208,16 @@ static int start_shim(const char *shim_path, const char *dir, abx_error **err)
     if (cgroup_parent)
         snprintf(cg_env, sizeof cg_env, "ABX_CGROUP_PARENT=%s", cgroup_parent);
     char *const argv[] = {(char *)"abx-shim", (char *)dir, NULL};
-    char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8",
-                          cgroup_parent ? cg_env : NULL, NULL};
+    /* the shim's whole environment: the network's settings pass (runtime/net.h) */
+    char *envp[6] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
+    char net_dns[300], net_pool[64];
+    size_t ne = 2;
+    if (cgroup_parent)
+        envp[ne++] = cg_env;
+    if (getenv("ABX_NET_DNS") && snprintf(net_dns, sizeof net_dns, "ABX_NET_DNS=%s", getenv("ABX_NET_DNS")) < (int)sizeof net_dns)
+        envp[ne++] = net_dns;
+    if (getenv("ABX_NET_POOL") && snprintf(net_pool, sizeof net_pool, "ABX_NET_POOL=%s", getenv("ABX_NET_POOL")) < (int)sizeof net_pool)
+        envp[ne++] = net_pool;
     /* Only async-signal-safe calls between fork and exec: the caller may be threaded. */
     pid_t child = fork();
     if (child < 0) {
@@ -275,8 +284,8 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
-static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta, bool standby,
-                         abx_sandbox **out, abx_error **err)
+static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta,
+                         json_t *network, bool standby, abx_sandbox **out, abx_error **err)
 {
     char shim_path[PATH_MAX];
     if (find_shim(shim_path, sizeof shim_path) < 0)
@@ -301,6 +310,8 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
                     (int)shape->cpu_count, "memory_mb", (int)memory, "disk_size_mb",
                     (int)(memory / 2 > 16 ? memory / 2 : 16), "pids", (int)ABX_DEFAULT_PIDS, "standby", standby,
                     "owner_pid", (int)getpid());
+    if (cfg && network)
+        json_object_set(cfg, "network", network);
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     snprintf(path, sizeof path, "%s/config.json", dir);
     int wrc = text ? write_private(path, text) : -1;
@@ -335,7 +346,7 @@ out:
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
     json_t *none = json_object();
-    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, true, out, NULL) : -ABX_ENOMEM;
+    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, NULL, true, out, NULL) : -ABX_ENOMEM;
     json_decref(none);
     return rc;
 }
@@ -384,6 +395,16 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
     return s;
 }
 
+/* config.toml [network] default: the mode of a create that names none. */
+static void default_network(char *out, size_t len)
+{
+    snprintf(out, len, "none");
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    if (kvs && abx__config_load(kvs, NULL) == 0 && abx__kvs_get(kvs, "network.default"))
+        snprintf(out, len, "%s", abx__kvs_get(kvs, "network.default"));
+    free(kvs);
+}
+
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
@@ -398,13 +419,24 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         json_decref(meta);
         return rc;
     }
+    json_t *network = NULL;
+    char default_mode[32];
+    default_network(default_mode, sizeof default_mode);
+    if ((rc = abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL,
+                                    default_mode, &network, err)) < 0) {
+        json_decref(envs);
+        json_decref(meta);
+        return rc;
+    }
     abx_warm_shape shape;
     shape_of(o, &shape);
     unsigned timeout_s = o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S;
     reconcile_now_and_then(c);
-    *out = claim_warm(c->state, &shape, timeout_s, envs, meta);
+    bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
+    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, envs, meta);
     if (!*out)
-        rc = start_sandbox(&shape, timeout_s, envs, meta, false, out, err);
+        rc = start_sandbox(&shape, timeout_s, envs, meta, network, false, out, err);
+    json_decref(network);
     json_decref(envs);
     json_decref(meta);
     return rc;
@@ -438,6 +470,8 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     json_t *e = json_object_get(doc, "env_names");
     out->metadata_json = m ? json_dumps(m, JSON_COMPACT) : strdup("{}");
     out->env_names_json = e ? json_dumps(e, JSON_COMPACT) : strdup("[]");
+    json_t *net = json_object_get(doc, "network");
+    out->network_json = json_is_object(net) ? json_dumps(net, JSON_COMPACT) : NULL;
 }
 
 static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
@@ -580,6 +614,14 @@ static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error 
     return rc;
 }
 
+static int local_set_network(abx_sandbox *s, json_t *policy, abx_error **err)
+{
+    json_t *resp = NULL;
+    int rc = abx__envd_json(&s->envd, "POST", "/abx/network", policy, &resp, err);
+    json_decref(resp);
+    return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)") : rc;
+}
+
 /* Freezes or thaws the sandbox's cgroup (the shim's /abx/pause, /abx/resume). */
 static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
 {
@@ -658,6 +700,7 @@ const abx_provider abx__provider_local = {
     .attach = local_attach,
     .free_state = local_free_state,
     .keep_warm = local_keep_warm,
+    .set_network = local_set_network,
     .metrics = local_metrics,
     .free_impl = local_free_impl,
 };
