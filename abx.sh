@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjansson-dev
   libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev libarchive-dev
   libmnl-dev libldns-dev libnftables-dev"
-TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas"
+TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas python3-pip nftables curl"
 BENCH_PACKAGES="bubblewrap hyperfine"
 
 as_root() {

@@ -51,6 +51,8 @@ struct abx_dns {
     pthread_t thread;
     pthread_mutex_t mu;
     compiled_policy policy; /* lock: mu */
+    bool relearn;           /* the deny list changed: look its names up again (lock: mu) */
+    int wake_fd;            /* an eventfd: a new policy */
     struct sockaddr_storage upstream[UPSTREAM_MAX];
     socklen_t upstream_len[UPSTREAM_MAX];
     int nupstream;
@@ -218,10 +220,12 @@ static void filter_answer(abx_dns *d, ldns_pkt *r, bool denied)
             }
             pthread_mutex_lock(&d->mu);
             bool opened = cidr_listed(d->policy.allow, d->policy.nallow, a);
+            bool listing = strcmp(d->policy.mode, "allowlist") == 0;
             pthread_mutex_unlock(&d->mu);
             if (abx__net_addr_forbidden(AF_INET, a) && !opened)
                 continue; /* the rebinding guard */
-            d->admit(d->ctx, a, ldns_rr_ttl(rr), false);
+            if (listing) /* internet mode admits nothing: its deny list holds for every name */
+                d->admit(d->ctx, a, ldns_rr_ttl(rr), false);
         }
         ldns_rr *copy = ldns_rr_clone(rr);
         if (copy && !ldns_rr_list_push_rr(kept, copy))
@@ -285,16 +289,70 @@ static void answer_one(abx_dns *d, const uint8_t *msg, size_t len, const struct 
     ldns_pkt_free(q);
 }
 
+/* A question for name's A records, as a sandbox would ask it. */
+static size_t make_question(const char *name, uint8_t *out, size_t cap)
+{
+    ldns_pkt *q = NULL;
+    uint8_t *wire = NULL;
+    size_t size = 0;
+    if (ldns_pkt_query_new_frm_str(&q, name, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, LDNS_RD) != LDNS_STATUS_OK)
+        return 0;
+    ldns_pkt_set_random_id(q);
+    if (ldns_pkt2wire(&wire, q, &size) != LDNS_STATUS_OK || size > cap)
+        size = 0;
+    else
+        memcpy(out, wire, size);
+    free(wire);
+    ldns_pkt_free(q);
+    return size;
+}
+
+/* In internet mode, the addresses of the names the deny list names go to
+ * the filter's deny set at once, so that a connection made without asking
+ * the resolver fails too (a wildcard's names cannot be listed: those are
+ * learned when asked). */
+static void learn_denied(abx_dns *d)
+{
+    char names[64][ABX_NET_NAME_MAX + 1];
+    size_t n = 0;
+    pthread_mutex_lock(&d->mu);
+    if (strcmp(d->policy.mode, "internet") == 0)
+        for (size_t i = 0; i < d->policy.ndeny && n < 64; i++)
+            if (d->policy.deny[i].kind == ABX_NET_NAME)
+                snprintf(names[n++], sizeof names[0], "%s", d->policy.deny[i].name);
+    d->relearn = false;
+    pthread_mutex_unlock(&d->mu);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t q[512], answer[DNS_MSG_MAX];
+        size_t qlen = make_question(names[i], q, sizeof q);
+        ssize_t alen = qlen ? ask_upstream(d, q, qlen, answer) : -1;
+        ldns_pkt *r = NULL;
+        if (alen > 0 && ldns_wire2pkt(&r, answer, (size_t)alen) == LDNS_STATUS_OK)
+            filter_answer(d, r, true);
+        ldns_pkt_free(r);
+    }
+}
+
 static void *dns_main(void *arg)
 {
     abx_dns *d = arg;
     uint8_t msg[DNS_MSG_MAX];
     for (;;) {
-        struct pollfd p[2] = {{.fd = d->fd, .events = POLLIN}, {.fd = d->stop_fd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0)
+        pthread_mutex_lock(&d->mu);
+        bool relearn = d->relearn;
+        pthread_mutex_unlock(&d->mu);
+        if (relearn)
+            learn_denied(d);
+        struct pollfd p[3] = {{.fd = d->fd, .events = POLLIN}, {.fd = d->stop_fd, .events = POLLIN},
+                              {.fd = d->wake_fd, .events = POLLIN}};
+        if (poll(p, 3, -1) < 0)
             continue;
         if (p[1].revents)
             return NULL;
+        if (p[2].revents) {
+            uint64_t v;
+            (void)read(d->wake_fd, &v, sizeof v);
+        }
         struct sockaddr_storage from;
         socklen_t fromlen = sizeof from;
         ssize_t n = recvfrom(d->fd, msg, sizeof msg, MSG_DONTWAIT, (struct sockaddr *)&from, &fromlen);
@@ -321,8 +379,10 @@ int abx__dns_start(const char *gateway, json_t *policy, abx_dns_admit_fn admit, 
     inet_pton(AF_INET, gateway, &sa.sin_addr);
     d->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     d->stop_fd = eventfd(0, EFD_CLOEXEC);
+    d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    d->relearn = true;
     int rc = 0;
-    if (d->fd < 0 || d->stop_fd < 0 || bind(d->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+    if (d->fd < 0 || d->stop_fd < 0 || d->wake_fd < 0 || bind(d->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
         rc = abx__error_errno(err, ABX_EJAIL, errno, "network: the resolver on the gateway, port 53");
     sigset_t all, old;
     sigfillset(&all);
@@ -335,6 +395,8 @@ int abx__dns_start(const char *gateway, json_t *policy, abx_dns_admit_fn admit, 
             close(d->fd);
         if (d->stop_fd >= 0)
             close(d->stop_fd);
+        if (d->wake_fd >= 0)
+            close(d->wake_fd);
         policy_clear(&d->policy);
         pthread_mutex_destroy(&d->mu);
         free(d);
@@ -350,7 +412,10 @@ void abx__dns_set_policy(abx_dns *d, json_t *policy)
         return;
     pthread_mutex_lock(&d->mu);
     policy_compile(&d->policy, policy);
+    d->relearn = true;
     pthread_mutex_unlock(&d->mu);
+    uint64_t one = 1;
+    (void)write(d->wake_fd, &one, sizeof one);
 }
 
 void abx__dns_stop(abx_dns *d)
@@ -362,6 +427,7 @@ void abx__dns_stop(abx_dns *d)
     pthread_join(d->thread, NULL);
     close(d->fd);
     close(d->stop_fd);
+    close(d->wake_fd);
     policy_clear(&d->policy);
     pthread_mutex_destroy(&d->mu);
     free(d);

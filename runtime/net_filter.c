@@ -17,7 +17,8 @@
  *   input:   iifname vmap @in_by_if (abxsN : jump in_N: DNS to its gateway
  *            only); anything else from abxs* dropped.
  *   postrouting: masquerade what leaves the pool for the host's routes.
- *   sb_N:    replies; not IPv4 or not from its own address: drop; then the
+ *   sb_N:    replies; not IPv4, not from its own address, or DNS (53, 853:
+ *            its own resolver is reached through input): drop; then the
  *            policy (netpolicy.h's order): @a4_N accept, @dn4_N drop,
  *            @ok4_N accept (the resolver's, with timeouts), @d4_N drop,
  *            @forbidden4 drop, then accept (internet) or drop.
@@ -213,7 +214,7 @@ static unsigned slots_here(void)
             continue;
         char path[300], text[96];
         snprintf(path, sizeof path, NET_DIR "/%s", e->d_name);
-        if (abx__read_small_file(path, text, sizeof text) > 0 && strstr(text, want))
+        if (abx__read_small_file(path, text, sizeof text) == 0 && strstr(text, want))
             count++;
     }
     if (d)
@@ -487,13 +488,14 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
                    "add rule inet abx sb_%u ct state established,related accept\n"
                    "add rule inet abx sb_%u meta nfproto != ipv4 drop\n"
                    "add rule inet abx sb_%u ip saddr != %s drop\n"
+                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } drop\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @dn4_%u drop\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @d4_%u drop\n"
                    "add rule inet abx sb_%u ip daddr @forbidden4 drop\n"
                    "add rule inet abx sb_%u %s\n",
-                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, strcmp(mode, "internet") == 0 ? "accept" : "drop");
+                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, strcmp(mode, "internet") == 0 ? "accept" : "drop");
 }
 
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
@@ -590,7 +592,7 @@ void abx__net_reap(const char *state_dir)
 {
     char path[600], text[256];
     snprintf(path, sizeof path, "%s/net.json", state_dir);
-    if (abx__read_small_file(path, text, sizeof text) <= 0)
+    if (abx__read_small_file(path, text, sizeof text) < 0)
         return;
     json_t *doc = json_loads(text, 0, NULL);
     json_t *slot = json_object_get(doc, "slot");

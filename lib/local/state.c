@@ -14,6 +14,7 @@
  * token (0600), shim.lock, envd.sock (0600), meta.json (atomic).
  */
 #include "state.h"
+#include "net.h"
 #include "cgroup.h"
 #include "config.h"
 #include "error_internal.h"
@@ -183,6 +184,11 @@ void abx__state_reap(const char *id)
     char root[560];
     if (!abx__sandbox_id_valid(id) || abx__state_root(root, sizeof root, false, NULL) < 0)
         return;
+    char dir[700];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        abx__net_reap(dir); /* its filter objects and address (its links went with its namespace) */
     int root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (root_fd < 0)
         return;

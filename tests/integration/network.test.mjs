@@ -1,0 +1,225 @@
+// network.test.mjs: sandbox networking (issue 12) in a world the test
+// builds (networld/world.mjs): abx runs in a namespace whose only route
+// leads to the test's "internet" namespace; nothing leaves the two.
+// Every check is what a program inside would see: curl, getent, pip, a raw
+// UDP packet, and what the host keeps: ip link, nft list ruleset.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { abx, privateHome, sleep } from '../lib/harness.mjs';
+import { buildWorld, teardown, inHost, canBuild, WEB_A, WEB_B, LAN, METADATA, DNS } from './networld/world.mjs';
+
+const why = canBuild();
+let W;
+const H = privateHome('abx-net');
+const env = { ...H.env, ABX_NET_DNS: DNS };
+
+before(async () => { if (!why) W = await buildWorld(); });
+after(() => {
+  if (W) for (const id of ids()) abxw(['kill', id]);
+  teardown(W);
+  H.cleanup();
+});
+
+const abxw = (args) => inHost(W, [abx, ...args], { env });
+const ids = () => { try { return fs.readdirSync(`${H.home}/sandboxes`).map((i) => `local:${i}`); } catch { return []; } };
+
+function create(...args) {
+  const r = abxw(['create', '--timeout', '300', ...args]);
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+function sh(id, script) {
+  const r = abxw(['exec', id, script]);
+  return r.stdout + r.stderr;
+}
+const http = (id, url) => sh(id, `curl -s -m 3 -o /dev/null -w '%{http_code}' ${url}`).trim();
+const resolves = (id, name) => sh(id, `getent ahostsv4 ${name} >/dev/null && echo yes || echo no`).trim() === 'yes';
+const rawDns = (id, server) => sh(id, `python3 -c "
+import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.sendto(bytes.fromhex('123401000001000000000000') + b'\\x07allowed\\x04test\\x00\\x00\\x01\\x00\\x01', ('${server}', 53))
+try: s.recv(512); print('answered')
+except OSError: print('blocked')"`).trim();
+
+function hostState() {
+  const links = inHost(W, ['ip', '-br', 'link']).stdout.split('\n').filter((l) => l.startsWith('abxs'));
+  const rules = inHost(W, ['nft', 'list', 'ruleset']).stdout.trim();
+  return { links, rules };
+}
+function slotsOf(list) {
+  let n = 0;
+  for (const f of fs.existsSync('/run/abx/net') ? fs.readdirSync('/run/abx/net') : []) {
+    if (!f.startsWith('slot-')) continue;
+    try { if (list.some((id) => fs.readFileSync(`/run/abx/net/${f}`, 'utf8').startsWith(id.replace('local:', '') + ' '))) n++; } catch { /* gone */ }
+  }
+  return n;
+}
+
+test('none is the default: loopback only, no name resolves', { skip: why ?? false }, () => {
+  const id = create();
+  const info = JSON.parse(abxw(['info', '--json', id]).stdout);
+  assert.equal(info.network.mode, 'none');
+  assert.equal(http(id, `http://${WEB_A}/`), '000');
+  assert.equal(resolves(id, 'allowed.test'), false);
+  assert.match(sh(id, 'cat /proc/net/dev'), /lo:/);
+  assert.doesNotMatch(sh(id, 'cat /proc/net/dev'), /eth0/);
+  abxw(['kill', id]);
+});
+
+test('internet: the web hosts, not the LAN, not the host, not the metadata address; DNS only through abx', { skip: why ?? false }, () => {
+  const id = create('--network', 'internet');
+  try {
+    const info = JSON.parse(abxw(['info', '--json', id]).stdout);
+    assert.equal(info.network.mode, 'internet');
+    assert.match(info.network.address, /^10\.200\./);
+    assert.equal(http(id, `http://${WEB_A}/`), '200');
+    assert.equal(http(id, `http://${WEB_B}/`), '200');
+    assert.equal(http(id, 'http://allowed.test/'), '200');
+    assert.equal(http(id, `http://${LAN}/`), '000');
+    assert.equal(http(id, `http://${METADATA}/`), '000');
+    assert.equal(http(id, `http://${W.hostAddr}:8080/`), '000');
+    assert.equal(http(id, `http://${info.network.gateway}:8080/`), '000');
+    assert.equal(rawDns(id, DNS), 'blocked');
+    assert.equal(rawDns(id, info.network.gateway), 'answered');
+    // a name that resolves to a private address stays unreachable (rebinding)
+    assert.equal(resolves(id, 'rebind.test'), false);
+  } finally {
+    abxw(['kill', id]);
+  }
+});
+
+test('allow list of domains: allowed names and wildcards only; the denied name, its address and rebinding refused', { skip: why ?? false }, () => {
+  const id = create('--allow-out', 'allowed.test', '--allow-out', '*.wild.test', '--allow-out', 'rebind.test');
+  try {
+    assert.equal(JSON.parse(abxw(['info', '--json', id]).stdout).network.mode, 'allowlist');
+    assert.equal(http(id, `http://${WEB_B}/`), '000'); // before any name points there
+    assert.equal(http(id, 'http://allowed.test/'), '200');
+    assert.equal(http(id, 'http://b.wild.test/'), '200');
+    assert.equal(resolves(id, 'wild.test'), false); // *.wild.test is not wild.test
+    assert.equal(resolves(id, 'denied.test'), false);
+    assert.equal(http(id, 'http://denied.test/'), '000');
+    assert.equal(http(id, `http://${WEB_B}/`), '000');
+    assert.equal(resolves(id, 'rebind.test'), false);
+    assert.equal(http(id, `http://${LAN}/`), '000');
+    assert.equal(W.dnsLog.includes('denied.test'), false, 'a refused name was asked upstream');
+  } finally {
+    abxw(['kill', id]);
+  }
+  // a CIDR in the allow list names a private range explicitly: then it opens
+  const lan = create('--allow-out', '10.99.0.0/16');
+  try {
+    assert.equal(http(lan, `http://${LAN}/`), '200');
+    assert.equal(http(lan, `http://${WEB_A}/`), '000');
+  } finally {
+    abxw(['kill', lan]);
+  }
+});
+
+test('internet with a deny list: denied CIDRs and names (and the names\' addresses) refused, the rest open', { skip: why ?? false }, () => {
+  const id = create('--network', 'internet', '--deny-out', 'denied.test', '--deny-out', '198.51.100.0/24');
+  try {
+    assert.equal(http(id, `http://${WEB_A}/`), '000');
+    assert.equal(http(id, 'http://allowed.test/'), '000'); // its address is in a denied CIDR
+    assert.equal(resolves(id, 'denied.test'), false);
+    let raw = '';
+    for (let i = 0; i < 20 && raw !== '000'; i++) { raw = http(id, `http://${WEB_B}/`); } // learned when the policy is set
+    assert.equal(raw, '000');
+  } finally {
+    abxw(['kill', id]);
+  }
+});
+
+test('pip install from the world\'s package index works with internet, fails with none', { skip: why ?? false }, () => {
+  const pip = 'python3 -m pip install --no-cache-dir --disable-pip-version-check --target /tmp/site --trusted-host pypi.test --index-url http://pypi.test/simple abxdemo >/tmp/pip.log 2>&1; echo rc=$?; PYTHONPATH=/tmp/site python3 -c "import abxdemo; print(abxdemo.GREETING)" 2>&1 | tail -1';
+  const on = create('--network', 'internet');
+  const off = create();
+  try {
+    const out = sh(on, pip);
+    assert.match(out, /rc=0/, sh(on, 'cat /tmp/pip.log'));
+    assert.match(out, /installed through the sandbox policy/);
+    assert.doesNotMatch(sh(off, pip), /rc=0/);
+  } finally {
+    abxw(['kill', on]);
+    abxw(['kill', off]);
+  }
+});
+
+test('the policy changed at run time holds for the next connection; two sandboxes, two policies', { skip: why ?? false }, () => {
+  const a = create();
+  const b = create('--network', 'internet');
+  try {
+    assert.equal(http(a, `http://${WEB_B}/`), '000');
+    let r = abxw(['network', a, '--mode', 'internet']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /mode\s+internet/);
+    assert.equal(http(a, `http://${WEB_B}/`), '200');
+    r = abxw(['network', a, '--allow-out', 'allowed.test']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(http(a, `http://${WEB_B}/`), '000');
+    assert.equal(http(a, 'http://allowed.test/'), '200');
+    assert.equal(http(b, `http://${WEB_B}/`), '200'); // the other sandbox keeps its own
+    r = abxw(['network', '--json', a, '--mode', 'none']);
+    assert.equal(JSON.parse(r.stdout).network.mode, 'none');
+    assert.equal(http(a, 'http://allowed.test/'), '000');
+    assert.equal(http(a, `http://${WEB_A}/`), '000');
+    const bNet = JSON.parse(abxw(['network', '--json', b]).stdout).network;
+    assert.equal(bNet.mode, 'internet');
+    // one sandbox's end leaves the other's rules in place
+    abxw(['kill', a]);
+    const rules = inHost(W, ['nft', 'list', 'ruleset']).stdout;
+    assert.match(rules, new RegExp(`"${bNet.interface}" : jump`));
+    assert.equal(http(b, `http://${LAN}/`), '000');
+    assert.equal(http(b, `http://${WEB_B}/`), '200');
+  } finally {
+    abxw(['kill', a]);
+    abxw(['kill', b]);
+  }
+});
+
+test('bad network input is refused before anything is made', { skip: why ?? false }, () => {
+  const before = ids().length;
+  for (const [args, code] of [[['--network', 'open'], 'E8001'], [['--allow-out', 'not a domain!'], 'E8001'],
+    [['--network', 'none', '--allow-out', 'x.test'], 'E8001'], [['--deny-out', '10.0.0.0/99'], 'E8001']]) {
+    const r = abxw(['--json', 'create', ...args]);
+    assert.notEqual(r.status, 0, args.join(' '));
+    assert.equal(JSON.parse(r.stderr).error.code, code, `${args.join(' ')}: ${r.stderr}`);
+  }
+  assert.equal(ids().length, before);
+  const id = create();
+  const r = abxw(['--json', 'network', id, '--mode', 'sideways']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8001');
+  assert.equal(JSON.parse(abxw(['network', '--json', id]).stdout).network.mode, 'none');
+  abxw(['kill', id]);
+});
+
+test('cleanup: interfaces, rules and addresses go with the sandbox: kill, timeout, kill -9 of its supervisor', { skip: why ?? false }, async () => {
+  const before = hostState();
+  assert.deepEqual(before, { links: [], rules: '' });
+  const killed = create('--network', 'internet');
+  const timed = inHost(W, [abx, 'create', '--timeout', '2', '--allow-out', 'allowed.test'], { env }).stdout.trim();
+  const crashed = create('--network', 'internet');
+  assert.equal(hostState().links.length, 3);
+  assert.equal(slotsOf([killed, timed, crashed]), 3);
+  abxw(['kill', killed]);
+  const meta = JSON.parse(fs.readFileSync(`${H.home}/sandboxes/${crashed.replace('local:', '')}/meta.json`, 'utf8'));
+  process.kill(meta.shim_pid, 'SIGKILL');
+  await sleep(2500);
+  abxw(['list']); // reconciles what the dead supervisor left
+  for (let i = 0; i < 50 && (hostState().links.length || hostState().rules); i++) await sleep(100);
+  assert.deepEqual(hostState(), before);
+  assert.equal(slotsOf([killed, timed, crashed]), 0);
+});
+
+test('200 create/kill cycles leave the host\'s network configuration as it was', { skip: why ?? false }, () => {
+  const snapshot = () => ['ip -br link', 'ip -br addr', 'ip route', 'nft list ruleset', 'ls /run/abx/net']
+    .map((c) => inHost(W, ['sh', '-c', c]).stdout).join('\n---\n');
+  const first = create('--network', 'internet');
+  abxw(['kill', first]); // the one-time settings (IPv4 forwarding) are on from here
+  const before = snapshot();
+  for (let i = 0; i < 200; i++) {
+    const r = abxw(['create', '--timeout', '60', ...(i % 2 ? ['--network', 'internet'] : ['--allow-out', 'allowed.test'])]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(abxw(['kill', r.stdout.trim()]).status, 0);
+  }
+  assert.equal(snapshot(), before);
+});
