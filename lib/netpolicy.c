@@ -257,6 +257,21 @@ int abx__net_policy_normalize(json_t *doc, json_t **out, abx_error **err)
     return build(m ? json_string_value(m) : NULL, NULL, a, NULL, d, "none", out, err);
 }
 
+int abx__net_policy_from_e2b(int allow_internet_access, json_t *allow, json_t *deny, const char *default_mode,
+                             json_t **out, abx_error **err)
+{
+    *out = NULL;
+    if ((allow && !json_is_array(allow)) || (deny && !json_is_array(deny)))
+        return abx__error_set(err, ABX_EINVAL, "network: allow_out and deny_out are lists of strings");
+    const char *mode = NULL;
+    if (allow_internet_access == 1)
+        mode = "internet";
+    else if (allow_internet_access == 0)
+        mode = json_array_size(allow) ? "allowlist" : "none";
+    bool none = mode && strcmp(mode, "none") == 0;
+    return build(mode, NULL, none ? NULL : allow, NULL, none ? NULL : deny, default_mode, out, err);
+}
+
 const char *abx__net_policy_mode(json_t *doc)
 {
     const char *m = json_string_value(json_object_get(doc, "mode"));

@@ -65,6 +65,13 @@ int abx__net_policy_build(const char *mode, const char *const *allow, const char
 /* Checks a policy document from elsewhere (a request) and returns its
  * normal form in *out (the caller's): the same rules as _build. */
 int abx__net_policy_normalize(json_t *doc, json_t **out, abx_error **err);
+/* E2B's allow_internet_access (-1: absent, 0, 1) and its lists, as a
+ * policy: true is "internet"; false is "allowlist" when allow_out names
+ * something, else "none" (the lists then mean nothing and are dropped);
+ * absent leaves the mode to the lists, then to default_mode. allow and
+ * deny are JSON arrays of strings or NULL. *out is the caller's. */
+int abx__net_policy_from_e2b(int allow_internet_access, json_t *allow, json_t *deny, const char *default_mode,
+                             json_t **out, abx_error **err);
 /* The mode of a normal policy document ("none" when doc is NULL). */
 const char *abx__net_policy_mode(json_t *doc);
 

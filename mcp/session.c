@@ -164,6 +164,9 @@ static int create_box(mcp_session *s, const mcp_create_args *a, mcp_sandbox **ou
         .envs = a ? a->envs : NULL,
         .cpu_count = a ? a->cpu : 0,
         .memory_mb = a ? a->memory_mb : 0,
+        .network = a ? a->network : NULL,
+        .allow_out = a ? a->allow_out : NULL,
+        .deny_out = a ? a->deny_out : NULL,
     };
     abx_sandbox *h = NULL;
     int rc = abx_sandbox_create(s->client, &o, &h, err);

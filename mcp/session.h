@@ -62,6 +62,9 @@ typedef struct mcp_create_args {
     unsigned timeout_s;        /* 0: 300 */
     const char *const *envs;
     unsigned cpu, memory_mb;
+    /* the network (abx_create_options): mode NULL decided by the lists */
+    const char *network;
+    const char *const *allow_out, *const *deny_out;
 } mcp_create_args;
 
 /* Creates a sandbox and makes it the default. The result holds a reference

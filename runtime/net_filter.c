@@ -18,10 +18,13 @@
  *            only); anything else from abxs* dropped.
  *   postrouting: masquerade what leaves the pool for the host's routes.
  *   sb_N:    replies; not IPv4, not from its own address, or DNS (53, 853:
- *            its own resolver is reached through input): drop; then the
- *            policy (netpolicy.h's order): @a4_N accept, @dn4_N drop,
- *            @ok4_N accept (the resolver's, with timeouts), @d4_N drop,
- *            @forbidden4 drop, then accept (internet) or drop.
+ *            its own resolver is reached through input): refused; then the
+ *            policy (netpolicy.h's order): @a4_N accept, @dn4_N refuse,
+ *            @ok4_N accept (the resolver's, allowlist only), @d4_N refuse,
+ *            @forbidden4 refuse, then accept (internet) or refuse.
+ *            Refused: rejected as administratively prohibited, so a program
+ *            fails at once (EHOSTUNREACH) instead of waiting out a timeout;
+ *            spoofed and non-IPv4 packets are dropped silently.
  * Turned on once in the namespace and left on: net.ipv4.ip_forward.
  */
 #include "net_filter.h"
@@ -423,14 +426,14 @@ static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
                 "add map inet abx out_by_if { type ifname : verdict; }\n"
                 "add map inet abx in_by_if { type ifname : verdict; }\n"
                 "add chain inet abx forward { type filter hook forward priority filter - 1; policy accept; }\n"
-                "add chain inet abx in_by_ifut { type filter hook input priority filter - 1; policy accept; }\n"
+                "add chain inet abx input { type filter hook input priority filter - 1; policy accept; }\n"
                 "add chain inet abx postrouting { type nat hook postrouting priority srcnat + 1; policy accept; }\n"
                 "add rule inet abx forward iifname vmap @out_by_if\n"
                 "add rule inet abx forward iifname \"abxs*\" drop\n"
                 "add rule inet abx forward oifname \"abxs*\" ct state established,related accept\n"
                 "add rule inet abx forward oifname \"abxs*\" drop\n"
-                "add rule inet abx in_by_ifut iifname vmap @in_by_if\n"
-                "add rule inet abx in_by_ifut iifname \"abxs*\" drop\n");
+                "add rule inet abx input iifname vmap @in_by_if\n"
+                "add rule inet abx input iifname \"abxs*\" drop\n");
     appendf(&b, "add rule inet abx postrouting ip saddr %s oifname != \"abxs*\" masquerade\n", pool);
     size_t count;
     const char *const *ranges = abx__net_forbidden_ranges(&count);
@@ -483,19 +486,19 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
     if (rc < 0)
         return rc;
     if (strcmp(mode, "none") == 0)
-        return appendf(b, "add rule inet abx sb_%u drop\n", s);
+        return appendf(b, "add rule inet abx sb_%u reject with icmpx type admin-prohibited\n", s);
     return appendf(b,
                    "add rule inet abx sb_%u ct state established,related accept\n"
                    "add rule inet abx sb_%u meta nfproto != ipv4 drop\n"
                    "add rule inet abx sb_%u ip saddr != %s drop\n"
-                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } drop\n"
+                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @dn4_%u drop\n"
+                   "add rule inet abx sb_%u ip daddr @dn4_%u reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @d4_%u drop\n"
-                   "add rule inet abx sb_%u ip daddr @forbidden4 drop\n"
+                   "add rule inet abx sb_%u ip daddr @d4_%u reject with icmpx type admin-prohibited\n"
+                   "add rule inet abx sb_%u ip daddr @forbidden4 reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u %s\n",
-                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, strcmp(mode, "internet") == 0 ? "accept" : "drop");
+                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, strcmp(mode, "internet") == 0 ? "accept" : "reject with icmpx type admin-prohibited");
 }
 
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
@@ -514,7 +517,7 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
                      "add rule inet abx in_%u ip daddr %s udp dport 53 accept\n"
                      "add rule inet abx in_%u ip daddr %s tcp dport 53 accept\n"
                      "add rule inet abx in_%u ct state established,related accept\n"
-                     "add rule inet abx in_%u drop\n",
+                     "add rule inet abx in_%u reject with icmpx type admin-prohibited\n",
                      s, s, s, s, s, s, s, gw, s, gw, s, s);
     if (rc == 0)
         rc = policy_script(n, policy, &b);

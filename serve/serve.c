@@ -12,6 +12,7 @@
  * timeout, kill, health. Errors are E2B's body {code, message}.
  */
 #include "serve.h"
+#include "netpolicy.h"
 #include "buf.h"
 #include "error_internal.h"
 #include "netlibs.h"
@@ -320,6 +321,57 @@ static void add_options(const char *id, json_t *detail)
     json_decref(opts);
 }
 
+/* E2B's egress fields (allow_internet_access, allowOut, denyOut) as
+ * create options: a mode (NULL: the lists decide) and NULL-terminated
+ * lists whose strings are policy's. */
+typedef struct egress {
+    const char *mode;
+    char **allow, **deny;
+    json_t *policy;
+} egress;
+
+static void egress_free(egress *e)
+{
+    free(e->allow);
+    free(e->deny);
+    json_decref(e->policy);
+}
+
+static char **strings_of(json_t *arr)
+{
+    char **out = calloc(json_array_size(arr) + 1, sizeof *out);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) if (out) out[i] = (char *)json_string_value(v);
+    return out;
+}
+
+/* false with why (E2B's 400 text) when a field is malformed. */
+static bool egress_of(json_t *access, json_t *allow, json_t *deny, egress *e, char *why, size_t len)
+{
+    memset(e, 0, sizeof *e);
+    abx_error *err = NULL;
+    if (access && !json_is_boolean(access)) {
+        snprintf(why, len, "invalid body: allow_internet_access must be a boolean");
+        return false;
+    }
+    if (abx__net_policy_from_e2b(access ? json_is_true(access) : -1, allow, deny, NULL, &e->policy, &err) < 0) {
+        snprintf(why, len, "invalid body: %s", abx_error_message(err));
+        abx_error_free(err);
+        return false;
+    }
+    bool decided = access || json_array_size(allow) || json_array_size(deny);
+    e->mode = decided ? abx__net_policy_mode(e->policy) : NULL;
+    e->allow = strings_of(json_object_get(e->policy, "allow_out"));
+    e->deny = strings_of(json_object_get(e->policy, "deny_out"));
+    if (!e->allow || !e->deny) {
+        egress_free(e);
+        snprintf(why, len, "out of memory");
+        return false;
+    }
+    return true;
+}
+
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
     json_t *tmpl = json_object_get(body, "templateID");
@@ -334,13 +386,25 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
                                   "metadata and envVars objects of strings");
     }
     const char *template_id = tmpl ? json_string_value(tmpl) : "base";
+    json_t *net = json_object_get(body, "network");
+    egress e;
+    char why[300];
+    if (!egress_of(json_object_get(body, "allow_internet_access"), json_object_get(net, "allowOut"),
+                   json_object_get(net, "denyOut"), &e, why, sizeof why)) {
+        free_pairs(meta);
+        free_pairs(envs);
+        return send_error(c, 400, why);
+    }
     abx_create_options o = {.template_id = template_id, .timeout_s = (unsigned)timeout,
-                            .metadata = (const char *const *)meta, .envs = (const char *const *)envs};
+                            .metadata = (const char *const *)meta, .envs = (const char *const *)envs,
+                            .network = e.mode, .allow_out = (const char *const *)e.allow,
+                            .deny_out = (const char *const *)e.deny};
     abx_sandbox *sb = NULL;
     abx_error *err = NULL;
     int rc = abx_sandbox_create(s->local, &o, &sb, &err);
     free_pairs(meta);
     free_pairs(envs);
+    egress_free(&e);
     if (rc < 0)
         return send_abx_error(c, rc, err);
     char path[760];
@@ -503,6 +567,31 @@ static enum MHD_Result set_timeout(serve_ctx *s, struct MHD_Connection *c, serve
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
+/* PUT /sandboxes/ID/network {allowOut, denyOut, allow_internet_access}:
+ * replaces the policy (what is omitted is cleared, as on E2B); 204. */
+static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
+                                      json_t *body)
+{
+    egress e;
+    char why[300];
+    if (body && !json_is_object(body))
+        return send_error(c, 400, "invalid body: an object {allowOut, denyOut, allow_internet_access}");
+    if (!egress_of(json_object_get(body, "allow_internet_access"), json_object_get(body, "allowOut"),
+                   json_object_get(body, "denyOut"), &e, why, sizeof why))
+        return send_error(c, 400, why);
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    if (!sb) {
+        egress_free(&e);
+        return sent;
+    }
+    abx_error *err = NULL;
+    int rc = abx_sandbox_set_network(sb, e.mode, (const char *const *)e.allow, (const char *const *)e.deny, &err);
+    abx_sandbox_free(sb);
+    egress_free(&e);
+    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+}
+
 static enum MHD_Result kill_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
 {
     enum MHD_Result sent = MHD_NO;
@@ -638,6 +727,8 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = pause_one(s, c, rq, id);
     else if (post && strcmp(verb, "resume") == 0)
         r = resume_one(s, c, rq, id, body);
+    else if (strcmp(method, "PUT") == 0 && strcmp(verb, "network") == 0)
+        r = update_network(s, c, rq, id, body);
     else
         r = send_error(c, 404, "no such endpoint");
     json_decref(body);
