@@ -766,3 +766,18 @@ done:
     free(kvs);
     return rc;
 }
+
+int abx__config_network_default(char *out, size_t len, abx_error **err)
+{
+    snprintf(out, len, "none");
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    const char *v = kvs && abx__config_load(kvs, NULL) == 0 ? abx__kvs_get(kvs, "network.default") : NULL;
+    int rc = 0;
+    if (v && strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 && strcmp(v, "allowlist") != 0)
+        rc = abx__error_set(err, ABX_ECONFIG, "config.toml [network] default '%.40s': expected none, internet or allowlist",
+                            v);
+    else if (v)
+        snprintf(out, len, "%s", v);
+    free(kvs);
+    return rc;
+}

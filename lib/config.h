@@ -55,6 +55,9 @@ int abx__resolve_provider(const char *arg, const char *cli_flag, char *out, size
 
 /* Reads config.toml (missing = empty). */
 int abx__config_load(abx_kvs *kvs, abx_error **err);
+/* config.toml [network] default into out ("none" when unset); E8021 when
+ * it is not none, internet or allowlist. */
+int abx__config_network_default(char *out, size_t len, abx_error **err);
 /* Writes config.toml atomically (0600). */
 int abx__config_save(const abx_kvs *kvs, abx_error **err);
 

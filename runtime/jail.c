@@ -289,8 +289,13 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
                                                 int control_fd, scmp_filter_ctx filter, bool full_id_range)
 {
     char go;
+    char resolv[ABX_JAIL_RESOLV_MAX + 1] = ""; /* "r": the sandbox's resolv.conf follows "go" */
     if (abx__read_full(go_fd, &go, 1) != 1)
         _exit(125); /* the supervisor gave up or died */
+    unsigned char len = 0;
+    if (go == 'r' && (abx__read_full(go_fd, &len, 1) != 1 || abx__read_full(go_fd, resolv, len) != (ssize_t)len))
+        _exit(125);
+    resolv[len] = '\0';
     scrub_inherited_environment();
     /* the supervisor's borrowed owner id came with SECBIT_NO_SETUID_FIXUP */
     if (full_id_range && prctl(PR_SET_SECUREBITS, 0UL) < 0)
@@ -305,7 +310,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (full_id_range && limit_user_namespace(why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "user namespace limits: %s", why);
     abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
-                            .full_id_range = full_id_range};
+                            .full_id_range = full_id_range, .resolv_conf = go == 'r' ? resolv : NULL};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
@@ -509,7 +514,21 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         kill_and_reap((pid_t)pid);
         goto out_filter;
     }
-    if (abx__write_all(go[1], "g", 1) < 0) {
+    char go_msg[2 + ABX_JAIL_RESOLV_MAX + 1] = "g";
+    size_t go_len = 1;
+    if (cfg->before_go &&
+        (rc = cfg->before_go(cfg->before_go_ctx, (pid_t)pid, go_msg + 2, ABX_JAIL_RESOLV_MAX + 1, err)) < 0) {
+        close(go[1]);
+        close(report[0]);
+        kill_and_reap((pid_t)pid);
+        goto out_filter;
+    }
+    if (cfg->before_go && go_msg[2]) { /* "r", a length byte, the resolv.conf text */
+        go_msg[0] = 'r';
+        go_msg[1] = (char)(unsigned char)strnlen(go_msg + 2, ABX_JAIL_RESOLV_MAX);
+        go_len = 2 + (unsigned char)go_msg[1];
+    }
+    if (abx__write_all(go[1], go_msg, go_len) < 0) {
         rc = abx__error_errno(err, ABX_ESYS, errno, "starting the sandbox");
         close(go[1]);
         close(report[0]);

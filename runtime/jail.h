@@ -22,7 +22,15 @@ typedef struct abx_jail_config {
     const char *cwd;         /* inside the sandbox */
     bool as_root;            /* root inside, else user (uid 1000) */
     bool terminal;           /* fd 0 is a pseudo-terminal of the sandbox's own: its controlling terminal */
+    /* Optional: called once the sandbox's namespaces exist (init_pid) and
+     * before init builds anything; it may fill resolv (the sandbox's
+     * /etc/resolv.conf, at most ABX_JAIL_RESOLV_MAX bytes). A failure ends
+     * the start. abx run gives a sandbox its network here. */
+    int (*before_go)(void *ctx, pid_t init_pid, char *resolv, size_t resolv_len, abx_error **err);
+    void *before_go_ctx;
 } abx_jail_config;
+
+#define ABX_JAIL_RESOLV_MAX 255 /* its length travels in one byte */
 
 typedef struct abx_jail {
     pid_t init_pid;   /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */

@@ -56,13 +56,13 @@ int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *p
     if (!n)
         return abx__error_set(err, ABX_ENOMEM, "network");
     pthread_mutex_init(&n->mu, NULL);
-    snprintf(n->state_dir, sizeof n->state_dir, "%s", state_dir);
+    snprintf(n->state_dir, sizeof n->state_dir, "%s", state_dir ? state_dir : "");
     n->policy = json_incref(policy);
     int rc = (n->nft = abx__netf_ctx()) ? 0
              : abx__error_set(err, ABX_EHOSTSUPPORT, "network: libnftables could not be loaded (Debian: libnftables1)");
     if (rc == 0)
         rc = abx__netf_claim(id, &n->slot, err);
-    if (rc == 0)
+    if (rc == 0 && n->state_dir[0]) /* abx run has none: its sandbox ends with its process */
         rc = record(n) < 0 ? abx__error_errno(err, ABX_EIO, errno, "network: recording it") : 0;
     if (rc == 0)
         rc = abx__netf_install(n->nft, &n->slot, policy, err);
@@ -124,7 +124,8 @@ void abx__net_down(abx_net *n)
         abx__netf_teardown(n->nft, n->slot.iface, n->slot.slot);
     char path[600];
     snprintf(path, sizeof path, "%s/net.json", n->state_dir);
-    unlink(path);
+    if (n->state_dir[0])
+        unlink(path);
     abx__netf_ctx_free(n->nft);
     json_decref(n->policy);
     pthread_mutex_destroy(&n->mu);

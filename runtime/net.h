@@ -21,7 +21,8 @@ typedef struct abx_net abx_net;
 
 /* Gives sandbox id (whose init is init_pid) its network under policy (a
  * normal policy document, mode not "none"), records what it made in
- * state_dir/net.json for a reaper, and starts its resolver. On failure
+ * state_dir/net.json for a reaper (state_dir NULL: no record), and starts
+ * its resolver. On failure
  * nothing is left. *out is the caller's (abx__net_down). */
 int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *policy, abx_net **out,
                 abx_error **err);

@@ -207,7 +207,9 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
         "/etc/skel", "/etc/matplotlibrc", "/etc/fonts",
     };
     /* a copy, not a bind: a sandbox given a network later gets its own resolver here (runtime/net.c) */
-    if (access("/etc/resolv.conf", R_OK) == 0)
+    if (spec->resolv_conf)
+        add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/resolv.conf", .mode = 0644, .data = spec->resolv_conf});
+    else if (access("/etc/resolv.conf", R_OK) == 0)
         add(p, (mount_op){.kind = OP_COPY, .src = "/etc/resolv.conf", .dst = "/etc/resolv.conf", .mode = 0644});
     bool has_default = false;
     for (size_t i = 0; i < sizeof curated / sizeof curated[0]; i++) {

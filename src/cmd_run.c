@@ -31,11 +31,17 @@ const char cmd_run_help[] =
     "  --cwd DIR       working directory inside (default /app)\n"
     "  --user U        root or user (default user, uid 1000); both are\n"
     "                  unprivileged on the host\n"
+    "  --network M     none (default; config.toml [network] default), internet\n"
+    "                  (public addresses less --deny-out) or allowlist (only\n"
+    "                  --allow-out); needs root (docs/network.md)\n"
+    "  --allow-out X   an address, CIDR, domain or *.domain it may reach (repeatable)\n"
+    "  --deny-out X    one it may not (repeatable)\n"
     "  --json          errors as JSON on stderr\n"
     "  -h, --help      this help\n"
     "\n"
     "Inside: the host's /usr read-only, a curated /etc, writable /app,\n"
-    "/home/user and /tmp, a fresh /proc, a minimal /dev, loopback-only network,\n"
+    "/home/user and /tmp, a fresh /proc, a minimal /dev, loopback only unless\n"
+    "--network or a list gives it a policed network,\n"
     "hostname = sandbox id. Errors print one line: code, message, hint.\n"
     "\n"
     "Example:\n"
@@ -45,6 +51,8 @@ typedef struct run_flags {
     abx_run_options opts;
     const char *envs[MAX_RUN_ENVS + 1];
     int nenvs;
+    const char *allow[4097], *deny[4097];
+    size_t nallow, ndeny;
 } run_flags;
 
 static int take_uint(cli_ctx *ctx, const char *flag, const char *value, unsigned min, unsigned max,
@@ -97,6 +105,24 @@ static int take_run_flag(cli_ctx *ctx, run_flags *f, int argc, char **argv, int 
         }
         f->envs[f->nenvs++] = v;
         return 1;
+    }
+    if ((rc = cli_take_value(ctx, argc, argv, i, "--network", &v)) != 0) {
+        f->opts.network = v;
+        return rc;
+    }
+    const char **lists[] = {f->allow, f->deny};
+    size_t *counts[] = {&f->nallow, &f->ndeny};
+    const char *names[] = {"--allow-out", "--deny-out"};
+    for (size_t l = 0; l < 2; l++) {
+        if ((rc = cli_take_value(ctx, argc, argv, i, names[l], &v)) == 0)
+            continue;
+        if (rc > 0 && *counts[l] >= 4096) {
+            cli_fail(ctx, ABX_EINVAL, "%s: at most 4096 entries", names[l]);
+            return -1;
+        }
+        if (rc > 0)
+            lists[l][(*counts[l])++] = v;
+        return rc;
     }
     if ((rc = cli_take_value(ctx, argc, argv, i, "--cwd", &v)) != 0) {
         if (rc > 0 && v[0] != '/') {
@@ -158,6 +184,8 @@ int cmd_run(cli_ctx *ctx, int argc, char **argv)
     }
     f.envs[f.nenvs] = NULL;
     f.opts.envs = f.envs;
+    f.opts.allow_out = f.allow;
+    f.opts.deny_out = f.deny;
     f.opts.argv = (const char *const *)&argv[i];
     int status = 0;
     bool timed_out = false, oom_killed = false;

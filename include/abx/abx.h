@@ -102,7 +102,12 @@ typedef struct abx_run_options {
      * when the memory limit's OOM killer killed a process inside. */
     bool *timed_out;
     bool *oom_killed;
-    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
+    /* The network, as in abx_create_options (NULL, NULL, NULL: the lists,
+     * then config.toml [network] default, then none). Needs root. */
+    const char *network;
+    const char *const *allow_out;
+    const char *const *deny_out;
+    void *reserved[1];          /* room to grow without breaking the layout: leave zero */
 } abx_run_options;
 
 /* Runs opts->argv in a fresh sandbox with this process's stdin, stdout and

@@ -395,21 +395,6 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
     return s;
 }
 
-/* config.toml [network] default: the mode of a create that names none. */
-static int default_network(char *out, size_t len, abx_error **err)
-{
-    snprintf(out, len, "none");
-    abx_kvs *kvs = calloc(1, sizeof *kvs);
-    const char *v = kvs && abx__config_load(kvs, NULL) == 0 ? abx__kvs_get(kvs, "network.default") : NULL;
-    int rc = 0;
-    if (v && strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 && strcmp(v, "allowlist") != 0)
-        rc = abx__error_set(err, ABX_ECONFIG, "config.toml [network] default '%.40s': expected none, internet or allowlist", v);
-    else if (v)
-        snprintf(out, len, "%s", v);
-    free(kvs);
-    return rc;
-}
-
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
@@ -426,7 +411,7 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     }
     json_t *network = NULL;
     char default_mode[32];
-    if ((rc = default_network(default_mode, sizeof default_mode, err)) < 0 ||
+    if ((rc = abx__config_network_default(default_mode, sizeof default_mode, err)) < 0 ||
         (rc = abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL,
                                     default_mode, &network, err)) < 0) {
         json_decref(envs);

@@ -8,7 +8,10 @@
  */
 #include "abx/abx.h"
 #include "error_internal.h"
+#include "config.h"
 #include "jail.h"
+#include "net.h"
+#include "netpolicy.h"
 #include "parse.h"
 #include "sandbox_env.h"
 #include "sandbox_id.h"
@@ -110,6 +113,30 @@ static int supervise(abx_jail *jail, int sigfd, unsigned timeout_s, abx_tty_rela
     return timed_out ? 124 : abx__jail_exit_code(jail->init_status);
 }
 
+/* The one-shot sandbox's network: made before init builds anything, so
+ * that the command starts with it and its resolv.conf names the resolver. */
+typedef struct run_network {
+    const char *id;
+    json_t *policy; /* normal form */
+    abx_net *net;
+} run_network;
+
+static int network_before_go(void *ctx, pid_t init_pid, char *resolv, size_t len, abx_error **err)
+{
+    run_network *r = ctx;
+    int rc = abx__net_up(r->id, init_pid, NULL, r->policy, &r->net, err);
+    if (rc == 0)
+        abx__net_resolv_conf(r->net, resolv, len);
+    return rc;
+}
+
+static int network_policy(const abx_run_options *opts, json_t **policy, abx_error **err)
+{
+    char default_mode[32];
+    int rc = abx__config_network_default(default_mode, sizeof default_mode, err);
+    return rc < 0 ? rc : abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode, policy, err);
+}
+
 int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
 {
     *exit_status = 125;
@@ -120,9 +147,15 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     char id[ABX_SANDBOX_ID_LEN + 1];
     if ((rc = abx__sandbox_id_new(id)) < 0)
         return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
-    abx_sandbox_env env;
-    if ((rc = abx__sandbox_env_init(&env, id, opts->as_root, opts->envs, err)) < 0)
+    run_network network = {.id = id};
+    if ((rc = network_policy(opts, &network.policy, err)) < 0)
         return rc;
+    bool networked = strcmp(abx__net_policy_mode(network.policy), "none") != 0;
+    abx_sandbox_env env;
+    if ((rc = abx__sandbox_env_init(&env, id, opts->as_root, opts->envs, err)) < 0) {
+        json_decref(network.policy);
+        return rc;
+    }
 
     sigset_t mask, old_mask;
     sigemptyset(&mask);
@@ -146,15 +179,18 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     abx_jail_config cfg = {
         .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
         .cwd = opts->cwd ? opts->cwd : "/app", .as_root = opts->as_root, .terminal = tty.pty,
+        .before_go = networked ? network_before_go : NULL, .before_go_ctx = &network,
     };
     abx_jail jail;
     rc = abx__jail_start(&cfg, &jail, err);
     abx__tty_relay_started(&tty); /* our own fds back, whatever happened */
     if (rc < 0) {
+        abx__net_down(network.net); /* made, then the start failed after it */
         abx__tty_relay_end(&tty);
         goto out_sigfd;
     }
     if ((rc = abx__jail_wait_started(&jail, exit_status, err)) < 0) {
+        abx__net_down(network.net);
         abx__jail_destroy(&jail);
         abx__tty_relay_end(&tty);
         goto out_sigfd;
@@ -164,6 +200,7 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
         *opts->timed_out = opts->timeout_s && *exit_status == 124;
     if (opts->oom_killed)
         *opts->oom_killed = abx__cgroup_oom_killed(&jail.cgroup);
+    abx__net_down(network.net);
     abx__jail_destroy(&jail);
     abx__tty_relay_end(&tty);
 out_sigfd:
@@ -171,5 +208,6 @@ out_sigfd:
 out:
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     abx__sandbox_env_free(&env);
+    json_decref(network.policy);
     return rc;
 }
