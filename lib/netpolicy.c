@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -270,6 +271,42 @@ int abx__net_policy_from_e2b(int allow_internet_access, json_t *allow, json_t *d
         mode = json_array_size(allow) ? "allowlist" : "none";
     bool none = mode && strcmp(mode, "none") == 0;
     return build(mode, NULL, none ? NULL : allow, NULL, none ? NULL : deny, default_mode, out, err);
+}
+
+static char **strings_of(json_t *arr)
+{
+    char **out = calloc(json_array_size(arr) + 1, sizeof *out);
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) if (out) out[i] = (char *)json_string_value(v);
+    return out;
+}
+
+void abx__net_egress_free(abx_net_egress *e)
+{
+    free(e->allow);
+    free(e->deny);
+    json_decref(e->policy);
+    memset(e, 0, sizeof *e);
+}
+
+int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (access && !json_is_boolean(access))
+        return abx__error_set(err, ABX_EINVAL, "allow_internet_access: true or false");
+    int rc = abx__net_policy_from_e2b(access ? json_is_true(access) : -1, allow, deny, NULL, &out->policy, err);
+    if (rc < 0)
+        return rc;
+    bool decided = access || json_array_size(allow) || json_array_size(deny);
+    out->mode = decided ? abx__net_policy_mode(out->policy) : NULL;
+    out->allow = strings_of(json_object_get(out->policy, "allow_out"));
+    out->deny = strings_of(json_object_get(out->policy, "deny_out"));
+    if (!out->allow || !out->deny) {
+        abx__net_egress_free(out);
+        return abx__error_set(err, ABX_ENOMEM, "network");
+    }
+    return 0;
 }
 
 const char *abx__net_policy_mode(json_t *doc)

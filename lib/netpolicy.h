@@ -72,6 +72,17 @@ int abx__net_policy_normalize(json_t *doc, json_t **out, abx_error **err);
  * deny are JSON arrays of strings or NULL. *out is the caller's. */
 int abx__net_policy_from_e2b(int allow_internet_access, json_t *allow, json_t *deny, const char *default_mode,
                              json_t **out, abx_error **err);
+/* The same as create options: mode (NULL when neither access nor a list
+ * decided it: the server's default then applies), NULL-terminated lists
+ * whose strings belong to policy. abx__net_egress_free releases it. */
+typedef struct abx_net_egress {
+    const char *mode;
+    char **allow, **deny;
+    json_t *policy;
+} abx_net_egress;
+/* access: a JSON boolean or NULL; allow, deny: JSON arrays or NULL. */
+int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out, abx_error **err);
+void abx__net_egress_free(abx_net_egress *e);
 /* The mode of a normal policy document ("none" when doc is NULL). */
 const char *abx__net_policy_mode(json_t *doc);
 

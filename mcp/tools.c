@@ -549,50 +549,19 @@ static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp
 }
 
 /* create_sandbox's allow_internet_access and network {allow_out, deny_out}
- * (E2B's names), as a mode and two NULL-terminated lists (net_lists_free). */
-typedef struct net_lists {
-    const char *mode;
-    char **allow, **deny; /* their strings are policy's */
-    json_t *policy;       /* the normal form */
-} net_lists;
-
-static void net_lists_free(net_lists *n)
+ * (E2B's names) as create options (abx__net_egress_free). */
+static bool arg_network(mcp_call *c, abx_net_egress *out, arg_fail *f)
 {
-    free(n->allow);
-    free(n->deny);
-    json_decref(n->policy);
-}
-
-static char **string_list(json_t *arr)
-{
-    char **out = calloc(json_array_size(arr) + 1, sizeof *out);
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v) if (out) out[i] = (char *)json_string_value(v);
-    return out;
-}
-
-static bool arg_network(mcp_call *c, net_lists *out, arg_fail *f)
-{
-    json_t *access = json_object_get(c->args, "allow_internet_access"), *net = json_object_get(c->args, "network");
-    if (access && !json_is_boolean(access))
-        return fail_arg(f, "allow_internet_access", "must be true or false");
+    json_t *net = json_object_get(c->args, "network");
     if (net && !json_is_object(net))
         return fail_arg(f, "network", "must be an object {allow_out: [...], deny_out: [...]}");
     abx_error *err = NULL;
-    int rc = abx__net_policy_from_e2b(access ? json_is_true(access) : -1, json_object_get(net, "allow_out"),
-                                      json_object_get(net, "deny_out"), NULL, &out->policy, &err);
-    if (rc < 0) {
-        fail_arg(f, "network", abx_error_message(err));
-        abx_error_free(err);
-        return false;
-    }
-    json_t *policy = out->policy;
-    bool decided = access || json_array_size(json_object_get(net, "allow_out")) || json_array_size(json_object_get(net, "deny_out"));
-    out->mode = decided ? abx__net_policy_mode(policy) : NULL;
-    out->allow = string_list(json_object_get(policy, "allow_out"));
-    out->deny = string_list(json_object_get(policy, "deny_out"));
-    return out->allow && out->deny ? true : fail_arg(f, "network", "out of memory");
+    if (abx__net_egress_from_e2b(json_object_get(c->args, "allow_internet_access"), json_object_get(net, "allow_out"),
+                                 json_object_get(net, "deny_out"), out, &err) == 0)
+        return true;
+    fail_arg(f, "network", abx_error_message(err));
+    abx_error_free(err);
+    return false;
 }
 
 static json_t *tool_create_sandbox(mcp_call *c)
@@ -617,10 +586,10 @@ static json_t *tool_create_sandbox(mcp_call *c)
         free_pairs(envs);
         return tool_error(ABX_EPROVIDER, "provider");
     }
-    net_lists net = {0};
+    abx_net_egress net = {0};
     if (!arg_network(c, &net, &f)) {
         free_pairs(envs);
-        net_lists_free(&net);
+        abx__net_egress_free(&net);
         return invalid(&f);
     }
     mcp_create_args a = {.template_name = tmpl, .timeout_s = (unsigned)timeout, .envs = (const char *const *)envs,
@@ -631,7 +600,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
     progress(c, "creating the sandbox");
     int rc = mcp_session_create(c->session, &a, &b, &err);
     free_pairs(envs);
-    net_lists_free(&net);
+    abx__net_egress_free(&net);
     if (rc < 0)
         return abx_failure(err, rc);
     mcp_call_log(c, 1, "sandbox created");

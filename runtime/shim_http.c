@@ -728,6 +728,21 @@ static enum MHD_Result abx_metrics(shim *sh, struct MHD_Connection *c)
                                        "disk_total", (json_int_t)sh->limits.disk_mb << 20));
 }
 
+/* An /abx/ change's answer: the sandbox's details after it, or its error. Frees err. */
+static enum MHD_Result info_or_error(shim *sh, struct MHD_Connection *c, int rc, abx_error *err)
+{
+    if (rc < 0) {
+        enum MHD_Result r = send_error(c, -rc, abx_error_message(err));
+        abx_error_free(err);
+        return r;
+    }
+    abx_error_free(err);
+    pthread_mutex_lock(&sh->mu);
+    json_t *doc = abx__shim_info_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    return send_json(c, 200, doc);
+}
+
 static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
                                    json_t *req)
 {
@@ -760,14 +775,7 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         if (rc == 0)
             rc = abx__shim_set_network(sh, policy, &err);
         json_decref(policy);
-        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
-        abx_error_free(err);
-        if (rc < 0)
-            return r;
-        pthread_mutex_lock(&sh->mu);
-        json_t *doc = abx__shim_info_locked(sh);
-        pthread_mutex_unlock(&sh->mu);
-        return send_json(c, 200, doc);
+        return info_or_error(sh, c, rc, err);
     }
     if (strcmp(url, "/abx/claim") == 0) {
         json_t *t = json_object_get(req, "timeout"), *envs = json_object_get(req, "envs"),
@@ -778,14 +786,7 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
             return send_error(c, ABX_EINVAL, "claim: timeout 1-86400, envs and metadata string maps");
         abx_error *err = NULL;
         int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, &err);
-        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
-        abx_error_free(err);
-        if (rc < 0)
-            return r;
-        pthread_mutex_lock(&sh->mu);
-        json_t *doc = abx__shim_info_locked(sh);
-        pthread_mutex_unlock(&sh->mu);
-        return send_json(c, 200, doc);
+        return info_or_error(sh, c, rc, err);
     }
     if (strcmp(url, "/abx/kill") == 0) {
         abx__shim_request_end(sh);
@@ -797,14 +798,7 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
             return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
         abx_error *err = NULL;
         int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0, &err);
-        enum MHD_Result r = rc < 0 ? send_error(c, -rc, abx_error_message(err)) : MHD_NO;
-        abx_error_free(err);
-        if (rc < 0)
-            return r;
-        pthread_mutex_lock(&sh->mu);
-        json_t *doc = abx__shim_info_locked(sh);
-        pthread_mutex_unlock(&sh->mu);
-        return send_json(c, 200, doc);
+        return info_or_error(sh, c, rc, err);
     }
     return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
 }

@@ -321,55 +321,15 @@ static void add_options(const char *id, json_t *detail)
     json_decref(opts);
 }
 
-/* E2B's egress fields (allow_internet_access, allowOut, denyOut) as
- * create options: a mode (NULL: the lists decide) and NULL-terminated
- * lists whose strings are policy's. */
-typedef struct egress {
-    const char *mode;
-    char **allow, **deny;
-    json_t *policy;
-} egress;
-
-static void egress_free(egress *e)
+/* E2B's egress fields as create options; false with why (E2B's 400 text). */
+static bool egress_of(json_t *access, json_t *allow, json_t *deny, abx_net_egress *e, char *why, size_t len)
 {
-    free(e->allow);
-    free(e->deny);
-    json_decref(e->policy);
-}
-
-static char **strings_of(json_t *arr)
-{
-    char **out = calloc(json_array_size(arr) + 1, sizeof *out);
-    size_t i;
-    json_t *v;
-    json_array_foreach(arr, i, v) if (out) out[i] = (char *)json_string_value(v);
-    return out;
-}
-
-/* false with why (E2B's 400 text) when a field is malformed. */
-static bool egress_of(json_t *access, json_t *allow, json_t *deny, egress *e, char *why, size_t len)
-{
-    memset(e, 0, sizeof *e);
     abx_error *err = NULL;
-    if (access && !json_is_boolean(access)) {
-        snprintf(why, len, "invalid body: allow_internet_access must be a boolean");
-        return false;
-    }
-    if (abx__net_policy_from_e2b(access ? json_is_true(access) : -1, allow, deny, NULL, &e->policy, &err) < 0) {
-        snprintf(why, len, "invalid body: %s", abx_error_message(err));
-        abx_error_free(err);
-        return false;
-    }
-    bool decided = access || json_array_size(allow) || json_array_size(deny);
-    e->mode = decided ? abx__net_policy_mode(e->policy) : NULL;
-    e->allow = strings_of(json_object_get(e->policy, "allow_out"));
-    e->deny = strings_of(json_object_get(e->policy, "deny_out"));
-    if (!e->allow || !e->deny) {
-        egress_free(e);
-        snprintf(why, len, "out of memory");
-        return false;
-    }
-    return true;
+    if (abx__net_egress_from_e2b(access, allow, deny, e, &err) == 0)
+        return true;
+    snprintf(why, len, "invalid body: %s", abx_error_message(err));
+    abx_error_free(err);
+    return false;
 }
 
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
@@ -387,7 +347,7 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     }
     const char *template_id = tmpl ? json_string_value(tmpl) : "base";
     json_t *net = json_object_get(body, "network");
-    egress e;
+    abx_net_egress e;
     char why[300];
     if (!egress_of(json_object_get(body, "allow_internet_access"), json_object_get(net, "allowOut"),
                    json_object_get(net, "denyOut"), &e, why, sizeof why)) {
@@ -404,7 +364,7 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     int rc = abx_sandbox_create(s->local, &o, &sb, &err);
     free_pairs(meta);
     free_pairs(envs);
-    egress_free(&e);
+    abx__net_egress_free(&e);
     if (rc < 0)
         return send_abx_error(c, rc, err);
     char path[760];
@@ -572,7 +532,7 @@ static enum MHD_Result set_timeout(serve_ctx *s, struct MHD_Connection *c, serve
 static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
                                       json_t *body)
 {
-    egress e;
+    abx_net_egress e;
     char why[300];
     if (body && !json_is_object(body))
         return send_error(c, 400, "invalid body: an object {allowOut, denyOut, allow_internet_access}");
@@ -582,13 +542,13 @@ static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, se
     enum MHD_Result sent = MHD_NO;
     abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
     if (!sb) {
-        egress_free(&e);
+        abx__net_egress_free(&e);
         return sent;
     }
     abx_error *err = NULL;
     int rc = abx_sandbox_set_network(sb, e.mode, (const char *const *)e.allow, (const char *const *)e.deny, &err);
     abx_sandbox_free(sb);
-    egress_free(&e);
+    abx__net_egress_free(&e);
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
