@@ -511,8 +511,8 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
     int rc = appendf(&b,
                      "add set inet abx a4_%u { type ipv4_addr; flags interval; auto-merge; }\n"
                      "add set inet abx d4_%u { type ipv4_addr; flags interval; auto-merge; }\n"
-                     "add set inet abx dn4_%u { type ipv4_addr; flags timeout; }\n"
-                     "add set inet abx ok4_%u { type ipv4_addr; flags timeout; }\n"
+                     "add set inet abx dn4_%u { type ipv4_addr; flags timeout; size 65536; }\n"
+                     "add set inet abx ok4_%u { type ipv4_addr; flags timeout; size 65536; }\n"
                      "add chain inet abx sb_%u\nadd chain inet abx in_%u\n"
                      "add rule inet abx in_%u ip daddr %s udp dport 53 accept\n"
                      "add rule inet abx in_%u ip daddr %s tcp dport 53 accept\n"

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,21 @@ static void check_libraries(check_list *l)
         mhd ? "abx-shim and mcp serve" : "not found: apt-get install libmicrohttpd12 (E8006)");
 }
 
+/* Sandbox networking (docs/network.md): root and libnftables; without
+ * them sandboxes still work, with loopback only. */
+static void check_network(check_list *l)
+{
+    void *nft = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (geteuid() != 0)
+        add(l, "sandbox networking", "warn", "needs root: --network internet and --allow-out are refused (E8010)");
+    else if (!nft)
+        add(l, "sandbox networking", "warn", "libnftables not found: apt-get install libnftables1");
+    else
+        add(l, "sandbox networking", "ok", "veth + nftables + a resolver per sandbox, on request");
+    if (nft)
+        dlclose(nft);
+}
+
 json_t *cli_host_checks(bool *sandboxes_work)
 {
     check_list l = {json_array(), false};
@@ -163,6 +179,7 @@ json_t *cli_host_checks(bool *sandboxes_work)
     check_ids(&l);
     check_home(&l);
     check_libraries(&l);
+    check_network(&l);
     *sandboxes_work = !l.failed;
     return l.checks;
 }

@@ -346,7 +346,7 @@ test('abx doctor says what works here as this user: everything as root, the cgro
   const doc = JSON.parse(r.stdout);
   assert.equal(doc.sandboxes_work, true);
   const names = doc.checks.map((c) => c.check);
-  for (const n of ['namespaces', 'user namespaces', 'seccomp', 'cgroups', 'host ids', 'state directory', 'libcurl', 'libmicrohttpd']) assert.ok(names.includes(n), n);
+  for (const n of ['namespaces', 'user namespaces', 'seccomp', 'cgroups', 'host ids', 'state directory', 'libcurl', 'libmicrohttpd', 'sandbox networking']) assert.ok(names.includes(n), n);
   assert.ok(doc.checks.every((c) => c.status === 'ok'), JSON.stringify(doc.checks));
   // an unprivileged user, as an IDE would run it
   const home = fs.mkdtempSync(path.join('/tmp', 'abx-doctor-'));
@@ -356,6 +356,8 @@ test('abx doctor says what works here as this user: everything as root, the cgro
     const d = JSON.parse(u.stdout);
     const by = Object.fromEntries(d.checks.map((c) => [c.check, c]));
     assert.equal(by['host ids'].status, 'warn');
+    assert.equal(by['sandbox networking'].status, 'warn');
+    assert.match(by['sandbox networking'].detail, /root.*E8010/);
     if (!process.env.ABX_CGROUP_PARENT) {
       assert.equal(by.cgroups.status, 'fail');
       assert.match(by.cgroups.detail, /ABX_CGROUP_PARENT|root/);
