@@ -29,7 +29,7 @@ const char cmd_serve_help[] =
     "                      data-plane requests come as PORT-ID.D, or with the\n"
     "                      E2b-Sandbox-Id and E2b-Sandbox-Port headers\n"
     "  --warm N            sandboxes kept started ahead, in the shape of the last\n"
-    "                      create (0-16, default 4): a create takes one (about 1 ms)\n"
+    "                      create (0-16, default 8): a create takes one (about 1 ms)\n"
     "                      instead of starting one (5-25 ms); nobody's until taken,\n"
     "                      they end with abx serve\n"
     "\n"
@@ -102,7 +102,7 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0;
     const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost";
-    unsigned warm = 4;
+    unsigned warm = 8;
     const cli_flag flags[] = {
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
         {"--api-key-file", CLI_STRING, &key_file, 0, 0, NULL, 0, NULL},
