@@ -417,8 +417,12 @@ static void links_down(const char *iface)
 
 static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
 {
-    if (nft.run(c, "list table inet abx") == 0)
-        return 0;
+    if (nft.run(c, "list table inet abx") == 0) {
+        /* made by a sandbox of another pool: this pool's sandboxes are closed to each other too */
+        char script[128];
+        snprintf(script, sizeof script, "add element inet abx forbidden4 { %s }\n", pool);
+        return nft_script(c, script, err);
+    }
     abx_buf b;
     abx__buf_init(&b, 64 << 10);
     appendf(&b, "add table inet abx\n"
@@ -443,7 +447,8 @@ static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
             appendf(&b, "%s%s", first ? "" : ", ", ranges[i]);
             first = 0;
         }
-    int rc = appendf(&b, " }\n");
+    /* the pool: other sandboxes, whatever range it was given */
+    int rc = appendf(&b, ", %s }\n", pool);
     rc = rc < 0 || !b.data ? abx__error_set(err, ABX_ENOMEM, "network: filter script") : nft_script(c, b.data, err);
     abx__buf_free(&b);
     if (rc == 0 && abx__write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", "1") < 0)

@@ -311,3 +311,22 @@ test('abx run --network / --allow-out: a one-shot sandbox with a network, gone w
   assert.match(r.stderr, /E8001/);
   assert.deepEqual(hostState(), { links: [], rules: '' });
 });
+
+test('sandboxes never reach each other, even with a pool in a range that counts as public', { skip: why ?? false }, () => {
+  const penv = { ...env, ABX_NET_POOL: '198.18.0.0/16' };
+  const mk = () => inHost(W, [abx, 'create', '--timeout', '120', '--network', 'internet'], { env: penv }).stdout.trim();
+  const a = mk(), b = mk();
+  try {
+    const bAddr = JSON.parse(abxw(['info', '--json', b]).stdout).network.address;
+    assert.match(bAddr, /^198\.18\./);
+    abxw(['exec', '--background', b, 'python3 -m http.server 8000']);
+    let fromB = '';
+    for (let i = 0; i < 30 && fromB !== '200'; i++) fromB = http(b, 'http://127.0.0.1:8000/'); // it serves
+    assert.equal(fromB, '200');
+    assert.equal(http(a, `http://${bAddr}:8000/`), '000');
+    assert.equal(http(a, `http://${WEB_B}/`), '200');
+  } finally {
+    abxw(['kill', a]);
+    abxw(['kill', b]);
+  }
+});
