@@ -42,6 +42,8 @@ typedef struct archive_api {
     __LA_MODE_T (*perm)(struct archive_entry *);
     const char *(*symlink)(struct archive_entry *);
     const char *(*hardlink)(struct archive_entry *);
+    la_int64_t (*uid)(struct archive_entry *);
+    la_int64_t (*gid)(struct archive_entry *);
 } archive_api;
 
 static archive_api api;
@@ -59,7 +61,7 @@ static void load_api(void)
         "archive_read_new", "archive_read_support_filter_all", "archive_read_support_format_tar",
         "archive_read_open_filename", "archive_read_next_header", "archive_read_data", "archive_read_free",
         "archive_error_string", "archive_entry_pathname", "archive_entry_filetype", "archive_entry_perm",
-        "archive_entry_symlink", "archive_entry_hardlink"};
+        "archive_entry_symlink", "archive_entry_hardlink", "archive_entry_uid", "archive_entry_gid"};
     void *slots[sizeof names / sizeof names[0]];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(slots[i] = dlsym(h, names[i])))
@@ -77,6 +79,8 @@ static void load_api(void)
     *(void **)&api.perm = slots[10];
     *(void **)&api.symlink = slots[11];
     *(void **)&api.hardlink = slots[12];
+    *(void **)&api.uid = slots[13];
+    *(void **)&api.gid = slots[14];
     api_ok = true;
 }
 
@@ -104,6 +108,29 @@ static bool safe_relative(const char *path, char *out, size_t len)
     return true;
 }
 
+/* Whether a relative symbolic link at rel climbs above the tree's root
+ * ("../../.." from a shallow place); absolute ones resolve inside it. */
+static bool climbs_out(const char *rel, const char *target)
+{
+    if (target[0] == '/')
+        return false;
+    int depth = 0;
+    for (const char *c = rel; *c; c++)
+        depth += *c == '/';
+    for (const char *c = target; *c;) {
+        const char *slash = strchr(c, '/');
+        size_t part = slash ? (size_t)(slash - c) : strlen(c);
+        if (part == 2 && c[0] == '.' && c[1] == '.') {
+            if (--depth < 0)
+                return true;
+        } else if (part && !(part == 1 && c[0] == '.')) {
+            depth++;
+        }
+        c += part + (slash ? 1 : 0);
+    }
+    return false;
+}
+
 /* The directory holding rel's last component, opened below dest one
  * component at a time (O_NOFOLLOW; missing ones made); *base points at
  * the last component. The caller closes the result. */
@@ -127,7 +154,16 @@ static int open_parent(int dest, char *rel, char **base)
     return dir;
 }
 
-static int write_entry(struct archive *a, int dir, const char *name, mode_t perm, unsigned long long *total)
+/* What an extraction allows: a plugin's files, or a template's tree. */
+typedef struct extract_rules {
+    bool rootfs;               /* owners and modes kept, absolute symlinks allowed */
+    unsigned max_entries;
+    unsigned long long max_bytes;
+    const char *what;          /* "the plugin", "the root filesystem" */
+} extract_rules;
+
+static int write_entry(struct archive *a, int dir, const char *name, mode_t perm, unsigned long long *total,
+                       const extract_rules *rules)
 {
     int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm & 0755);
     if (fd < 0)
@@ -137,7 +173,7 @@ static int write_entry(struct archive *a, int dir, const char *name, mode_t perm
     int rc = 0;
     while ((n = api.read_data(a, buf, sizeof buf)) > 0) {
         *total += (unsigned long long)n;
-        if (*total > MAX_BYTES || abx__write_all(fd, buf, (size_t)n) < 0) {
+        if (*total > rules->max_bytes || abx__write_all(fd, buf, (size_t)n) < 0) {
             rc = -1;
             break;
         }
@@ -149,7 +185,18 @@ static int write_entry(struct archive *a, int dir, const char *name, mode_t perm
     return rc;
 }
 
-int abx__archive_extract(const char *archive_path, const char *dest, char *why, size_t why_len)
+/* A template entry's owner and mode (setuid and setgid dropped), set on
+ * what was just made at dir/name without following it. */
+static int keep_owner(int dir, const char *name, struct archive_entry *e, mode_t type)
+{
+    if (fchownat(dir, name, (uid_t)api.uid(e), (gid_t)api.gid(e), AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    if (type == AE_IFLNK)
+        return 0;
+    return fchmodat(dir, name, api.perm(e) & 01777, 0);
+}
+
+static int extract(const char *archive_path, const char *dest, char *why, size_t why_len, const extract_rules *rules)
 {
     pthread_once(&api_once, load_api);
     if (!api_ok) {
@@ -183,15 +230,16 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             snprintf(why, why_len, "the archive is damaged: %s", api.error_string(a) ?: "");
             rc = -1;
-        } else if (++entries > MAX_ENTRIES) {
-            snprintf(why, why_len, "more than %d entries", MAX_ENTRIES);
+        } else if (++entries > rules->max_entries) {
+            snprintf(why, why_len, "more than %u entries", rules->max_entries);
             rc = -1;
         } else if (!path || !safe_relative(path, rel, sizeof rel)) {
             snprintf(why, why_len, "entry '%.200s' has an absolute path or '..'", path ? path : "");
             rc = -1;
-        } else if ((soft && (soft[0] == '/' || strstr(soft, ".."))) ||
+        } else if ((soft && !rules->rootfs && (soft[0] == '/' || strstr(soft, ".."))) ||
+                   (soft && rules->rootfs && climbs_out(rel, soft)) ||
                    (hard && !safe_relative(hard, target, sizeof target))) {
-            snprintf(why, why_len, "entry '%.200s' links outside the plugin", path);
+            snprintf(why, why_len, "entry '%.200s' links outside %s", path, rules->what);
             rc = -1;
         } else if (!hard && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
             snprintf(why, why_len, "entry '%.200s' is a device, fifo or socket", path);
@@ -203,13 +251,16 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
                      : hard ? linkat(destfd, target, dir, base, 0)
                      : type == AE_IFDIR ? (mkdirat(dir, base, 0755) < 0 && errno != EEXIST ? -1 : 0)
                      : type == AE_IFLNK ? symlinkat(soft, dir, base)
-                                        : write_entry(a, dir, base, api.perm(e), &total);
+                                        : write_entry(a, dir, base, api.perm(e), &total, rules);
+            if (ok == 0 && rules->rootfs && !hard)
+                ok = keep_owner(dir, base, e, type);
             if (dir >= 0)
                 close(dir);
             if (ok < 0) {
-                snprintf(why, why_len, total > MAX_BYTES ? "more than 256 MiB unpacked"
-                                                         : "cannot unpack entry '%.200s' (it may reach through a link)",
-                         path);
+                if (total > rules->max_bytes)
+                    snprintf(why, why_len, "more than %llu MiB unpacked", rules->max_bytes >> 20);
+                else
+                    snprintf(why, why_len, "cannot unpack entry '%.200s' (it may reach through a link)", path);
                 rc = -1;
             }
         }
@@ -217,4 +268,17 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
     api.read_free(a);
     close(destfd);
     return rc;
+}
+
+int abx__archive_extract(const char *archive_path, const char *dest, char *why, size_t why_len)
+{
+    const extract_rules plugin = {.max_entries = MAX_ENTRIES, .max_bytes = MAX_BYTES, .what = "the plugin"};
+    return extract(archive_path, dest, why, why_len, &plugin);
+}
+
+int abx__archive_extract_rootfs(const char *archive_path, const char *dest, char *why, size_t why_len)
+{
+    const extract_rules rootfs = {.rootfs = true, .max_entries = 1000000, .max_bytes = 64ull << 30,
+                                  .what = "the root filesystem"};
+    return extract(archive_path, dest, why, why_len, &rootfs);
 }

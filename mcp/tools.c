@@ -21,6 +21,7 @@
 #include "text.h"
 #include "tools_json.h"
 #include "netpolicy.h"
+#include "template_store.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -564,6 +565,12 @@ static bool arg_network(mcp_call *c, abx_net_egress *out, arg_fail *f)
     return false;
 }
 
+static bool template_known(const char *name)
+{
+    char tree[4096];
+    return abx__template_builtin(name) || abx__template_root(name, tree, sizeof tree) == 0;
+}
+
 static json_t *tool_create_sandbox(mcp_call *c)
 {
     arg_fail f = {0};
@@ -577,8 +584,9 @@ static json_t *tool_create_sandbox(mcp_call *c)
         !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
         !arg_int(c, "memory", 16, max.memory_mb, 0, &memory, false, &f) ||
         !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f) ||
-        (tmpl && strcmp(tmpl, "base") != 0 && strcmp(tmpl, "code-interpreter-v1") != 0 &&
-         !fail_arg(&f, "template", "must be a template this server has: base or code-interpreter-v1"))) {
+        (tmpl && *tmpl && !template_known(tmpl) &&
+         !fail_arg(&f, "template", "must be a template this server has: base, code-interpreter-v1 or one "
+                                   "'abx template list' shows"))) {
         free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
     }

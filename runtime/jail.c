@@ -62,6 +62,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,8 +286,75 @@ static int limit_user_namespace(char *why, size_t len)
     return 0;
 }
 
+/* Receives the one fd the supervisor sends over sock; -1. */
+static int recv_fd(int sock)
+{
+    char byte;
+    struct iovec io = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+        return -1;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+        return -1;
+    int fd;
+    memcpy(&fd, CMSG_DATA(h), sizeof fd);
+    return fd;
+}
+
+static int send_fd(int sock, int fd)
+{
+    char byte = 't';
+    struct iovec io = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* An id-mapped view of a template's tree for sandbox pid (its files, owned
+ * by host uid 0.., appear as uid 0.. inside), sent to its init. */
+static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
+{
+    int tree = open_tree(AT_FDCWD, root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (tree < 0)
+        return abx__error_errno(err, ABX_EJAIL, errno, "template: opening its tree");
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+    int userns = open(path, O_RDONLY | O_CLOEXEC);
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                              .userns_fd = (uint64_t)userns};
+    int rc = userns < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0 ? -1 : 0;
+    int saved = errno;
+    if (userns >= 0)
+        close(userns);
+    if (rc < 0) {
+        close(tree);
+        return abx__error_errno(err, ABX_EJAIL, saved,
+                                "template: an id-mapped view of its tree (needs kernel 5.12+ and a filesystem that "
+                                "supports it under ABX_HOME)");
+    }
+    rc = send_fd(sock, tree);
+    saved = errno;
+    close(tree);
+    return rc < 0 ? abx__error_errno(err, ABX_EJAIL, saved, "template: handing its tree to the sandbox") : 0;
+}
+
 __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int go_fd, int report_fd,
-                                                int control_fd, scmp_filter_ctx filter, bool full_id_range)
+                                                int control_fd, int template_sock, scmp_filter_ctx filter,
+                                                bool full_id_range)
 {
     char go;
     char resolv[ABX_JAIL_RESOLV_MAX + 1] = ""; /* "r": the sandbox's resolv.conf follows "go" */
@@ -296,6 +364,13 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (go == 'r' && (abx__read_full(go_fd, &len, 1) != 1 || abx__read_full(go_fd, resolv, len) != (ssize_t)len))
         _exit(125);
     resolv[len] = '\0';
+    int template_fd = -1;
+    if (template_sock >= 0) {
+        template_fd = recv_fd(template_sock);
+        close(template_sock);
+        if (template_fd < 0)
+            report_fail(report_fd, ABX_EJAIL, 125, "template: its tree did not arrive: %s", strerror(errno));
+    }
     scrub_inherited_environment();
     /* the supervisor's borrowed owner id came with SECBIT_NO_SETUID_FIXUP */
     if (full_id_range && prctl(PR_SET_SECUREBITS, 0UL) < 0)
@@ -310,7 +385,8 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (full_id_range && limit_user_namespace(why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "user namespace limits: %s", why);
     abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
-                            .full_id_range = full_id_range, .resolv_conf = go == 'r' ? resolv : NULL};
+                            .full_id_range = full_id_range, .resolv_conf = go == 'r' ? resolv : NULL,
+                            .template_fd = template_fd};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
@@ -443,6 +519,8 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     jail->lifeline_fd = -1;
     jail->uid_range_fd = -1;
     bool full_id_range = geteuid() == 0;
+    if (!full_id_range && cfg->template_root)
+        return abx__error_set(err, ABX_EPERM, "sandboxes from a template need abx to run as root (id-mapped mounts)");
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
                               "running as 'user' inside needs abx to run as root; use --user root");
@@ -460,11 +538,16 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         abx__cgroup_destroy(&jail->cgroup);
         return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "building the seccomp filter");
     }
-    int go[2], report[2], control[2] = {-1, -1};
-    if (!cfg->argv && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
+    int go[2], report[2], control[2] = {-1, -1}, tpl[2] = {-1, -1};
+    if ((!cfg->argv && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) ||
+        (cfg->template_root && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tpl) < 0)) {
+        int saved = errno;
+        for (int i = 0; i < 2; i++)
+            if (control[i] >= 0)
+                close(control[i]);
         seccomp_release(filter);
         abx__cgroup_destroy(&jail->cgroup);
-        return abx__error_errno(err, ABX_ESYS, errno, "socketpair");
+        return abx__error_errno(err, ABX_ESYS, saved, "socketpair");
     }
     if (pipe2(go, O_CLOEXEC) < 0) {
         rc = abx__error_errno(err, ABX_ESYS, errno, "pipe");
@@ -493,8 +576,12 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         close(report[0]);
         if (control[0] >= 0)
             close(control[0]);
-        init_main(cfg, go[0], report[1], control[1], filter, full_id_range);
+        if (tpl[0] >= 0)
+            close(tpl[0]);
+        init_main(cfg, go[0], report[1], control[1], tpl[1], filter, full_id_range);
     }
+    if (tpl[1] >= 0)
+        close(tpl[1]);
     close(go[0]);
     close(report[1]);
     if (control[1] >= 0)
@@ -513,6 +600,17 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         close(report[0]);
         kill_and_reap((pid_t)pid);
         goto out_filter;
+    }
+    if (tpl[0] >= 0) {
+        rc = send_template(cfg->template_root, (pid_t)pid, tpl[0], err);
+        close(tpl[0]);
+        tpl[0] = -1;
+        if (rc < 0) {
+            close(go[1]);
+            close(report[0]);
+            kill_and_reap((pid_t)pid);
+            goto out_filter;
+        }
     }
     char go_msg[2 + ABX_JAIL_RESOLV_MAX + 1] = "g";
     size_t go_len = 1;
@@ -545,6 +643,9 @@ out_go:
     close(go[0]);
     close(go[1]);
 out_filter:
+    for (int i = 0; i < 2; i++)
+        if (tpl[i] >= 0)
+            close(tpl[i]);
     if (control[0] >= 0)
         close(control[0]);
     if (control[1] >= 0)

@@ -28,6 +28,9 @@ typedef struct abx_jail_config {
      * the start. abx run gives a sandbox its network here. */
     int (*before_go)(void *ctx, pid_t init_pid, char *resolv, size_t resolv_len, abx_error **err);
     void *before_go_ctx;
+    /* A template's tree on the host (NULL: the host view): the sandbox's
+     * root is an overlay over an id-mapped view of it. Needs root. */
+    const char *template_root;
 } abx_jail_config;
 
 #define ABX_JAIL_RESOLV_MAX 255 /* its length travels in one byte */

@@ -20,6 +20,11 @@
  *   /dev         tmpfs with null zero full random urandom tty (host nodes
  *                bound), a new devpts instance, ptmx, shm (64 MiB tmpfs)
  *
+ * From an imported template (docs/templates.md) the root is instead an
+ * overlay: the template's tree (an id-mapped mount the supervisor hands
+ * over) below, the sandbox's tmpfs of disk_mb above; /etc keeps the
+ * template's files but hostname, hosts and resolv.conf; the rest as above.
+ *
  * Nothing else of the host exists inside: no home directories, no /run, no
  * sockets, no /sys. The staging mount point is /tmp of the new mount
  * namespace, hidden by the pivot. Does not own namespaces, users or seccomp
@@ -44,6 +49,7 @@
 #include <unistd.h>
 
 #define NEWROOT "/tmp"
+#define TEMPLATE_ROOT "/tmp/root" /* the overlay; its layers beside it in the /tmp tmpfs */
 #define MAX_OPS 128
 #define POOL_SIZE 16384
 #define SHM_SIZE "size=64m,mode=1777"
@@ -72,9 +78,12 @@ typedef struct mount_op {
     mode_t mode;
     uid_t owner;
     bool optional;    /* a missing src or dst is skipped, not an error */
+    bool replace;     /* OP_FILE: over what a template has there (else a new file) */
+    bool if_missing;  /* OP_FILE: only where a template has nothing */
 } mount_op;
 
 typedef struct op_plan {
+    const char *root; /* where the tree is built: NEWROOT, or TEMPLATE_ROOT over a template */
     mount_op ops[MAX_OPS];
     int n;
     char pool[POOL_SIZE];
@@ -343,7 +352,7 @@ static int copy_file(const char *src, const char *target, mode_t mode)
     return rc;
 }
 
-static int run_op(const mount_op *op, const char *target)
+static int run_op(const mount_op *op, const char *target, const char *null_dev)
 {
     switch (op->kind) {
     case OP_TMPFS:
@@ -355,6 +364,10 @@ static int run_op(const mount_op *op, const char *target)
             return -1;
         return op->owner == NO_OWNER ? 0 : chown(target, op->owner, op->owner);
     case OP_FILE:
+        if (op->if_missing && access(target, F_OK) == 0)
+            return 0;
+        if (op->replace && unlink(target) < 0 && errno != ENOENT)
+            return -1;
         return abx__create_file(target, op->data, op->mode);
     case OP_COPY:
         return copy_file(op->src, target, op->mode);
@@ -375,7 +388,7 @@ static int run_op(const mount_op *op, const char *target)
         if (stat(target, &st) == 0 && S_ISDIR(st.st_mode))
             return mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SILENT,
                          "size=4k,mode=0555");
-        return mount(NEWROOT "/dev/null", target, NULL, MS_BIND | MS_SILENT, NULL);
+        return mount(null_dev, target, NULL, MS_BIND | MS_SILENT, NULL);
     }
     }
     errno = EINVAL;
@@ -405,14 +418,16 @@ static int run_ops(const op_plan *p, char *errbuf, size_t errlen)
     for (int i = 0; i < p->n; i++) {
         const mount_op *op = &p->ops[i];
         char target[PATH_MAX];
-        snprintf(target, sizeof target, NEWROOT "%s", op->dst);
+        snprintf(target, sizeof target, "%s%s", p->root, op->dst);
         if (op->optional) {
             bool missing = (op->src && access(op->src, F_OK) != 0) ||
                            ((op->kind == OP_RO_SELF || op->kind == OP_MASK) && access(target, F_OK) != 0);
             if (missing)
                 continue;
         }
-        if (run_op(op, target) < 0) {
+        char null_dev[64];
+        snprintf(null_dev, sizeof null_dev, "%s/dev/null", p->root);
+        if (run_op(op, target, null_dev) < 0) {
             snprintf(errbuf, errlen, "%s %s: %s", op_name(op->kind), op->dst, strerror(errno));
             return -ABX_EJAIL;
         }
@@ -422,10 +437,10 @@ static int run_ops(const op_plan *p, char *errbuf, size_t errlen)
 
 /* pivot_root(".", ".") stacks the old root under the new one; detaching it
  * leaves the new tree alone (the technique runc, LXC and bubblewrap use). */
-static int enter_root(char *errbuf, size_t errlen)
+static int enter_root(const char *root, char *errbuf, size_t errlen)
 {
     const char *step = "entering the new root";
-    if (chdir(NEWROOT) < 0)
+    if (chdir(root) < 0)
         goto fail;
     step = "pivot_root";
     if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -442,16 +457,72 @@ fail:
     return -ABX_EJAIL;
 }
 
+/* A template's /etc: what the sandbox needs of its own (hostname, hosts,
+ * resolv.conf) over the template's; passwd, group and profile only where
+ * the template has none. */
+static void plan_etc_template(op_plan *p, const abx_rootfs_spec *spec)
+{
+    add_dir(p, "/etc", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/passwd", .mode = 0644, .if_missing = true,
+                      .data = "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/group", .mode = 0644, .if_missing = true,
+                      .data = "root:x:0:\nuser:x:1000:\n"});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644, .replace = true,
+                      .data = pool_fmt(p, "%s\n", spec->hostname)});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644, .replace = true,
+                      .data = pool_fmt(p, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+                                       spec->hostname)});
+    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/resolv.conf", .mode = 0644, .replace = true,
+                      .data = spec->resolv_conf ? spec->resolv_conf : "# no network\n"});
+}
+
+/* The template's tree (an idmapped mount from the supervisor) as the lower
+ * layer of an overlay whose upper layer lies on a tmpfs of disk_mb. */
+static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%um,mode=0755", spec->disk_mb);
+    const char *step = "the writable layer";
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_SILENT, opts) < 0)
+        goto fail;
+    step = "the overlay's directories";
+    static const char *const dirs[] = {NEWROOT "/lower", NEWROOT "/upper", NEWROOT "/work", TEMPLATE_ROOT};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (mkdir(dirs[i], 0755) < 0)
+            goto fail;
+    step = "attaching the template";
+    if (move_mount(spec->template_fd, "", AT_FDCWD, NEWROOT "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        goto fail;
+    step = "the overlay";
+    if (mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
+              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work") < 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(errbuf, errlen, "template: %s: %s", step, strerror(errno));
+    return -ABX_EJAIL;
+}
+
 int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
 {
     op_plan plan; /* about 22 KiB: on the init's stack, which is the process stack */
     memset(&plan, 0, sizeof plan);
+    plan.root = NEWROOT;
     if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
         snprintf(errbuf, errlen, "making mounts private: %s", strerror(errno));
         return -ABX_EJAIL;
     }
-    plan_base(&plan, spec);
-    plan_etc(&plan, spec);
+    if (spec->template_fd >= 0) {
+        int rc = stage_template(spec, errbuf, errlen);
+        close(spec->template_fd);
+        if (rc < 0)
+            return rc;
+        plan.root = TEMPLATE_ROOT;
+        plan_etc_template(&plan, spec);
+    } else {
+        plan_base(&plan, spec);
+        plan_etc(&plan, spec);
+    }
     plan_dirs(&plan, spec);
     plan_dev(&plan, spec);
     plan_proc(&plan);
@@ -464,5 +535,5 @@ int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
     umask(old_umask);
     if (rc < 0)
         return rc;
-    return enter_root(errbuf, errlen);
+    return enter_root(plan.root, errbuf, errlen);
 }

@@ -10,6 +10,7 @@ typedef struct abx_rootfs_spec {
     unsigned disk_mb;      /* size of the writable layer */
     bool full_id_range;    /* uid/gid 0..65535 are mapped (abx runs as host root) */
     const char *resolv_conf; /* /etc/resolv.conf's text; NULL: a copy of the host's */
+    int template_fd;       /* a template's tree (idmapped, detached mount), consumed; -1: the host view */
 } abx_rootfs_spec;
 
 /* Inside a fresh mount namespace (and user namespace with CAP_SYS_ADMIN),

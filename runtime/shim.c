@@ -319,6 +319,8 @@ static int read_config(shim *sh, abx_error **err)
     const char *tmpl = json_string_value(json_object_get(cfg, "template"));
     snprintf(sh->id, sizeof sh->id, "%s", id ? id : "");
     snprintf(sh->template_name, sizeof sh->template_name, "%s", tmpl ? tmpl : "base");
+    const char *troot = json_string_value(json_object_get(cfg, "template_root"));
+    snprintf(sh->template_root, sizeof sh->template_root, "%s", troot ? troot : "");
     sh->timeout_s = (unsigned)json_integer_value(json_object_get(cfg, "timeout"));
     sh->limits.cpu_count = (unsigned)json_integer_value(json_object_get(cfg, "cpu_count"));
     sh->limits.memory_mb = (unsigned)json_integer_value(json_object_get(cfg, "memory_mb"));
@@ -386,7 +388,7 @@ static int start(shim *sh, abx_error **err)
     if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX) < 0)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
     abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
-                           .as_root = true};
+                           .as_root = true, .template_root = sh->template_root[0] ? sh->template_root : NULL};
     if (runs_in_background(sh))
         setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */
     if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)

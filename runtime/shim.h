@@ -91,6 +91,7 @@ typedef struct shim {
     char state_dir[512];
     char token[80];
     char template_name[64];
+    char template_root[512]; /* an imported template's tree on the host; "" for a built-in one */
     abx_limits limits;
     json_t *metadata;    /* {str: str} */
     json_t *envs;        /* {str: str} set at create */

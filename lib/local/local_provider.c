@@ -19,6 +19,7 @@
 #include "state.h"
 #include "sysutil.h"
 #include "warm_pool.h"
+#include "template_store.h"
 #include "netpolicy.h"
 
 #include <dirent.h>
@@ -316,6 +317,9 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
                     "owner_pid", (int)getpid());
     if (cfg && network)
         json_object_set(cfg, "network", network);
+    char tree[PATH_MAX];
+    if (cfg && !abx__template_builtin(shape->template_id) && abx__template_root(shape->template_id, tree, sizeof tree) == 0)
+        json_object_set_new(cfg, "template_root", json_string(tree));
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     snprintf(path, sizeof path, "%s/config.json", dir);
     int wrc = text ? write_private(path, text) : -1;
@@ -410,8 +414,11 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
-    if (o && o->template_id && strcmp(o->template_id, "base") != 0 && strcmp(o->template_id, "code-interpreter-v1") != 0)
-        return abx__error_set(err, ABX_EINVAL, "template: unknown (this build has: base, code-interpreter-v1)");
+    char tree[PATH_MAX];
+    if (o && o->template_id && !abx__template_builtin(o->template_id) &&
+        abx__template_root(o->template_id, tree, sizeof tree) < 0)
+        return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown (base, code-interpreter-v1 and what "
+                                               "'abx template list' shows)", o->template_id);
     if (o && o->options && o->options[0])
         return abx__error_set(err, ABX_EINVAL, "--opt: the local provider takes no provider options");
     json_t *envs = json_object(), *meta = json_object();
