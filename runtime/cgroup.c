@@ -473,6 +473,18 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
                           freeze ? "stop" : "start again");
 }
 
+void abx__cgroup_thaw_now(const abx_cgroup *cg)
+{
+    char path[512];
+    if (cg->version == 2 && cg->ndirs > 0)
+        snprintf(path, sizeof path, "%s/cgroup.freeze", cg->dirs[0]);
+    else if (cg->version == 1 && cg->freezer && cg->ndirs > 3)
+        snprintf(path, sizeof path, "%s/freezer.state", cg->dirs[3]);
+    else
+        return;
+    abx__write_file_at(AT_FDCWD, path, cg->version == 2 ? "0" : "THAWED");
+}
+
 int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error **err)
 {
     if (cg->version == 2 && cg->ndirs > 0)

@@ -41,6 +41,9 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err);
 /* Gives the cgroup the smallest CPU weight (background: v1 cpu.shares 2,
  * v2 cpu.weight 1) or the default one back (1024, 100). */
 int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error **err);
+/* Thaws the cgroup without waiting (a frozen process cannot die of
+ * SIGKILL until it is thawed). No-op without a freezer. */
+void abx__cgroup_thaw_now(const abx_cgroup *cg);
 /* CPU time used by the cgroup's processes (v2 cpu.stat; v1: its current
  * members' utime + stime) and its memory in use. -1 with no cgroup. */
 int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned long long *mem_bytes);

@@ -690,6 +690,7 @@ void abx__jail_destroy(abx_jail *jail)
     }
     if (jail->init_pid > 0 && !jail->reaped) {
         kill(jail->init_pid, SIGKILL);
+        abx__cgroup_thaw_now(&jail->cgroup); /* paused, or frozen by a reaper that died: it must run to die */
         int status = 0;
         while (waitpid(jail->init_pid, &status, 0) < 0 && errno == EINTR)
             ;

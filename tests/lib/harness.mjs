@@ -100,21 +100,39 @@ export async function waitFor(fn, ms = 5000, step = 50) {
   return v;
 }
 
+/* What a test file must undo even when its after() hooks do not run (a
+ * --test-name-pattern that matches none of its tests skips them): run,
+ * synchronously, when the process exits. */
+const atExit = new Set();
+process.on('exit', () => {
+  for (const f of atExit) {
+    try { f(); } catch { /* best effort */ }
+  }
+});
+/** Registers f to run at exit (unless removed first); returns the remover. */
+export function onExit(f) {
+  atExit.add(f);
+  return () => atExit.delete(f);
+}
+
 /** A private ABX_HOME for a test file; returns {env, home, cleanup}. */
 export function privateHome(prefix = 'abx-home') {
   const home = fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', `${prefix}-`));
   const env = { ...process.env, ABX_HOME: home };
+  const cleanup = () => {
+    dropAtExit();
+    const dir = path.join(home, 'sandboxes');
+    let ids = [];
+    try { ids = fs.readdirSync(dir); } catch { /* none */ }
+    for (const id of ids) spawnSync(abx, ['kill', id], { env, timeout: 20000 });
+    fs.rmSync(home, { recursive: true, force: true });
+  };
+  const dropAtExit = onExit(cleanup);
   return {
     home,
     env,
     /** Kills every sandbox left in this home, then removes it. */
-    cleanup() {
-      const dir = path.join(home, 'sandboxes');
-      let ids = [];
-      try { ids = fs.readdirSync(dir); } catch { /* none */ }
-      for (const id of ids) spawnSync(abx, ['kill', id], { env, timeout: 20000 });
-      fs.rmSync(home, { recursive: true, force: true });
-    },
+    cleanup,
   };
 }
 
@@ -135,6 +153,8 @@ export function shimPid(home, id) {
 export function startHttpServer(args = [], { env = process.env, bin = abx, serveArgs = ['mcp', 'serve'] } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, [...serveArgs, '--listen', '127.0.0.1:0', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const drop = onExit(() => child.kill('SIGKILL'));
+    child.on('exit', drop);
     let err = '';
     const t = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 10000);
     child.stderr.on('data', (d) => {

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onExit } from '../../lib/harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WEB_A = '198.51.100.10', WEB_B = '203.0.113.10', PYPI = '198.51.100.20', DNS = '198.51.100.53';
@@ -55,6 +56,7 @@ with zipfile.ZipFile(sys.argv[1], 'w') as z:
 export async function buildWorld() {
   const tag = `${process.pid % 10000}`;
   const w = { host: `abxw${tag}h`, inet: `abxw${tag}i`, up: `aw${tag}u`, down: `aw${tag}d`, children: [], dir: fs.mkdtempSync(path.join(os.tmpdir(), 'abx-world-')) };
+  w.dropAtExit = onExit(() => teardown(w)); /* even when the file's after() does not run */
   const octet = 1 + (process.pid % 60) * 4;
   w.hostAddr = `172.30.${Math.floor(process.pid / 60) % 250}.${octet}`;
   w.inetAddr = w.hostAddr.replace(/\.\d+$/, `.${octet + 1}`);
@@ -111,7 +113,9 @@ export function inHost(w, argv, opts = {}) {
 }
 
 export function teardown(w) {
-  if (!w) return;
+  if (!w || w.gone) return;
+  w.gone = true;
+  w.dropAtExit?.();
   for (const c of w.children) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
   sh(['ip', 'netns', 'del', w.host], { mayFail: true });
   sh(['ip', 'netns', 'del', w.inet], { mayFail: true });
