@@ -35,7 +35,7 @@ while True:
     c.sendall(str(n).encode()); c.close()
 `);
 const { spawn } = await import('node:child_process');
-const sink = spawn('nsenter', [`--net=/run/netns/${W.inet}`, 'python3', sinkPy], { stdio: 'ignore' });
+const sink = spawn('nsenter', [`--net=${W.inet}`, 'python3', sinkPy], { stdio: 'ignore' });
 W.children.push(sink);
 const sendScript = (mib) => `python3 -c "
 import socket, time

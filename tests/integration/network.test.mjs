@@ -227,7 +227,7 @@ test('200 create/kill cycles leave the host\'s network configuration as it was',
 test('MCP create_sandbox: allow_internet_access and network {allow_out, deny_out}, documented in the tool schema', { skip: why ?? false }, async () => {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-  const transport = new StdioClientTransport({ command: 'nsenter', args: [`--net=/run/netns/${W.host}`, abx, 'mcp', 'start'], env });
+  const transport = new StdioClientTransport({ command: 'nsenter', args: [`--net=${W.host}`, abx, 'mcp', 'start'], env });
   const client = new Client({ name: 'network-test', version: '1' });
   await client.connect(transport);
   try {
@@ -262,14 +262,14 @@ test('MCP create_sandbox: allow_internet_access and network {allow_out, deny_out
 test('abx serve: E2B\'s SDK with allowInternetAccess, network {allowOut, denyOut} and Sandbox.updateNetwork', { skip: why ?? false }, async () => {
   const { spawn, spawnSync } = await import('node:child_process');
   const KEY = `e2b_${'e5'.repeat(20)}`;
-  const srv = spawn('nsenter', [`--net=/run/netns/${W.host}`, abx, 'serve', '--listen', '127.0.0.1:0', '--warm', '0'], { env: { ...env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const srv = spawn('nsenter', [`--net=${W.host}`, abx, 'serve', '--listen', '127.0.0.1:0', '--warm', '0'], { env: { ...env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
   try {
     const port = await new Promise((resolve, reject) => {
       let err = '';
       srv.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m) resolve(Number(m[1])); });
       srv.on('exit', (c) => reject(new Error(`serve exited ${c}: ${err}`)));
     });
-    const r = spawnSync('nsenter', [`--net=/run/netns/${W.host}`, process.execPath, new URL('./networld/e2b_client.mjs', import.meta.url).pathname,
+    const r = spawnSync('nsenter', [`--net=${W.host}`, process.execPath, new URL('./networld/e2b_client.mjs', import.meta.url).pathname,
       `http://127.0.0.1:${port}`, KEY, WEB_A, WEB_B], { encoding: 'utf8', timeout: 120000 });
     assert.equal(r.status, 0, r.stderr);
     const seen = JSON.parse(r.stdout.trim().split('\n').pop());

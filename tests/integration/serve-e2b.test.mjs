@@ -424,32 +424,36 @@ test('a rest plugin (providers/abx-serve): installed, its key from stdin, provid
 
 test('two hosts: abx serve in one network namespace; the abx CLI and abx mcp start with --provider e2b in another', async (t) => {
   const tag = Math.random().toString(16).slice(2, 8);
-  const [A, B] = [`abxsrv${tag}`, `abxcli${tag}`];
   const ip = (...args) => { const r = spawnSync('ip', args, { encoding: 'utf8' }); assert.equal(r.status, 0, `ip ${args.join(' ')}: ${r.stderr}`); };
-  // the test's own small world: two namespaces joined by one veth pair, nothing else reachable from either
-  ip('netns', 'add', A);
-  ip('netns', 'add', B);
-  t.after(() => { spawnSync('ip', ['netns', 'del', A]); spawnSync('ip', ['netns', 'del', B]); });
+  // the test's own small world: two namespaces joined by one veth pair, nothing else reachable from either;
+  // held by two processes (no `ip netns add`: its mounts would change the host's mount table other tests watch)
+  const holders = [0, 1].map(() => spawn('unshare', ['--net', '--', 'sleep', '3600'], { stdio: 'ignore' }));
+  t.after(() => { for (const h of holders) h.kill('SIGKILL'); });
+  const self = fs.readlinkSync('/proc/self/ns/net');
+  for (let i = 0; i < 100 && holders.some((h) => fs.readlinkSync(`/proc/${h.pid}/ns/net`) === self); i++) await new Promise((r) => setTimeout(r, 20));
+  const [A, B] = holders.map((h) => `/proc/${h.pid}/ns/net`);
   ip('link', 'add', `va${tag}`, 'type', 'veth', 'peer', 'name', `vb${tag}`);
-  ip('link', 'set', `va${tag}`, 'netns', A);
-  ip('link', 'set', `vb${tag}`, 'netns', B);
-  ip('-n', A, 'addr', 'add', '10.213.77.1/30', 'dev', `va${tag}`);
-  ip('-n', B, 'addr', 'add', '10.213.77.2/30', 'dev', `vb${tag}`);
-  for (const [ns, dev] of [[A, `va${tag}`], [B, `vb${tag}`]]) {
-    ip('-n', ns, 'link', 'set', 'lo', 'up');
-    ip('-n', ns, 'link', 'set', dev, 'up');
+  ip('link', 'set', `va${tag}`, 'netns', String(holders[0].pid));
+  ip('link', 'set', `vb${tag}`, 'netns', String(holders[1].pid));
+  const inA = (...args) => { const r = spawnSync('nsenter', [`--net=${A}`, 'ip', ...args], { encoding: 'utf8' }); assert.equal(r.status, 0, r.stderr); };
+  const inBip = (...args) => { const r = spawnSync('nsenter', [`--net=${B}`, 'ip', ...args], { encoding: 'utf8' }); assert.equal(r.status, 0, r.stderr); };
+  inA('addr', 'add', '10.213.77.1/30', 'dev', `va${tag}`);
+  inBip('addr', 'add', '10.213.77.2/30', 'dev', `vb${tag}`);
+  for (const [run, dev] of [[inA, `va${tag}`], [inBip, `vb${tag}`]]) {
+    run('link', 'set', 'lo', 'up');
+    run('link', 'set', dev, 'up');
   }
   const S = privateHome('abx-serve-nsA');
   t.after(() => S.cleanup());
   const srvA = await new Promise((resolve, reject) => {
-    const child = spawn('nsenter', [`--net=/run/netns/${A}`, abx, 'serve', '--listen', '10.213.77.1:0'], { env: { ...S.env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('nsenter', [`--net=${A}`, abx, 'serve', '--listen', '10.213.77.1:0'], { env: { ...S.env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
     child.on('exit', (code) => { if (!child.port) reject(new Error(`serve exited ${code}: ${err}`)); });
   });
   t.after(() => srvA.kill('SIGTERM'));
   const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: `http://10.213.77.1:${srvA.port}` };
-  const inB = (args, opts = {}) => spawnSync('nsenter', [`--net=/run/netns/${B}`, abx, ...args], { env, encoding: 'utf8', timeout: 60000, ...opts });
+  const inB = (args, opts = {}) => spawnSync('nsenter', [`--net=${B}`, abx, ...args], { env, encoding: 'utf8', timeout: 60000, ...opts });
   let r = inB(['--provider', 'e2b', 'create', '--timeout', '120']);
   assert.equal(r.status, 0, r.stderr);
   const id = r.stdout.trim();
@@ -459,7 +463,7 @@ test('two hosts: abx serve in one network namespace; the abx CLI and abx mcp sta
   // the sandbox lives on host A: its state is there, not here
   assert.ok(fs.existsSync(path.join(S.home, 'sandboxes', id.slice(4))), 'the sandbox is not on host A');
   assert.ok(!fs.existsSync(path.join(C.home, 'sandboxes', id.slice(4))));
-  const transport = new StdioClientTransport({ command: 'nsenter', args: [`--net=/run/netns/${B}`, abx, '--provider', 'e2b', 'mcp', 'start'], env, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: 'nsenter', args: [`--net=${B}`, abx, '--provider', 'e2b', 'mcp', 'start'], env, stderr: 'pipe' });
   const c = new Client({ name: 'abx-two-hosts', version: '1' });
   await c.connect(transport);
   try {

@@ -10,8 +10,11 @@
 //
 // The machine's own address may sit in a documentation range (192.0.2.0/24
 // here): the world uses 198.51.100.0/24, 203.0.113.0/24, 10.99/16 and
-// 172.30/16, and nothing in it routes anywhere else. teardown() removes the
-// namespaces (their interfaces and servers go with them).
+// 172.30/16, and nothing in it routes anywhere else. The namespaces are
+// held by two `sleep` processes (no `ip netns add`: that would add mounts
+// to the host's table, which other tests watch); w.host and w.inet are
+// their /proc/PID/ns/net paths. teardown() ends the processes and the
+// namespaces go, with their interfaces.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -53,20 +56,33 @@ with zipfile.ZipFile(sys.argv[1], 'w') as z:
   fs.writeFileSync(path.join(dir, 'simple', 'index.html'), '<html><body><a href="abxdemo/">abxdemo</a></body></html>\n');
 }
 
+function holder() {
+  const p = spawn('unshare', ['--net', '--', 'sleep', '86400'], { stdio: 'ignore' });
+  return p;
+}
+
 export async function buildWorld() {
   const tag = `${process.pid % 10000}`;
-  const w = { host: `abxw${tag}h`, inet: `abxw${tag}i`, up: `aw${tag}u`, down: `aw${tag}d`, children: [], dir: fs.mkdtempSync(path.join(os.tmpdir(), 'abx-world-')) };
+  const w = { up: `aw${tag}u`, down: `aw${tag}d`, children: [], dir: fs.mkdtempSync(path.join(os.tmpdir(), 'abx-world-')) };
   w.dropAtExit = onExit(() => teardown(w)); /* even when the file's after() does not run */
   const octet = 1 + (process.pid % 60) * 4;
   w.hostAddr = `172.30.${Math.floor(process.pid / 60) % 250}.${octet}`;
   w.inetAddr = w.hostAddr.replace(/\.\d+$/, `.${octet + 1}`);
-  sh(['ip', 'netns', 'add', w.host]);
-  sh(['ip', 'netns', 'add', w.inet]);
-  const H = (...a) => sh(['nsenter', `--net=/run/netns/${w.host}`, ...a]);
-  const I = (...a) => sh(['nsenter', `--net=/run/netns/${w.inet}`, ...a]);
+  const hostHolder = holder(), inetHolder = holder();
+  w.children.push(hostHolder, inetHolder);
+  w.host = `/proc/${hostHolder.pid}/ns/net`;
+  w.inet = `/proc/${inetHolder.pid}/ns/net`;
+  // unshare has made its namespace once it runs sleep
+  for (let i = 0; i < 100; i++) {
+    const a = fs.readlinkSync(w.host), b = fs.readlinkSync(w.inet), self = fs.readlinkSync('/proc/self/ns/net');
+    if (a !== self && b !== self) break;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  const H = (...a) => sh(['nsenter', `--net=${w.host}`, ...a]);
+  const I = (...a) => sh(['nsenter', `--net=${w.inet}`, ...a]);
   sh(['ip', 'link', 'add', w.up, 'type', 'veth', 'peer', 'name', w.down]);
-  sh(['ip', 'link', 'set', w.up, 'netns', w.host]);
-  sh(['ip', 'link', 'set', w.down, 'netns', w.inet]);
+  sh(['ip', 'link', 'set', w.up, 'netns', String(hostHolder.pid)]);
+  sh(['ip', 'link', 'set', w.down, 'netns', String(inetHolder.pid)]);
   H('ip', 'link', 'set', 'lo', 'up');
   I('ip', 'link', 'set', 'lo', 'up');
   H('ip', 'addr', 'add', `${w.hostAddr}/30`, 'dev', w.up);
@@ -96,7 +112,7 @@ export async function buildWorld() {
   w.children.push(w.dns);
   // every server answers before the tests start
   for (let i = 0; i < 100; i++) {
-    const r = spawnSync('nsenter', [`--net=/run/netns/${w.host}`, 'sh', '-c', `curl -s -m 1 -o /dev/null http://${WEB_A}/ && curl -s -m 1 -o /dev/null http://${PYPI}/simple/ && curl -s -m 1 -o /dev/null http://${w.hostAddr}:8080/`]);
+    const r = spawnSync('nsenter', [`--net=${w.host}`, 'sh', '-c', `curl -s -m 1 -o /dev/null http://${WEB_A}/ && curl -s -m 1 -o /dev/null http://${PYPI}/simple/ && curl -s -m 1 -o /dev/null http://${w.hostAddr}:8080/`]);
     if (r.status === 0) break;
     await new Promise((res) => setTimeout(res, 100));
   }
@@ -104,12 +120,12 @@ export async function buildWorld() {
 }
 
 function spawnIn(ns, argv, cwd) {
-  return spawn('nsenter', [`--net=/run/netns/${ns}`, ...argv], { cwd, stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  return spawn('nsenter', [`--net=${ns}`, ...argv], { cwd, stdio: ['ignore', 'ignore', 'pipe'], detached: false });
 }
 
 /** Runs argv (a command on the host, e.g. abx) inside the world's host namespace. */
 export function inHost(w, argv, opts = {}) {
-  return spawnSync('nsenter', [`--net=/run/netns/${w.host}`, ...argv], { encoding: 'utf8', timeout: 120000, ...opts });
+  return spawnSync('nsenter', [`--net=${w.host}`, ...argv], { encoding: 'utf8', timeout: 120000, ...opts });
 }
 
 export function teardown(w) {
@@ -117,7 +133,5 @@ export function teardown(w) {
   w.gone = true;
   w.dropAtExit?.();
   for (const c of w.children) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
-  sh(['ip', 'netns', 'del', w.host], { mayFail: true });
-  sh(['ip', 'netns', 'del', w.inet], { mayFail: true });
   fs.rmSync(w.dir, { recursive: true, force: true });
 }
