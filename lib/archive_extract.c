@@ -185,6 +185,32 @@ static int write_entry(struct archive *a, int dir, const char *name, mode_t perm
     return rc;
 }
 
+/* A hard link to target (relative to dest, checked), reached one component
+ * at a time without following a link, as the entry itself is: a symbolic
+ * link an earlier entry made cannot lead it out of the tree. */
+static int link_within(int destfd, char *target, int dir, const char *base)
+{
+    char *tbase = NULL;
+    int tdir = open_parent(destfd, target, &tbase);
+    if (tdir < 0)
+        return -1;
+    int rc = linkat(tdir, tbase, dir, base, 0);
+    close(tdir);
+    return rc;
+}
+
+/* A directory entry: made, or already a directory (never another kind of
+ * entry of that name, such as a symbolic link an earlier entry made). */
+static int make_dir(int dir, const char *base)
+{
+    if (mkdirat(dir, base, 0755) == 0)
+        return 0;
+    struct stat st;
+    if (errno != EEXIST || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    return S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
 /* A template entry's owner and mode (setuid and setgid dropped), set on
  * what was just made at dir/name without following it. */
 static int keep_owner(int dir, const char *name, struct archive_entry *e, mode_t type)
@@ -248,8 +274,8 @@ static int extract(const char *archive_path, const char *dest, char *why, size_t
             char *base = NULL;
             int dir = open_parent(destfd, rel, &base);
             int ok = dir < 0 ? -1
-                     : hard ? linkat(destfd, target, dir, base, 0)
-                     : type == AE_IFDIR ? (mkdirat(dir, base, 0755) < 0 && errno != EEXIST ? -1 : 0)
+                     : hard ? link_within(destfd, target, dir, base)
+                     : type == AE_IFDIR ? make_dir(dir, base)
                      : type == AE_IFLNK ? symlinkat(soft, dir, base)
                                         : write_entry(a, dir, base, api.perm(e), &total, rules);
             if (ok == 0 && rules->rootfs && !hard)

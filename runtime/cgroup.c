@@ -451,16 +451,25 @@ static bool freeze_done(const abx_cgroup *cg, bool freeze)
     return freezer_is(cg->dirs[3], freeze ? "FROZEN" : "THAWED");
 }
 
+/* The file that freezes the cgroup, and what to write there; false without a freezer. */
+static bool freeze_knob(const abx_cgroup *cg, bool freeze, char *path, size_t len, const char **value)
+{
+    if (cg->version == 2 && cg->ndirs > 0)
+        snprintf(path, len, "%s/cgroup.freeze", cg->dirs[0]);
+    else if (cg->version == 1 && cg->freezer && cg->ndirs > 3)
+        snprintf(path, len, "%s/freezer.state", cg->dirs[3]);
+    else
+        return false;
+    *value = cg->version == 2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED");
+    return true;
+}
+
 int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
 {
     char path[512];
-    if (cg->version == 2 && cg->ndirs > 0)
-        snprintf(path, sizeof path, "%s/cgroup.freeze", cg->dirs[0]);
-    else if (cg->version == 1 && cg->freezer && cg->ndirs > 3)
-        snprintf(path, sizeof path, "%s/freezer.state", cg->dirs[3]);
-    else
+    const char *value;
+    if (!freeze_knob(cg, freeze, path, sizeof path, &value))
         return abx__error_set(err, ABX_ENOTSUP, "pausing a sandbox needs the cgroup freezer, which this host lacks");
-    const char *value = cg->version == 2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED");
     if (abx__write_file_at(AT_FDCWD, path, value) < 0)
         return abx__error_errno(err, ABX_ECGROUP, errno, freeze ? "freezing the sandbox" : "thawing the sandbox");
     for (int waited = 0; waited < 2000; waited++) {
@@ -476,13 +485,9 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
 void abx__cgroup_thaw_now(const abx_cgroup *cg)
 {
     char path[512];
-    if (cg->version == 2 && cg->ndirs > 0)
-        snprintf(path, sizeof path, "%s/cgroup.freeze", cg->dirs[0]);
-    else if (cg->version == 1 && cg->freezer && cg->ndirs > 3)
-        snprintf(path, sizeof path, "%s/freezer.state", cg->dirs[3]);
-    else
-        return;
-    abx__write_file_at(AT_FDCWD, path, cg->version == 2 ? "0" : "THAWED");
+    const char *value;
+    if (freeze_knob(cg, false, path, sizeof path, &value))
+        abx__write_file_at(AT_FDCWD, path, value);
 }
 
 int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error **err)

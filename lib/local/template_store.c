@@ -141,7 +141,9 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
     time_t now = time(NULL);
     struct tm tm;
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", name, "source", source, "created_at", created,
+    char shown[256]; /* template.json stays small: the source's name, cut */
+    snprintf(shown, sizeof shown, "%s", source);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", name, "source", shown, "created_at", created,
                             "size_bytes", (json_int_t)bytes, "files", (json_int_t)files);
     char meta[800];
     snprintf(meta, sizeof meta, "%s/template.json", partial);
@@ -213,12 +215,12 @@ static unsigned users_of(const char *name)
     DIR *d = opendir(root);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        char sdir[900], path[960], text[4096];
+        char sdir[900], path[960];
         snprintf(sdir, sizeof sdir, "%s/%s", root, e->d_name);
         snprintf(path, sizeof path, "%s/meta.json", sdir);
-        if (e->d_name[0] == '.' || abx__read_small_file(path, text, sizeof text) < 0 || !abx__state_shim_alive(sdir))
+        if (e->d_name[0] == '.' || !abx__state_shim_alive(sdir))
             continue;
-        json_t *doc = json_loads(text, 0, NULL);
+        json_t *doc = json_load_file(path, 0, NULL); /* metadata can make it large */
         const char *t = json_string_value(json_object_get(doc, "template"));
         count += t && strcmp(t, name) == 0;
         json_decref(doc);

@@ -99,6 +99,8 @@ test('sandboxes from a template: its files, none of the host\'s, each sandbox it
 });
 
 test('hostile archives are refused and leave no template', { skip: !root && 'needs root' }, () => {
+  const victim = fs.mkdtempSync(path.join(work, 'victim-'));
+  fs.chmodSync(victim, 0o700);
   const py = (name, body) => {
     const out = path.join(work, `${name}.tar`);
     const r = spawnSync('python3', ['-c', `import tarfile, io, sys\nt = tarfile.open(sys.argv[1], 'w')\n${body}\nt.close()`, out], { encoding: 'utf8' });
@@ -112,6 +114,12 @@ test('hostile archives are refused and leave no template', { skip: !root && 'nee
     device: "i = tarfile.TarInfo('dev/sda'); i.type = tarfile.BLKTYPE; i.devmajor = 8; t.addfile(i)",
     climbing: "i = tarfile.TarInfo('etc/link'); i.type = tarfile.SYMTYPE; i.linkname = '../../../etc/shadow'; t.addfile(i)",
     through: "i = tarfile.TarInfo('etc'); i.type = tarfile.SYMTYPE; i.linkname = '/etc'; t.addfile(i)\n" + file('etc/passwd'),
+    // a directory entry over a link an earlier entry made must not change the link's host target
+    dirover: `i = tarfile.TarInfo('x'); i.type = tarfile.SYMTYPE; i.linkname = '${victim}'; t.addfile(i)\n` +
+      "i = tarfile.TarInfo('x'); i.type = tarfile.DIRTYPE; i.mode = 0o777; t.addfile(i)",
+    // a hard link reached through such a link would take a host file into the template
+    hardthrough: "i = tarfile.TarInfo('h'); i.type = tarfile.SYMTYPE; i.linkname = '/etc'; t.addfile(i)\n" +
+      "i = tarfile.TarInfo('leak'); i.type = tarfile.LNKTYPE; i.linkname = 'h/hostname'; t.addfile(i)",
   };
   for (const [name, body] of Object.entries(cases)) {
     const r = abxh(['--json', 'template', 'import', `bad-${name}`, py(name, body)]);
@@ -120,5 +128,6 @@ test('hostile archives are refused and leave no template', { skip: !root && 'nee
     assert.equal(fs.existsSync(`${H.home}/templates/bad-${name}`), false, name);
   }
   assert.ok(fs.readdirSync(`${H.home}/templates`).every((n) => !n.startsWith('.partial')));
+  assert.equal(fs.statSync(victim).mode & 0o777, 0o700, 'a host directory changed mode');
   assert.equal(fs.readFileSync('/etc/passwd', 'utf8').includes('x\n'), false);
 });
