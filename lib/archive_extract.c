@@ -16,6 +16,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dlfcn.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -157,6 +158,8 @@ static int open_parent(int dest, char *rel, char **base)
 /* What an extraction allows: a plugin's files, or a template's tree. */
 typedef struct extract_rules {
     bool rootfs;               /* owners and modes kept, absolute symlinks allowed */
+    bool layer;                /* an OCI layer over the tree: entries replace what is there,
+                                  whiteouts (.wh.NAME, .wh..wh..opq) remove */
     unsigned max_entries;
     unsigned long long max_bytes;
     const char *what;          /* "the plugin", "the root filesystem" */
@@ -209,6 +212,68 @@ static int make_dir(int dir, const char *base)
     if (errno != EEXIST || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -1;
     return S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+/* Removes name in dir and, for a directory, everything under it, never
+ * following a link (an OCI whiteout, or an entry replacing another). */
+static int remove_at(int dir, const char *name, int depth)
+{
+    struct stat st;
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dir, name, 0);
+    if (depth > 512)
+        return -1;
+    int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
+    if (!d) {
+        if (sub >= 0)
+            close(sub);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            rc = remove_at(dirfd(d), e->d_name, depth + 1);
+    closedir(d);
+    return rc == 0 ? unlinkat(dir, name, AT_REMOVEDIR) : -1;
+}
+
+/* Empties the directory dir/name (an opaque whiteout: what lower layers put there goes). */
+static int empty_dir(int dir, const char *name)
+{
+    int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
+    if (!d) {
+        if (sub >= 0)
+            close(sub);
+        return errno == ENOENT ? 0 : -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            rc = remove_at(dirfd(d), e->d_name, 1);
+    closedir(d);
+    return rc;
+}
+
+/* An OCI layer's entry at dir/base: a whiteout is applied (1: nothing
+ * more to do); otherwise what is there goes unless both are directories. */
+static int apply_layer_rules(int dir, const char *base, mode_t type, bool hard)
+{
+    if (strcmp(base, ".wh..wh..opq") == 0)
+        return empty_dir(dir, ".") < 0 ? -1 : 1;
+    if (strncmp(base, ".wh.", 4) == 0)
+        return base[4] && remove_at(dir, base + 4, 0) < 0 ? -1 : 1;
+    struct stat st;
+    if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (S_ISDIR(st.st_mode) && type == AE_IFDIR && !hard)
+        return 0;
+    return remove_at(dir, base, 0);
 }
 
 /* A template entry's owner and mode (setuid and setgid dropped), set on
@@ -273,6 +338,16 @@ static int extract(const char *archive_path, const char *dest, char *why, size_t
         } else {
             char *base = NULL;
             int dir = open_parent(destfd, rel, &base);
+            int layered = dir >= 0 && rules->layer ? apply_layer_rules(dir, base, type, hard != NULL) : 0;
+            if (layered != 0) {
+                if (dir >= 0)
+                    close(dir);
+                if (layered < 0) {
+                    snprintf(why, why_len, "cannot apply entry '%.200s' over the layers below", path);
+                    rc = -1;
+                }
+                continue;
+            }
             int ok = dir < 0 ? -1
                      : hard ? link_within(destfd, target, dir, base)
                      : type == AE_IFDIR ? make_dir(dir, base)
@@ -300,6 +375,13 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
 {
     const extract_rules plugin = {.max_entries = MAX_ENTRIES, .max_bytes = MAX_BYTES, .what = "the plugin"};
     return extract(archive_path, dest, why, why_len, &plugin);
+}
+
+int abx__archive_extract_layer(const char *archive_path, const char *dest, char *why, size_t why_len)
+{
+    const extract_rules layer = {.rootfs = true, .layer = true, .max_entries = 1000000, .max_bytes = 64ull << 30,
+                                 .what = "the root filesystem"};
+    return extract(archive_path, dest, why, why_len, &layer);
 }
 
 int abx__archive_extract_rootfs(const char *archive_path, const char *dest, char *why, size_t why_len)

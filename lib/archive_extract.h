@@ -15,4 +15,9 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
  * entries; absolute paths, "..", devices, fifos and sockets refused. */
 int abx__archive_extract_rootfs(const char *archive_path, const char *dest, char *why, size_t why_len);
 
+/* The same for one layer of an OCI image over dest (the layers below
+ * already there): an entry replaces what is at its path (directories
+ * merge), ".wh.NAME" removes NAME, ".wh..wh..opq" empties its directory. */
+int abx__archive_extract_layer(const char *archive_path, const char *dest, char *why, size_t why_len);
+
 #endif

@@ -471,7 +471,10 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
 static void files_url(abx_envd *e, CURL *c, const char *path, const char *user, char *url, size_t len)
 {
     char *p = curl_easy_escape(c, path, 0);
-    snprintf(url, len, "%s/files?path=%s&username=%s", e->base_url, p ? p : "", user && *user ? user : "user");
+    if (user && *user)
+        snprintf(url, len, "%s/files?path=%s&username=%s", e->base_url, p ? p : "", user);
+    else
+        snprintf(url, len, "%s/files?path=%s", e->base_url, p ? p : "");
     curl_free(p);
 }
 

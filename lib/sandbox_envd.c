@@ -36,9 +36,10 @@
 
 /* ---- processes ---------------------------------------------------------- */
 
+/* NULL (no user named): the sandbox's default, its template's USER or user. */
 static const char *user_of(const char *user)
 {
-    return user && strcmp(user, "root") == 0 ? "root" : "user";
+    return !user ? NULL : strcmp(user, "root") == 0 ? "root" : "user";
 }
 
 static int check_user(const char *user, abx_error **err)
@@ -72,6 +73,8 @@ static json_t *start_request(const char *const *argv, const abx_exec_options *o,
     if (o && o->cwd)
         json_object_set_new(proc, "cwd", json_string(o->cwd));
     json_t *req = json_pack("{s:o, s:b}", "process", proc, "stdin", want_stdin);
+    if (o && !o->cwd && o->default_cwd) /* an abx extension: envd ignores what it does not know */
+        json_object_set_new(req, "defaultCwd", json_string(o->default_cwd));
     if (o && o->tag)
         json_object_set_new(req, "tag", json_string(o->tag));
     if (o && o->save_output_after)
@@ -444,7 +447,7 @@ static int start_followed(abx_sandbox *s, json_t *req, const abx_exec_options *o
     pthread_cond_init(&f->started, NULL);
     f->req = req;
     f->table = s->ops->task_table(s, &f->client);
-    snprintf(f->user, sizeof f->user, "%s", user_of(o->user));
+    snprintf(f->user, sizeof f->user, "%s", user_of(o->user) ? user_of(o->user) : "");
     snprintf(f->tag, sizeof f->tag, "%s", o->tag ? o->tag : "");
     abx__envd_init(&f->envd, s->envd.base_url, s->envd.unix_socket[0] ? s->envd.unix_socket : NULL, s->envd.token);
     abx__envd_route(&f->envd, s->envd.route_id, s->envd.code_url);
@@ -659,7 +662,8 @@ static int provider_call(abx_sandbox *s, const char *method, const char *user, j
                          abx_error **err)
 {
     if (user)
-        json_object_set_new(params, "user", json_string(user_of(user)));
+        if (user_of(user))
+            json_object_set_new(params, "user", json_string(user_of(user)));
     return s->ops->data_call(s, "files.rw", method, params, result, err);
 }
 

@@ -748,7 +748,7 @@ static json_t *tool_run_command(mcp_call *c)
     const char *command, *id, *cwd;
     long long timeout;
     if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
-        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
+        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, NULL, &cwd, &f) || (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
         !arg_int(c, "timeout", 1, 86400, 60, &timeout, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
@@ -756,7 +756,7 @@ static json_t *tool_run_command(mcp_call *c)
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return abx_failure(err, rc);
-    abx_exec_options o = {.cwd = cwd, .timeout_s = (unsigned)timeout, .keep_output = true,
+    abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .timeout_s = (unsigned)timeout, .keep_output = true,
                           .on_stdout = c->progress_token ? on_output : NULL,
                           .on_stderr = c->progress_token ? on_output : NULL, .userdata = c,
                           .should_cancel = cancelled, .save_output_after = c->session->output_limit};
@@ -1033,7 +1033,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     const char *command, *cwd, *id;
     char **envs = NULL;
     if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
-        !arg_string(c, "cwd", false, "/app", &cwd, &f) || (!*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
+        !arg_string(c, "cwd", false, NULL, &cwd, &f) || (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
         !arg_envs(c, "envs", &envs, &f) || !arg_id(c, &id, &f)) {
         free_pairs(envs);
         return invalid(&f);
@@ -1045,7 +1045,7 @@ static json_t *tool_start_background_task(mcp_call *c)
         free_pairs(envs);
         return abx_failure(err, rc);
     }
-    abx_exec_options o = {.cwd = cwd, .envs = (const char *const *)envs};
+    abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .envs = (const char *const *)envs};
     int pid = 0;
     rc = abx_sandbox_start_background(b->handle, command, &o, &pid, &err);
     mcp_session_release(c->session, b);

@@ -115,7 +115,7 @@ typedef struct exec_failure {
 
 /* The child: becomes the requested user with nothing else, then execs. */
 __attribute__((noreturn)) static void child_exec(const spawn_request *r, const int fds[3], int status_fd,
-                                                bool full_id_range)
+                                                bool full_id_range, bool root_caps)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -128,7 +128,10 @@ __attribute__((noreturn)) static void child_exec(const spawn_request *r, const i
         goto fail;
     if (r->pty && ioctl(0, TIOCSCTTY, 0) < 0)
         goto fail;
-    if (abx__privs_set_rlimits() < 0 || abx__privs_drop_all(r->uid, r->uid, full_id_range, &step) < 0)
+    if (abx__privs_set_rlimits() < 0)
+        goto fail;
+    if ((r->uid == 0 && root_caps ? abx__privs_drop_to_root_caps(full_id_range, &step)
+                                  : abx__privs_drop_all(r->uid, r->uid, full_id_range, &step)) < 0)
         goto fail;
     if (chdir(r->cwd) < 0) {
         f.code = errno == ENOENT || errno == ENOTDIR ? ABX_ENOENT : ABX_EPERM;
@@ -154,7 +157,7 @@ static void spawn_reply_error(int ctl, json_int_t seq, int code, const char *mes
                              message));
 }
 
-static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int fds[3], bool full_id_range)
+static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int fds[3], bool full_id_range, bool root_caps)
 {
     int status[2];
     if (pipe2(status, O_CLOEXEC) < 0) {
@@ -164,7 +167,7 @@ static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int
     pid_t pid = fork();
     if (pid == 0) {
         close(status[0]);
-        child_exec(r, fds, status[1], full_id_range);
+        child_exec(r, fds, status[1], full_id_range, root_caps);
     }
     close(status[1]);
     exec_failure f;
@@ -189,7 +192,7 @@ static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int
                              "message", message, "pid", (int)pid));
 }
 
-static void handle_spawn(int ctl, json_t *msg, const int fds[3], bool full_id_range)
+static void handle_spawn(int ctl, json_t *msg, const int fds[3], bool full_id_range, bool root_caps)
 {
     json_int_t seq = json_integer_value(json_object_get(msg, "seq"));
     spawn_request *r = calloc(1, sizeof *r); /* 64 KiB: off the stack */
@@ -204,16 +207,16 @@ static void handle_spawn(int ctl, json_t *msg, const int fds[3], bool full_id_ra
         parse_strings(json_object_get(msg, "env"), r->envp) < 0 || !r->cwd || (r->uid != 0 && r->uid != 1000))
         spawn_reply_error(ctl, seq, ABX_EINVAL, "malformed spawn request");
     else
-        spawn_one(ctl, seq, r, fds, full_id_range);
+        spawn_one(ctl, seq, r, fds, full_id_range, root_caps);
     free(r);
 }
 
-static void handle_message(int ctl, const char *text, const int fds[3], int nfds, bool full_id_range)
+static void handle_message(int ctl, const char *text, const int fds[3], int nfds, bool full_id_range, bool root_caps)
 {
     json_t *msg = json_loads(text, 0, NULL);
     const char *op = json_string_value(json_object_get(msg, "op"));
     if (op && strcmp(op, "spawn") == 0 && nfds == 3) {
-        handle_spawn(ctl, msg, fds, full_id_range);
+        handle_spawn(ctl, msg, fds, full_id_range, root_caps);
     } else if (op && strcmp(op, "signal") == 0) {
         pid_t pid = (pid_t)json_integer_value(json_object_get(msg, "pid"));
         int sig = (int)json_integer_value(json_object_get(msg, "sig"));
@@ -224,21 +227,29 @@ static void handle_message(int ctl, const char *text, const int fds[3], int nfds
 }
 
 /* Keeps CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_KILL; drops the rest
- * from every set, the bounding set included. */
-static int keep_spawn_capabilities(void)
+ * from every set, the bounding set included. With root_caps, root's set
+ * (privs.h) stays permitted, not effective, for the processes root starts. */
+static int keep_spawn_capabilities(bool root_caps)
 {
     static const cap_value_t keep[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_KILL};
     for (int c = 0; c < 64; c++) {
         bool kept = false;
         for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
             kept |= keep[k] == c;
+        for (int k = 0; root_caps && k < ABX_ROOT_CAPS_COUNT; k++)
+            kept |= abx__root_caps[k] == c; /* in the bounding set, for root's processes */
         if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
             return -1;
     }
     cap_t caps = cap_init();
     if (!caps)
         return -1;
-    int rc = cap_set_flag(caps, CAP_PERMITTED, 4, keep, CAP_SET);
+    cap_value_t root_set[ABX_ROOT_CAPS_COUNT];
+    for (int k = 0; k < ABX_ROOT_CAPS_COUNT; k++)
+        root_set[k] = (cap_value_t)abx__root_caps[k];
+    int rc = root_caps ? cap_set_flag(caps, CAP_PERMITTED, ABX_ROOT_CAPS_COUNT, root_set, CAP_SET) : 0;
+    if (rc == 0)
+        rc = cap_set_flag(caps, CAP_PERMITTED, 4, keep, CAP_SET);
     if (rc == 0)
         rc = cap_set_flag(caps, CAP_EFFECTIVE, 4, keep, CAP_SET);
     if (rc == 0)
@@ -247,9 +258,9 @@ static int keep_spawn_capabilities(void)
     return rc;
 }
 
-void abx__init_serve(int ctl, bool full_id_range)
+void abx__init_serve(int ctl, bool full_id_range, bool root_caps)
 {
-    if (keep_spawn_capabilities() < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    if (keep_spawn_capabilities(root_caps) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         _exit(125);
     sigset_t mask;
     sigemptyset(&mask);
@@ -281,7 +292,7 @@ void abx__init_serve(int ctl, bool full_id_range)
             if (n == 0)
                 _exit(0);
             if (n > 0)
-                handle_message(ctl, buf, fds, nfds, full_id_range);
+                handle_message(ctl, buf, fds, nfds, full_id_range, root_caps);
             for (int i = 0; i < nfds; i++)
                 close(fds[i]);
         }

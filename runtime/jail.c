@@ -127,9 +127,14 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
         report_fail(report_fd, ABX_EJAIL, 125, "controlling terminal: %s", strerror(errno));
     if (abx__privs_set_rlimits() < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "rlimits: %s", strerror(errno));
+    for (int i = 0; cfg->stdio && i < 3; i++)
+        if (dup2(cfg->stdio[i], i) < 0)
+            report_fail(report_fd, ABX_EJAIL, 125, "standard fds: %s", strerror(errno));
     uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;
     const char *step = "";
-    if (abx__privs_drop_all(id, id, full_id_range, &step) < 0)
+    int dropped = cfg->as_root && cfg->root_caps ? abx__privs_drop_to_root_caps(full_id_range, &step)
+                                                  : abx__privs_drop_all(id, id, full_id_range, &step);
+    if (dropped < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "%s: %s", step, strerror(errno));
     if (chdir(cfg->cwd) < 0)
         report_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? ABX_ENOENT : ABX_EPERM, 125,
@@ -386,12 +391,12 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         report_fail(report_fd, ABX_EJAIL, 125, "user namespace limits: %s", why);
     abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
                             .full_id_range = full_id_range, .resolv_conf = go == 'r' ? resolv : NULL,
-                            .template_fd = template_fd};
+                            .template_fd = template_fd, .template_writable = cfg->template_writable};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "sethostname: %s", strerror(errno));
-    if (loopback_up() < 0)
+    if (!cfg->host_network && loopback_up() < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "loopback: %s", strerror(errno));
     /* The filter goes on once, here, after the last mount: both init and
      * the command (which inherits it) live under it from now on. */
@@ -405,7 +410,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         /* nothing of the supervisor's is left by the time it hears we serve */
         close_inherited_fds(control_fd, report_fd);
         close(report_fd); /* EOF tells the supervisor we are serving */
-        abx__init_serve(control_fd, full_id_range);
+        abx__init_serve(control_fd, full_id_range, cfg->root_caps);
     }
     pid_t command = fork();
     if (command < 0)
@@ -519,6 +524,8 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     jail->lifeline_fd = -1;
     jail->uid_range_fd = -1;
     bool full_id_range = geteuid() == 0;
+    if ((cfg->template_writable || cfg->host_network) && (!full_id_range || !cfg->template_root || !cfg->argv))
+        return abx__error_set(err, ABX_EINVAL, "a build step runs one command in a template's tree, as root");
     if (!full_id_range && cfg->template_root)
         return abx__error_set(err, ABX_EPERM, "sandboxes from a template need abx to run as root (id-mapped mounts)");
     if (!full_id_range && !cfg->as_root)
@@ -566,8 +573,9 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         close(report[1]);
         goto out_filter;
     }
-    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
-                                      CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD,
+    unsigned long netns = cfg->host_network ? 0 : CLONE_NEWNET;
+    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | netns | CLONE_NEWUTS |
+                                      CLONE_NEWIPC | SIGCHLD,
                        NULL, NULL, NULL, NULL);
     if (pid != 0 && full_id_range)
         restore_owner(saved_bits);

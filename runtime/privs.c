@@ -39,6 +39,52 @@ static int clear_capability_sets(void)
     return rc;
 }
 
+const int abx__root_caps[ABX_ROOT_CAPS_COUNT] = {CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FOWNER,  CAP_FSETID,
+                                                  CAP_KILL,    CAP_SETGID,       CAP_SETUID,  CAP_SETPCAP,
+                                                  CAP_SETFCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT};
+
+static bool is_root_cap(int cap)
+{
+    for (int i = 0; i < ABX_ROOT_CAPS_COUNT; i++)
+        if (abx__root_caps[i] == cap)
+            return true;
+    return false;
+}
+
+int abx__privs_drop_to_root_caps(bool may_setgroups, const char **step)
+{
+    *step = "cutting the capability bounding set";
+    for (int cap = 0; cap < 64; cap++)
+        if (!is_root_cap(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+            return -1;
+    *step = "clearing supplementary groups";
+    if (may_setgroups && setgroups(0, NULL) < 0)
+        return -1;
+    *step = "switching to root";
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+        return -1;
+    *step = "setting root's capabilities";
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -1;
+    cap_t caps = cap_init();
+    cap_value_t list[ABX_ROOT_CAPS_COUNT];
+    for (int i = 0; i < ABX_ROOT_CAPS_COUNT; i++)
+        list[i] = (cap_value_t)abx__root_caps[i];
+    int rc = caps ? cap_set_flag(caps, CAP_PERMITTED, ABX_ROOT_CAPS_COUNT, list, CAP_SET) : -1;
+    if (rc == 0)
+        rc = cap_set_flag(caps, CAP_EFFECTIVE, ABX_ROOT_CAPS_COUNT, list, CAP_SET);
+    if (rc == 0)
+        rc = cap_set_proc(caps);
+    int saved = errno;
+    if (caps)
+        cap_free(caps);
+    errno = saved;
+    if (rc < 0)
+        return -1;
+    *step = "setting no_new_privs";
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 int abx__privs_drop_all(uid_t uid, gid_t gid, bool may_setgroups, const char **step)
 {
     *step = "dropping the capability bounding set";

@@ -24,6 +24,9 @@
  * overlay: the template's tree (an id-mapped mount the supervisor hands
  * over) below, the sandbox's tmpfs of disk_mb above; /etc keeps the
  * template's files but hostname, hosts and resolv.conf; the rest as above.
+ * A template build's step (lib/local/template_build.c) writes the tree
+ * itself: it is the root, with /dev and /proc mounted on it and the three
+ * /etc files bound over the tree's (a step's changes are the build's).
  *
  * Nothing else of the host exists inside: no home directories, no /run, no
  * sockets, no /sys. The staging mount point is /tmp of the new mount
@@ -68,6 +71,7 @@ typedef enum op_kind {
     OP_PROC,     /* fresh procfs at dst */
     OP_RO_SELF,  /* remount dst (inside the new tree) read-only */
     OP_MASK,     /* bind the tree's /dev/null over dst */
+    OP_BIND_FILE, /* bind the staged file src over dst (made an empty file first if it is not one) */
 } op_kind;
 
 typedef struct mount_op {
@@ -352,6 +356,29 @@ static int copy_file(const char *src, const char *target, mode_t mode)
     return rc;
 }
 
+/* A template build's /etc/hosts and the like: the tree's own file (or a
+ * link, which could point anywhere before the pivot) becomes an empty
+ * regular file, and the staged one is bound over it, read-only. */
+static int bind_file_over(const char *src, const char *target)
+{
+    struct stat st;
+    if (lstat(target, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return -1;
+        }
+        if (unlink(target) < 0)
+            return -1;
+    }
+    int fd = open(target, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    if (mount(src, target, NULL, MS_BIND | MS_SILENT, NULL) < 0)
+        return -1;
+    return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_SILENT, NULL);
+}
+
 static int run_op(const mount_op *op, const char *target, const char *null_dev)
 {
     switch (op->kind) {
@@ -390,6 +417,8 @@ static int run_op(const mount_op *op, const char *target, const char *null_dev)
                          "size=4k,mode=0555");
         return mount(null_dev, target, NULL, MS_BIND | MS_SILENT, NULL);
     }
+    case OP_BIND_FILE:
+        return bind_file_over(op->src, target);
     }
     errno = EINVAL;
     return -1;
@@ -409,6 +438,7 @@ static const char *op_name(op_kind k)
     case OP_PROC: return "mounting proc";
     case OP_RO_SELF: return "making read-only";
     case OP_MASK: return "masking";
+    case OP_BIND_FILE: return "binding over";
     }
     return "?";
 }
@@ -503,6 +533,40 @@ fail:
     return -ABX_EJAIL;
 }
 
+/* A template build's step: the tree (an idmapped mount, writable) is the
+ * root; hostname, hosts and resolv.conf are staged on a small tmpfs beside
+ * it and bound over the tree's. */
+static int stage_template_rw(op_plan *p, const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
+{
+    const char *step = "the staging area";
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_SILENT, "size=1m,mode=0755") < 0 ||
+        mkdir(TEMPLATE_ROOT, 0755) < 0)
+        goto fail;
+    step = "attaching the template";
+    if (move_mount(spec->template_fd, "", AT_FDCWD, TEMPLATE_ROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        goto fail;
+    step = "staging /etc";
+    char hosts[512];
+    snprintf(hosts, sizeof hosts, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+             spec->hostname);
+    char hostname[300];
+    snprintf(hostname, sizeof hostname, "%s\n", spec->hostname);
+    if (abx__create_file(NEWROOT "/.hostname", hostname, 0644) < 0 ||
+        abx__create_file(NEWROOT "/.hosts", hosts, 0644) < 0)
+        goto fail;
+    if (spec->resolv_conf ? abx__create_file(NEWROOT "/.resolv", spec->resolv_conf, 0644) < 0
+                          : copy_file("/etc/resolv.conf", NEWROOT "/.resolv", 0644) < 0)
+        goto fail;
+    add_dir(p, "/etc", 0755, NO_OWNER);
+    add(p, (mount_op){.kind = OP_BIND_FILE, .src = NEWROOT "/.hostname", .dst = "/etc/hostname"});
+    add(p, (mount_op){.kind = OP_BIND_FILE, .src = NEWROOT "/.hosts", .dst = "/etc/hosts"});
+    add(p, (mount_op){.kind = OP_BIND_FILE, .src = NEWROOT "/.resolv", .dst = "/etc/resolv.conf"});
+    return 0;
+fail:
+    snprintf(errbuf, errlen, "template: %s: %s", step, strerror(errno));
+    return -ABX_EJAIL;
+}
+
 int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
 {
     op_plan plan; /* about 22 KiB: on the init's stack, which is the process stack */
@@ -512,7 +576,13 @@ int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
         snprintf(errbuf, errlen, "making mounts private: %s", strerror(errno));
         return -ABX_EJAIL;
     }
-    if (spec->template_fd >= 0) {
+    if (spec->template_fd >= 0 && spec->template_writable) {
+        int rc = stage_template_rw(&plan, spec, errbuf, errlen);
+        close(spec->template_fd);
+        if (rc < 0)
+            return rc;
+        plan.root = TEMPLATE_ROOT;
+    } else if (spec->template_fd >= 0) {
         int rc = stage_template(spec, errbuf, errlen);
         close(spec->template_fd);
         if (rc < 0)
@@ -523,7 +593,8 @@ int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
         plan_base(&plan, spec);
         plan_etc(&plan, spec);
     }
-    plan_dirs(&plan, spec);
+    if (!spec->template_writable)
+        plan_dirs(&plan, spec);
     plan_dev(&plan, spec);
     plan_proc(&plan);
     if (plan.overflow) {

@@ -328,6 +328,11 @@ static int read_config(shim *sh, abx_error **err)
     sh->limits.pids = (unsigned)json_integer_value(json_object_get(cfg, "pids"));
     sh->metadata = json_incref(json_object_get(cfg, "metadata"));
     sh->envs = json_incref(json_object_get(cfg, "envs"));
+    json_t *tc = json_object_get(cfg, "template_config");
+    sh->template_env = json_incref(json_object_get(tc, "env"));
+    const char *wd = json_string_value(json_object_get(tc, "workdir"));
+    snprintf(sh->template_workdir, sizeof sh->template_workdir, "%s", wd && wd[0] == '/' ? wd : "");
+    sh->default_uid = json_integer_value(json_object_get(tc, "uid")) == 0 && json_object_get(tc, "uid") ? 0 : 1000;
     sh->standby = json_is_true(json_object_get(cfg, "standby"));
     json_t *network = json_object_get(cfg, "network");
     int nrc = network ? abx__net_policy_normalize(network, &sh->net_policy, err) : 0;
@@ -388,7 +393,8 @@ static int start(shim *sh, abx_error **err)
     if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX) < 0)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
     abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
-                           .as_root = true, .template_root = sh->template_root[0] ? sh->template_root : NULL};
+                           .as_root = true, .template_root = sh->template_root[0] ? sh->template_root : NULL,
+                           .root_caps = sh->template_root[0] != '\0'};
     if (runs_in_background(sh))
         setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */
     if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)

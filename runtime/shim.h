@@ -95,6 +95,9 @@ typedef struct shim {
     abx_limits limits;
     json_t *metadata;    /* {str: str} */
     json_t *envs;        /* {str: str} set at create */
+    json_t *template_env;       /* {str: str}: the template's ENV, under envs; may be NULL */
+    char template_workdir[256]; /* the template's WORKDIR: where commands start by default; "" */
+    unsigned default_uid;       /* who runs a request that names no user: the template's USER, else user */
     unsigned timeout_s;  /* the last lifetime asked for */
     time_t started_at;
     time_t end_at;
@@ -152,7 +155,8 @@ typedef struct shim_start_request {
     const char *cmd;
     json_t *args;        /* array of strings, may be NULL */
     json_t *envs;        /* {str: str}, may be NULL */
-    const char *cwd;     /* may be NULL: the user's home */
+    const char *cwd;     /* may be NULL: the template's WORKDIR, else default_cwd, else the user's home */
+    const char *default_cwd; /* may be NULL */
     const char *tag;     /* may be NULL */
     unsigned uid;        /* 0 or 1000 */
     bool stdin_open;

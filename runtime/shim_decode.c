@@ -54,9 +54,9 @@ bool abx__shim_string_array_ok(json_t *a)
     return true;
 }
 
-int abx__shim_user_from_name(const char *name, unsigned *uid)
+int abx__shim_user_from_name(const char *name, unsigned default_uid, unsigned *uid)
 {
-    *uid = 1000;
+    *uid = !name || !*name ? default_uid : 1000;
     if (!name || !*name || strcmp(name, "user") == 0)
         return 0;
     if (strcmp(name, "root") == 0) {
@@ -66,9 +66,9 @@ int abx__shim_user_from_name(const char *name, unsigned *uid)
     return -1;
 }
 
-int abx__shim_user_from_basic(const char *header, unsigned *uid)
+int abx__shim_user_from_basic(const char *header, unsigned default_uid, unsigned *uid)
 {
-    *uid = 1000;
+    *uid = default_uid;
     if (!header)
         return 0;
     if (strncmp(header, "Basic ", 6) != 0)
@@ -82,7 +82,7 @@ int abx__shim_user_from_basic(const char *header, unsigned *uid)
     char *colon = strchr(raw, ':');
     if (colon)
         *colon = '\0';
-    int rc = abx__shim_user_from_name(raw, uid);
+    int rc = abx__shim_user_from_name(raw, default_uid, uid);
     if (rc == 0 && !*raw)
         rc = -1; /* "Basic base64(:)" names nobody */
     free(raw);

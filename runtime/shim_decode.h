@@ -19,9 +19,9 @@ bool abx__shim_string_map_ok(json_t *m);
 bool abx__shim_string_array_ok(json_t *a);
 /* "Basic base64(user:)" (NULL: the default user) -> 0 (root) or 1000. -1
  * for anything else. */
-int abx__shim_user_from_basic(const char *header, unsigned *uid);
+int abx__shim_user_from_basic(const char *header, unsigned default_uid, unsigned *uid);
 /* "user", "root", NULL or "" -> the uid; -1 for anything else. */
-int abx__shim_user_from_name(const char *name, unsigned *uid);
+int abx__shim_user_from_name(const char *name, unsigned default_uid, unsigned *uid);
 /* envd's SIGNAL_* names -> signal number; -1 when unknown. */
 int abx__shim_signal_from_name(const char *name);
 

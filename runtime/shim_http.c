@@ -482,6 +482,7 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
         .args = json_object_get(proc, "args"),
         .envs = json_object_get(proc, "envs"),
         .cwd = json_string_value(json_object_get(proc, "cwd")),
+        .default_cwd = json_string_value(json_object_get(req, "defaultCwd")),
         .tag = json_string_value(json_object_get(req, "tag")),
         .uid = uid,
         .stdin_open = json_is_true(json_object_get(req, "stdin")),
@@ -869,7 +870,7 @@ static int parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *
 static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
 {
     unsigned uid;
-    if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), &uid) < 0)
+    if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "username: root or user");
     const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
     int fd = -1;
@@ -1012,7 +1013,7 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
 static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
 {
     unsigned uid;
-    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
     json_t *req = abx__shim_json_body(rc->body.data, rc->body.len);
     if (!json_is_object(req)) {
@@ -1079,7 +1080,7 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "method not allowed");
     unsigned uid;
-    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     bool streaming = type && strncmp(type, "application/connect+json", 24) == 0;
@@ -1112,7 +1113,7 @@ static enum MHD_Result begin(shim *sh, struct MHD_Connection *c, const char *url
                              req_ctx *rc)
 {
     if (strcmp(url, "/files") == 0 && strcmp(method, "POST") == 0) {
-        if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), &rc->uid) < 0)
+        if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), sh->default_uid, &rc->uid) < 0)
             return send_error(c, ABX_EAUTH, "username: root or user");
         const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         rc->written = json_array();

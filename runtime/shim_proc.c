@@ -281,6 +281,11 @@ static json_t *build_env(shim *sh, const shim_start_request *req)
         return env;
     const char *k;
     json_t *v;
+    json_object_foreach(sh->template_env, k, v) {
+        char pair[4096];
+        snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
+        abx__sandbox_env_put(&base, pair, NULL);
+    }
     json_object_foreach(sh->envs, k, v) {
         char pair[4096];
         snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
@@ -339,7 +344,10 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     size_t i;
     json_t *a;
     json_array_foreach(req->args, i, a) json_array_append(argv, a);
-    const char *home = req->uid == 0 ? "/root" : "/home/user";
+    const char *home = sh->template_workdir[0]                             ? sh->template_workdir
+                       : req->default_cwd && req->default_cwd[0] == '/' ? req->default_cwd
+                       : req->uid == 0                                  ? "/root"
+                                                                        : "/home/user";
     json_t *msg = json_pack("{s:s, s:o, s:o, s:s, s:i}", "op", "spawn", "argv", argv, "env", build_env(sh, req),
                             "cwd", req->cwd && *req->cwd ? req->cwd : home, "uid", (int)req->uid);
     if (req->pty)

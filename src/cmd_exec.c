@@ -22,7 +22,8 @@ const char cmd_exec_help[] =
     "signal N, 124 if --timeout killed it, 125 if abx failed). Several words\n"
     "after ID are joined with spaces into one command.\n"
     "\n"
-    "  --cwd DIR       working directory (default: /app, as abx run and the MCP tools)\n"
+    "  --cwd DIR       working directory (default: the template's WORKDIR, else /app,\n"
+    "                  as abx run and the MCP tools)\n"
     "  --timeout S     kill CMD after S seconds, 1-86400 (default: none)\n"
     "  --env K=V       environment variable (repeatable)\n"
     "  --user U        user (uid 1000, default) or root\n"
@@ -180,8 +181,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     int rc = cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return rc > 0 ? 0 : CLI_EXIT_FAILED;
-    if (!o.cwd)
-        o.cwd = "/app"; /* one default working directory for run, exec and the MCP tools */
+    if (!o.cwd) /* one default working directory for run, exec and the MCP tools, unless the */
+        o.default_cwd = "/app"; /* sandbox's template names its own (WORKDIR) */
     char command[1 << 16];
     if (tty && (background || ctx->json || no_stdin)) {
         cli_fail(ctx, ABX_EUSAGE, "exec -it: not with --background, --json or --no-stdin");

@@ -1,37 +1,61 @@
-/* cmd_template.c: `abx template import|list|inspect|rm`: root filesystems
- * for sandboxes (lib/local/template_store.c). */
+/* cmd_template.c: `abx template build|import|list|inspect|rm|prune`: root
+ * filesystems for sandboxes (lib/local/template_store.c,
+ * lib/local/template_build.c). */
 #include "cli.h"
+#include "template_build.h"
 #include "template_store.h"
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char cmd_template_help[] =
-    "Usage: abx template import NAME ARCHIVE | list | inspect NAME | rm NAME [--force] [--json]\n"
+    "Usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] [--build-arg K=V]... [--no-cache]\n"
+    "       abx template build --builtin code-interpreter-v1\n"
+    "       abx template import NAME ARCHIVE|OCI-DIR | list | inspect NAME | rm NAME [--force] | prune\n"
+    "       [--json]\n"
     "\n"
     "Templates are root filesystems for sandboxes: `abx create --template NAME`\n"
     "gives a sandbox the template's tree, read-only and shared, under a\n"
     "writable layer of its own (what it writes never reaches the template or\n"
-    "another sandbox). base (the host's /usr, read-only) and\n"
-    "code-interpreter-v1 are built in.\n"
+    "another sandbox), with the template's ENV, WORKDIR, USER and start\n"
+    "command (CMD/ENTRYPOINT, ready when its HEALTHCHECK passes). base (the\n"
+    "host's /usr, read-only) is built in; code-interpreter-v1 (Debian with\n"
+    "python3, numpy, pandas, matplotlib and node) is built on first use.\n"
     "\n"
-    "  import NAME ARCHIVE  a root filesystem archive (`docker export` output,\n"
-    "                       .tar, .tar.gz, .tar.zst): owners and modes kept,\n"
-    "                       setuid/setgid bits dropped; absolute paths, '..',\n"
-    "                       links out of the tree and device nodes refused\n"
+    "  build NAME [CONTEXT]  runs a Dockerfile (CONTEXT/Dockerfile, or -f FILE):\n"
+    "                       FROM debian:bookworm[-slim] | scratch | TEMPLATE |\n"
+    "                       ARCHIVE, RUN (as root in a build sandbox, with the\n"
+    "                       host's network), COPY, ADD, ENV, ARG, WORKDIR, USER,\n"
+    "                       CMD, ENTRYPOINT, HEALTHCHECK. Steps are cached: a\n"
+    "                       changed step reruns from there. Progress on stderr;\n"
+    "                       with --json, one JSON event per line on stdout\n"
+    "  --build-arg K=V      an ARG's value (repeatable)\n"
+    "  --no-cache           reruns every step\n"
+    "  --builtin NAME       builds a built-in template (code-interpreter-v1)\n"
+    "  import NAME SOURCE   a root filesystem archive (`docker export` output,\n"
+    "                       .tar, .tar.gz, .tar.zst) or an OCI image layout\n"
+    "                       directory (skopeo copy docker://IMAGE oci:DIR): its\n"
+    "                       layers in order, whiteouts applied, its Env,\n"
+    "                       WorkingDir, User and Cmd kept. Owners and modes\n"
+    "                       kept, setuid/setgid bits dropped; absolute paths,\n"
+    "                       '..', links out of the tree and device nodes refused\n"
     "  list                 every template\n"
     "  inspect NAME         one template's details\n"
     "  rm NAME              removes it; refused while live sandboxes use it\n"
     "                       unless --force (they keep their view until they end)\n"
+    "  prune                empties the build cache (ABX_BUILD_CACHE, else\n"
+    "                       /var/cache/abx/build)\n"
     "  --json               JSON on stdout\n"
     "\n"
-    "Needs root to make sandboxes from a template (id-mapped mounts).\n"
+    "Needs root to build templates and to make sandboxes from them (id-mapped\n"
+    "mounts).\n"
     "See docs/templates.md.\n";
 
 static void print_one(const json_t *t)
 {
-    if (json_is_true(json_object_get(t, "builtin")))
+    if (json_is_true(json_object_get(t, "builtin")) && !json_is_true(json_object_get(t, "built")))
         printf("%-24s built in: %s\n", json_string_value(json_object_get(t, "name")),
                json_string_value(json_object_get(t, "source")));
     else
@@ -58,18 +82,94 @@ static int show(cli_ctx *ctx, json_t *doc)
     return 0;
 }
 
+/* Build progress: human lines on stderr, or JSON lines on stdout. */
+static void on_build_event(json_t *ev, void *ud)
+{
+    const cli_ctx *ctx = ud;
+    if (ctx->json) {
+        char *line = json_dumps(ev, JSON_COMPACT);
+        if (line)
+            printf("%s\n", line);
+        free(line);
+        fflush(stdout);
+        return;
+    }
+    const char *kind = json_string_value(json_object_get(ev, "event"));
+    if (strcmp(kind, "step") == 0)
+        fprintf(stderr, "step %d/%d: %s%s\n", (int)json_integer_value(json_object_get(ev, "step")),
+                (int)json_integer_value(json_object_get(ev, "steps")),
+                json_string_value(json_object_get(ev, "instruction")),
+                json_is_true(json_object_get(ev, "cached")) ? " (cached)" : "");
+    else if (strcmp(kind, "output") == 0)
+        fwrite(json_string_value(json_object_get(ev, "data")), 1, json_string_length(json_object_get(ev, "data")),
+               stderr);
+    else if (strcmp(kind, "note") == 0)
+        fprintf(stderr, "  %s\n", json_string_value(json_object_get(ev, "text")));
+}
+
+static int build(cli_ctx *ctx, const char *name, const char *context, const char *file, const char *builtin,
+                 const char *const *args, bool no_cache)
+{
+    abx_template_build_options o = {.name = builtin ? builtin : name, .dockerfile = file, .context = context,
+                                    .build_args = args, .no_cache = no_cache, .on_event = on_build_event,
+                                    .ud = ctx};
+    if (builtin && !(o.dockerfile_text = abx__template_builtin_recipe(builtin)))
+        return cli_fail(ctx, ABX_EINVAL, "--builtin: code-interpreter-v1 is the built-in template abx builds");
+    if (builtin)
+        o.context = "/";
+    abx_error *err = NULL;
+    json_t *doc = NULL;
+    int rc = abx__template_build(&o, &doc, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    if (ctx->json) {
+        char *line = json_dumps(json_pack("{s:s, s:O}", "event", "built", "template", doc), JSON_COMPACT);
+        printf("%s\n", line ? line : "{}");
+        free(line);
+        json_decref(doc);
+        return 0;
+    }
+    fprintf(stderr, "built template %s\n", json_string_value(json_object_get(doc, "name")));
+    print_one(doc);
+    json_decref(doc);
+    return 0;
+}
+
 int cmd_template(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
-    size_t npos = 0;
-    bool force = false;
-    const cli_flag flags[] = {{"--force", CLI_BOOL, &force, 0, 0, NULL, 0, NULL}};
-    int rc = cli_parse(ctx, "template", cmd_template_help, argc, argv, flags, 1, pos, &npos);
+    size_t npos = 0, nargs = 0;
+    bool force = false, no_cache = false;
+    const char *file = NULL, *builtin = NULL, *args[129] = {NULL};
+    const cli_flag flags[] = {{"--force", CLI_BOOL, &force, 0, 0, NULL, 0, NULL},
+                              {"--no-cache", CLI_BOOL, &no_cache, 0, 0, NULL, 0, NULL},
+                              {"-f", CLI_STRING, &file, 0, 0, NULL, 0, NULL},
+                              {"--file", CLI_STRING, &file, 0, 0, NULL, 0, NULL},
+                              {"--builtin", CLI_STRING, &builtin, 0, 0, NULL, 0, NULL},
+                              {"--build-arg", CLI_MULTI, args, 0, 0, &nargs, 128, NULL}};
+    int rc = cli_parse(ctx, "template", cmd_template_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
+                       &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     const char *op = npos ? pos[0] : "";
     abx_error *err = NULL;
     json_t *doc = NULL;
+    if (strcmp(op, "build") == 0 && ((builtin && npos == 1) || (!builtin && (npos == 2 || npos == 3)))) {
+        for (size_t i = 0; i < nargs; i++)
+            if (!strchr(args[i], '=') || args[i][0] == '=')
+                return cli_fail(ctx, ABX_EUSAGE, "--build-arg: NAME=value");
+        return build(ctx, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args, no_cache);
+    }
+    if (strcmp(op, "prune") == 0 && npos == 1) {
+        unsigned long long freed = 0;
+        if ((rc = abx__template_prune_cache(&freed, &err)) < 0)
+            return cli_fail_error(ctx, err, rc);
+        if (ctx->json)
+            cli_print_json(json_pack("{s:I}", "freed_bytes", (json_int_t)freed));
+        else
+            printf("build cache emptied: %.1f MiB freed\n", (double)freed / 1048576.0);
+        return 0;
+    }
     if (strcmp(op, "import") == 0 && npos == 3) {
         if ((rc = abx__template_import(pos[1], pos[2], &doc, &err)) < 0)
             return cli_fail_error(ctx, err, rc);
@@ -94,5 +194,6 @@ int cmd_template(cli_ctx *ctx, int argc, char **argv)
             printf("removed %s\n", pos[1]);
         return 0;
     }
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx template import NAME ARCHIVE | list | inspect NAME | rm NAME [--force]");
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] | import NAME SOURCE | "
+                                     "list | inspect NAME | rm NAME [--force] | prune");
 }

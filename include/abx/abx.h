@@ -240,7 +240,7 @@ ABX_API int abx_kill_by_id(abx_client *c, const char *id, abx_error **err);
 typedef void (*abx_output_fn)(const char *data, size_t len, void *userdata);
 
 typedef struct abx_exec_options {
-    const char *cwd;            /* NULL: the user's home (/home/user or /root) */
+    const char *cwd;            /* NULL: the template's WORKDIR, else default_cwd, else the user's home */
     const char *user;           /* "user" (default) or "root" */
     const char *const *envs;    /* "K=V", NULL-terminated; may be NULL */
     unsigned timeout_s;         /* 0: none; else the process is killed after it */
@@ -269,7 +269,11 @@ typedef struct abx_exec_options {
      * on_stdout, and with_stdin's bytes go to it as typed (Ctrl-C included). */
     bool pty;
     int pty_fd;
-    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
+    /* Where the command starts when cwd is NULL and the sandbox's template
+     * names no WORKDIR (NULL: the user's home). The CLI and MCP tools give
+     * "/app". */
+    const char *default_cwd;
+    void *reserved[3];          /* room to grow without breaking the layout: leave zero */
 } abx_exec_options;
 
 typedef struct abx_exec_result {

@@ -19,6 +19,7 @@
 #include "state.h"
 #include "sysutil.h"
 #include "warm_pool.h"
+#include "template_build.h"
 #include "template_store.h"
 #include "netpolicy.h"
 
@@ -318,8 +319,12 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
     if (cfg && network)
         json_object_set(cfg, "network", network);
     char tree[PATH_MAX];
-    if (cfg && !abx__template_builtin(shape->template_id) && abx__template_root(shape->template_id, tree, sizeof tree) == 0)
+    if (cfg && strcmp(shape->template_id, "base") != 0 && abx__template_root(shape->template_id, tree, sizeof tree) == 0) {
         json_object_set_new(cfg, "template_root", json_string(tree));
+        json_t *tc = abx__template_config(shape->template_id);
+        if (tc)
+            json_object_set_new(cfg, "template_config", tc);
+    }
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     snprintf(path, sizeof path, "%s/config.json", dir);
     int wrc = text ? write_private(path, text) : -1;
@@ -411,14 +416,31 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
     return s;
 }
 
+/* E8001 naming the templates there are. */
+static int unknown_template(const char *name, abx_error **err)
+{
+    json_t *all = NULL;
+    char names[600] = "";
+    size_t i;
+    json_t *t;
+    abx__template_list(&all, NULL);
+    json_array_foreach(all, i, t) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", json_string_value(json_object_get(t, "name")));
+    }
+    json_decref(all);
+    return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown (there are: %s; 'abx template list')", name, names);
+}
+
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
     char tree[PATH_MAX];
     if (o && o->template_id && !abx__template_builtin(o->template_id) &&
         abx__template_root(o->template_id, tree, sizeof tree) < 0)
-        return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown (base, code-interpreter-v1 and what "
-                                               "'abx template list' shows)", o->template_id);
+        return unknown_template(o->template_id, err);
+    if (o && o->template_id && (rc = abx__template_ensure_builtin(o->template_id, err)) < 0)
+        return rc;
     if (o && o->options && o->options[0])
         return abx__error_set(err, ABX_EINVAL, "--opt: the local provider takes no provider options");
     json_t *envs = json_object(), *meta = json_object();
@@ -448,6 +470,13 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     json_decref(network);
     json_decref(envs);
     json_decref(meta);
+    json_t *config = rc == 0 && strcmp(shape.template_id, "base") != 0 ? abx__template_config(shape.template_id) : NULL;
+    if (config && (rc = abx__template_start(*out, config, err)) < 0) {
+        abx_sandbox_kill(*out, NULL);
+        abx_sandbox_free(*out);
+        *out = NULL;
+    }
+    json_decref(config);
     return rc;
 }
 

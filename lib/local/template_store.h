@@ -1,8 +1,12 @@
 /* template_store.h: templates on this machine (lib/local/template_store.c).
  *
  * $ABX_HOME/templates/NAME/ holds rootfs/ (the tree, owned as in its
- * source) and template.json. "base" (the host's view) and
- * "code-interpreter-v1" are built in and live nowhere.
+ * source) and template.json: name, source, kind (archive, oci, build),
+ * created_at, size_bytes, files and config (env {NAME: value}, workdir,
+ * uid 0|1000, entrypoint, cmd, healthcheck {cmd, shell, interval_ms,
+ * timeout_ms}: what each sandbox made from it starts with). "base" (the
+ * host's view) is built in and lives nowhere; "code-interpreter-v1" is
+ * built in and stored here once built (lib/local/template_build.c).
  */
 #ifndef ABX_TEMPLATE_STORE_H
 #define ABX_TEMPLATE_STORE_H
@@ -13,15 +17,33 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define ABX_TEMPLATE_CODE_INTERPRETER "code-interpreter-v1"
+
 bool abx__template_builtin(const char *name);
 /* A name a template may take: [a-z0-9][a-z0-9._-]{0,62}, not a built-in one. */
 bool abx__template_name_valid(const char *name);
-/* The tree of an imported template, complete and usable; -1 when there is none. */
+/* The tree of an imported or built template (code-interpreter-v1 once
+ * built), complete and usable; -1 when there is none. */
 int abx__template_root(const char *name, char *out, size_t len);
 /* Unpacks a root filesystem archive (.tar, .tar.gz, .tar.zst, docker
  * export) as template name; *info (the caller's, may be NULL) describes it.
  * The template appears whole or not at all. */
 int abx__template_import(const char *name, const char *source, json_t **info, abx_error **err);
+/* The template's config (template.json's "config", the caller's
+ * reference), or NULL when it has none. */
+json_t *abx__template_config(const char *name);
+/* A staging directory for template name (templates/.partial-PID-NAME-X/,
+ * with rootfs/ in it, empty): fill rootfs, then abx__template_install or
+ * abx__template_discard. Leftovers of dead processes are removed here. */
+int abx__template_stage(const char *name, char *staging, size_t len, abx_error **err);
+void abx__template_discard(const char *staging);
+/* Makes staging template name, whole or not at all: doc (consumed) gets
+ * name, created_at, sizes and is written as template.json. An existing
+ * template of that name is replaced when replace and no live sandbox uses
+ * it; otherwise refused. On failure staging is removed. *info (may be NULL)
+ * gets the description. */
+int abx__template_install(const char *name, const char *staging, json_t *doc, bool replace, json_t **info,
+                          abx_error **err);
 /* Every template: the built-in ones, then the imported ones by name. */
 int abx__template_list(json_t **out, abx_error **err);
 int abx__template_inspect(const char *name, json_t **out, abx_error **err);

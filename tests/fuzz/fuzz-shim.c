@@ -39,11 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_request(abx__shim_json_body(p, n));
         break;
     case 2:
-        if (abx__shim_user_from_basic(text, &uid) == 0 && uid != 0 && uid != 1000)
+        if (abx__shim_user_from_basic(text, 1000, &uid) == 0 && uid != 0 && uid != 1000)
             abort();
         break;
     case 3:
-        if (abx__shim_user_from_name(text, &uid) == 0 && uid != 0 && uid != 1000)
+        if (abx__shim_user_from_name(text, 1000, &uid) == 0 && uid != 0 && uid != 1000)
             abort();
         break;
     default:

@@ -1,0 +1,22 @@
+/* digest.h: SHA-256 of bytes, files and the build cache's keys, as hex
+ * (lib/digest.c, over OpenSSL's libcrypto). */
+#ifndef ABX_DIGEST_H
+#define ABX_DIGEST_H
+
+#include <stddef.h>
+
+#define ABX_DIGEST_HEX 65 /* 64 hex characters and the NUL */
+
+typedef struct abx_digest abx_digest; /* an open SHA-256: new, add, finish (which frees it) */
+
+abx_digest *abx__digest_new(void);
+void abx__digest_add(abx_digest *d, const void *data, size_t len);
+void abx__digest_add_str(abx_digest *d, const char *s); /* with its NUL: "a","b" differs from "ab" */
+/* Adds a file's bytes (never following a link at its end); -1 when it cannot be read. */
+int abx__digest_add_file(abx_digest *d, int dirfd, const char *path);
+/* Writes the hex digest and frees d; -1 (d freed) on a libcrypto failure. */
+int abx__digest_finish(abx_digest *d, char hex[ABX_DIGEST_HEX]);
+
+int abx__sha256_file_hex(const char *path, char hex[ABX_DIGEST_HEX]);
+
+#endif

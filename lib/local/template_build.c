@@ -1,0 +1,1594 @@
+/* template_build.c: `abx template build` (template_build.h).
+ *
+ * Owns: running a parsed Dockerfile (lib/dockerfile.c) step by step, the
+ * build cache, and turning the last step's tree into a template
+ * (lib/local/template_store.c installs it). How each step works:
+ *   FROM    debian:SUITE[-slim] (mmdebstrap or debootstrap, from the host's
+ *           Debian mirror or ABX_DEBIAN_MIRROR), scratch, a template, or a
+ *           rootfs archive in the context;
+ *   RUN     a sandbox (runtime/jail.c) whose root is the tree itself,
+ *           written through an id-mapped mount: root inside is not host
+ *           root, and the tree keeps its own ids; the host's network, as
+ *           `docker build` has it;
+ *   COPY/ADD a child chroot()ed into the tree copies from the context (fds
+ *           opened before, resolved inside the context: a link there cannot
+ *           lead out of it); ADD unpacks a local archive (libarchive);
+ *   the rest change the template's config only.
+ * A step that changes files works on a copy of the previous tree (work/),
+ * which then moves into the cache; the template is a hard-linked copy of
+ * the last tree (trees never change once cached).
+ */
+#include "template_build.h"
+#include "archive_extract.h"
+#include "config.h"
+#include "digest.h"
+#include "dockerfile.h"
+#include "error_internal.h"
+#include "jail.h"
+#include "sandbox_env.h"
+#include "sandbox_id.h"
+#include "sysutil.h"
+#include "template_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <ftw.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define TAIL_MAX 3000        /* the output kept for a failing step's message */
+#define COPY_MAX_DEPTH 256
+#define COPY_MAX_ENTRIES 1000000u
+#define BUILD_MEMORY_MB 4096
+#define BUILD_PIDS 4096
+#define CACHE_FORMAT "abx-build-v1"
+
+static const char code_interpreter_recipe[] =
+    "# code-interpreter-v1: run_code's kernels with rich results on any host\n"
+    "FROM debian:bookworm-slim\n"
+    "RUN apt-get install -y --no-install-recommends python3 python3-numpy python3-pandas python3-matplotlib \\\n"
+    "    python3-pil nodejs fonts-dejavu-core ca-certificates && apt-get clean\n"
+    "ENV MPLBACKEND=Agg PYTHONUNBUFFERED=1\n";
+
+const char *abx__template_builtin_recipe(const char *name)
+{
+    return strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 ? code_interpreter_recipe : NULL;
+}
+
+typedef struct build {
+    const abx_template_build_options *o;
+    abx_dockerfile df;
+    char cache[512];
+    char work[700];     /* cache/work-PID-XXXXXX: rootfs/ is the tree a step changes; "" until made */
+    bool work_current;  /* work/rootfs holds the current state */
+    char tree[1024];    /* the current state's tree; "" while it is empty (scratch) */
+    char key[ABX_DIGEST_HEX];
+    json_t *env;        /* ENV, in order */
+    json_t *args;       /* ARG values */
+    json_t *config;     /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
+    size_t step;        /* 1-based, for messages */
+    int ctxfd;          /* the context directory */
+    char tail[TAIL_MAX + 1];
+    size_t tail_len;
+} build;
+
+/* ---- events and output --------------------------------------------------- */
+
+static void emit(build *b, json_t *ev)
+{
+    if (b->o->on_event && ev)
+        b->o->on_event(ev, b->o->ud);
+    json_decref(ev);
+}
+
+static void keep_tail(build *b, const char *data, size_t len)
+{
+    if (len >= TAIL_MAX) {
+        memcpy(b->tail, data + len - TAIL_MAX, TAIL_MAX);
+        b->tail_len = TAIL_MAX;
+    } else {
+        if (b->tail_len + len > TAIL_MAX) {
+            size_t drop = b->tail_len + len - TAIL_MAX;
+            memmove(b->tail, b->tail + drop, b->tail_len - drop);
+            b->tail_len -= drop;
+        }
+        memcpy(b->tail + b->tail_len, data, len);
+        b->tail_len += len;
+    }
+    b->tail[b->tail_len] = '\0';
+}
+
+static void output(build *b, const char *data, size_t len)
+{
+    keep_tail(b, data, len);
+    emit(b, json_pack("{s:s, s:i, s:s%}", "event", "output", "step", (int)b->step, "data", data, len));
+}
+
+/* Forwards fd's bytes as output events until its end (or a signal that
+ * asks us to stop: then -1). */
+static int pump(build *b, int fd, int sigfd)
+{
+    char buf[8192];
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
+        if (poll(p, sigfd >= 0 ? 2 : 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (sigfd >= 0 && (p[1].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD)
+                return -1;
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return 0;
+            output(b, buf, (size_t)n);
+        }
+    }
+}
+
+/* The step's failure: ABX_EBUILD with where it was and what it printed last. */
+__attribute__((format(printf, 3, 4))) static int step_fail(build *b, abx_error **err, const char *fmt, ...)
+{
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const df_step *s = b->step && b->step <= b->df.n ? &b->df.steps[b->step - 1] : NULL;
+    return abx__error_set(err, ABX_EBUILD, "step %zu/%zu (line %u) %.200s%s: %s%s%s", b->step, b->df.n,
+                          s ? s->line : 0, s ? s->text : "", s && strlen(s->text) > 200 ? "..." : "", what,
+                          b->tail_len ? "\n--- its last output ---\n" : "", b->tail);
+}
+
+/* ---- host commands (mmdebstrap, cp) ------------------------------------- */
+
+/* Runs argv on the host with its output forwarded; 0 when it exits 0. */
+static int host_command(build *b, const char *const *argv)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pipefd[1]);
+    if (rc != 0) {
+        close(pipefd[0]);
+        errno = rc;
+        return -1;
+    }
+    pump(b, pipefd[0], -1);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static bool on_path(const char *prog)
+{
+    const char *dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin", "/usr/local/sbin"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", dirs[i], prog);
+        if (access(path, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)st, (void)f;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_one, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+}
+
+/* Copies tree's contents into the directory dest: hard links when both are
+ * on one filesystem and link (trees that never change), else a real copy. */
+static int copy_tree(build *b, const char *tree, const char *dest, bool link)
+{
+    struct stat a, d;
+    bool same = stat(tree, &a) == 0 && stat(dest, &d) == 0 && a.st_dev == d.st_dev;
+    char src[1100];
+    snprintf(src, sizeof src, "%s/.", tree);
+    const char *argv[] = {"cp", link && same ? "-al" : "-a", src, dest, NULL};
+    return host_command(b, argv);
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+static int cache_root(char *out, size_t len, abx_error **err)
+{
+    const char *env = getenv("ABX_BUILD_CACHE");
+    char home[512];
+    if (env && *env)
+        snprintf(out, len, "%s", env);
+    else if (geteuid() == 0)
+        snprintf(out, len, "/var/cache/abx/build");
+    else if (abx__home(home, sizeof home) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
+    else if (snprintf(out, len, "%s/build-cache", home) >= (int)len)
+        return abx__error_set(err, ABX_ECONFIG, "ABX_HOME is too long");
+    char sub[600];
+    if (geteuid() == 0 && !(env && *env))
+        abx__mkdir_exist_ok("/var/cache/abx", 0700);
+    int rc = abx__mkdir_exist_ok(out, 0700);
+    snprintf(sub, sizeof sub, "%s/steps", out);
+    rc = rc == 0 ? abx__mkdir_exist_ok(sub, 0700) : rc;
+    snprintf(sub, sizeof sub, "%s/trees", out);
+    rc = rc == 0 ? abx__mkdir_exist_ok(sub, 0700) : rc;
+    if (rc < 0)
+        return abx__error_set(err, ABX_EIO, "the build cache %s: %s", out, strerror(errno));
+    chmod(sub, 0711); /* sandboxes' ids pass through to a tree being built */
+    chmod(out, 0711);
+    return 0;
+}
+
+/* Work directories of builds whose process is gone. */
+static void cache_reconcile(const char *cache)
+{
+    const char *dirs[] = {"", "/trees"};
+    for (size_t k = 0; k < 2; k++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s%s", cache, dirs[k]);
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            const char *p = strncmp(e->d_name, "work-", 5) == 0 ? e->d_name + 5 : strstr(e->d_name, ".partial-");
+            if (p && *p == '.')
+                p += 9;
+            long pid = p ? strtol(p, NULL, 10) : 0;
+            if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+                continue;
+            char victim[1000];
+            snprintf(victim, sizeof victim, "%s/%s", path, e->d_name);
+            remove_tree(victim);
+        }
+        if (d)
+            closedir(d);
+    }
+}
+
+static void state_save(build *b)
+{
+    char path[700], tmp[760];
+    snprintf(path, sizeof path, "%s/steps/%s.json", b->cache, b->key);
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    json_t *doc = json_pack("{s:s, s:O, s:O, s:O}", "tree", b->tree, "env", b->env, "args", b->args, "config",
+                            b->config);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    unlink(tmp);
+    if (text && abx__create_file(tmp, text, 0600) == 0 && rename(tmp, path) < 0)
+        unlink(tmp);
+    free(text);
+    json_decref(doc);
+}
+
+/* The state after the step keyed b->key, when the cache has it (its tree too). */
+static bool state_load(build *b)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/steps/%s.json", b->cache, b->key);
+    json_t *doc = json_load_file(path, 0, NULL);
+    const char *tree = json_string_value(json_object_get(doc, "tree"));
+    json_t *env = json_object_get(doc, "env"), *args = json_object_get(doc, "args"), *cfg = json_object_get(doc, "config");
+    struct stat st;
+    bool ok = tree && json_is_object(env) && json_is_object(args) && json_is_object(cfg) && strlen(tree) < sizeof b->tree &&
+              (!*tree || (stat(tree, &st) == 0 && S_ISDIR(st.st_mode)));
+    if (ok) {
+        snprintf(b->tree, sizeof b->tree, "%s", tree);
+        json_decref(b->env);
+        json_decref(b->args);
+        json_decref(b->config);
+        b->env = json_incref(env);
+        b->args = json_incref(args);
+        b->config = json_incref(cfg);
+        b->work_current = false;
+    }
+    json_decref(doc);
+    return ok;
+}
+
+/* Moves work/rootfs into the cache as the tree of b->key. */
+static int commit_work(build *b, abx_error **err)
+{
+    char dir[700], partial[760], src[760], old[800];
+    snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
+    snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-%.16s", b->cache, (long)getpid(), b->key);
+    snprintf(src, sizeof src, "%s/rootfs", b->work);
+    char dst[800];
+    snprintf(dst, sizeof dst, "%s/rootfs", partial);
+    if (mkdir(partial, 0711) < 0 || rename(src, dst) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "keeping the step's tree in the build cache");
+    if (access(dir, F_OK) == 0) { /* a --no-cache build's new result replaces the old */
+        snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
+        if (rename(dir, old) == 0)
+            remove_tree(old);
+    }
+    if (rename(partial, dir) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "keeping the step's tree in the build cache");
+    snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
+    b->work_current = false;
+    return 0;
+}
+
+/* Makes work/rootfs a copy of the current tree, unless it is already the current state. */
+static int prepare_work(build *b, abx_error **err)
+{
+    if (b->work_current)
+        return 0;
+    char root[760];
+    if (!b->work[0]) {
+        snprintf(b->work, sizeof b->work, "%s/work-%ld-XXXXXX", b->cache, (long)getpid());
+        if (!mkdtemp(b->work)) {
+            b->work[0] = '\0';
+            return abx__error_errno(err, ABX_EIO, errno, "the build's work directory");
+        }
+        chmod(b->work, 0711);
+    }
+    snprintf(root, sizeof root, "%s/rootfs", b->work);
+    remove_tree(root);
+    if (mkdir(root, 0755) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "the build's work directory");
+    if (b->tree[0] && copy_tree(b, b->tree, root, false) < 0)
+        return step_fail(b, err, "copying the previous step's tree failed");
+    b->tail_len = 0;
+    b->tail[0] = '\0';
+    b->work_current = true;
+    return 0;
+}
+
+/* ---- variables ------------------------------------------------------------ */
+
+/* NULL-terminated "NAME=value" of the build's ARG values, then its ENV
+ * (ENV wins); the caller frees it with free_pairs. */
+static char **vars_of(build *b)
+{
+    size_t n = json_object_size(b->args) + json_object_size(b->env), i = 0;
+    char **v = calloc(n + 1, sizeof *v);
+    const char *k;
+    json_t *val;
+    json_t *objs[2] = {b->env, b->args}; /* lookups take the first match: ENV first */
+    for (int o = 0; v && o < 2; o++)
+        json_object_foreach(objs[o], k, val)
+            if (asprintf(&v[i], "%s=%s", k, json_string_value(val) ?: "") >= 0)
+                i++;
+    return v;
+}
+
+static void free_pairs(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static char *expand(build *b, const char *in)
+{
+    char **pairs = vars_of(b);
+    df_vars vars = {.pairs = (const char *const *)pairs};
+    char *out = abx__dockerfile_expand(in, &vars);
+    free_pairs(pairs);
+    return out;
+}
+
+/* ---- running inside the tree --------------------------------------------- */
+
+/* Runs fn in a child chroot()ed into tree (as host root: the tree's own
+ * ids are written as they are); 0, or -1 with fn's reason in why. */
+static int in_tree(const char *tree, int (*fn)(void *ctx, char *why, size_t len), void *ctx, char *why, size_t len)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        char msg[512] = "";
+        int rc = chroot(tree) < 0 || chdir("/") < 0 ? (snprintf(msg, sizeof msg, "chroot: %s", strerror(errno)), -1)
+                                                     : fn(ctx, msg, sizeof msg);
+        umask(022);
+        if (rc < 0)
+            (void)abx__write_all(p[1], msg, strlen(msg));
+        _exit(rc < 0 ? 1 : 0);
+    }
+    close(p[1]);
+    ssize_t n = abx__read_full(p[0], why, len - 1);
+    why[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (!why[0])
+        snprintf(why, len, "the copy process failed");
+    return -1;
+}
+
+/* mkdir -p inside the chroot; every new directory gets owner. */
+static int make_dirs(const char *path, uid_t uid, gid_t gid)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *c = buf + 1;; c++) {
+        if (*c == '/' || !*c) {
+            char saved = *c;
+            *c = '\0';
+            if (mkdir(buf, 0755) == 0) {
+                if (lchown(buf, uid, gid) < 0)
+                    return -1;
+            } else if (errno != EEXIST) {
+                return -1;
+            }
+            *c = saved;
+            if (!saved)
+                break;
+        }
+    }
+    struct stat st;
+    if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct dirs_ctx {
+    const char *path;
+} dirs_ctx;
+
+static int make_dirs_fn(void *ctx, char *why, size_t len)
+{
+    const char *path = ((dirs_ctx *)ctx)->path;
+    if (make_dirs(path, 0, 0) < 0) {
+        snprintf(why, len, "WORKDIR %.200s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int ensure_workdir(build *b, const char *tree, abx_error **err)
+{
+    const char *wd = json_string_value(json_object_get(b->config, "workdir"));
+    if (!wd || strcmp(wd, "/") == 0)
+        return 0;
+    dirs_ctx ctx = {.path = wd};
+    char why[512];
+    return in_tree(tree, make_dirs_fn, &ctx, why, sizeof why) < 0 ? step_fail(b, err, "%s", why) : 0;
+}
+
+/* ---- COPY and ADD ----------------------------------------------------------- */
+
+typedef struct copy_src {
+    int fd;            /* opened in the context (a file or a directory) */
+    char name[256];    /* its base name */
+    bool is_dir;
+} copy_src;
+
+typedef struct copy_ctx {
+    copy_src *srcs;
+    size_t n;
+    const char *dest;  /* absolute inside the tree */
+    bool dest_is_dir;  /* several sources, or a destination ending in '/' */
+    bool keep_owner;   /* unpacked archives keep theirs */
+    uid_t uid;
+    gid_t gid;
+    unsigned entries;
+} copy_ctx;
+
+static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *dest, int depth);
+
+static int copy_file_fd(copy_ctx *c, int in, const struct stat *st, const char *dest)
+{
+    struct stat dst;
+    if (lstat(dest, &dst) == 0 && !S_ISDIR(dst.st_mode) && unlink(dest) < 0)
+        return -1;
+    int out = open(dest, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        return -1;
+    char buf[65536];
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        rc = n < 0 ? -1 : abx__write_all(out, buf, (size_t)n);
+    }
+    if (rc == 0)
+        rc = fchown(out, c->keep_owner ? st->st_uid : c->uid, c->keep_owner ? st->st_gid : c->gid);
+    if (rc == 0)
+        rc = fchmod(out, st->st_mode & 01777);
+    int saved = errno;
+    close(out);
+    errno = saved;
+    return rc;
+}
+
+static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char *dest, bool make, int depth)
+{
+    if (depth > COPY_MAX_DEPTH) {
+        errno = ELOOP;
+        return -1;
+    }
+    if (make) {
+        struct stat dst;
+        if (lstat(dest, &dst) == 0 && !S_ISDIR(dst.st_mode) && unlink(dest) < 0)
+            return -1;
+        if (mkdir(dest, 0755) < 0 && errno != EEXIST)
+            return -1;
+        if (lchown(dest, c->keep_owner ? st->st_uid : c->uid, c->keep_owner ? st->st_gid : c->gid) < 0 ||
+            chmod(dest, st->st_mode & 01777) < 0)
+            return -1;
+    }
+    int dup_fd = dup(dirfd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return -1;
+    }
+    rewinddir(d);
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char child[4096];
+        if (snprintf(child, sizeof child, "%s/%s", strcmp(dest, "/") == 0 ? "" : dest, e->d_name) >=
+            (int)sizeof child) {
+            errno = ENAMETOOLONG;
+            rc = -1;
+            break;
+        }
+        rc = copy_entry(c, dirfd, e->d_name, child, depth + 1);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* One entry of a source directory: links stay links, nothing is followed. */
+static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *dest, int depth)
+{
+    if (++c->entries > COPY_MAX_ENTRIES) {
+        errno = EFBIG;
+        return -1;
+    }
+    struct stat st;
+    if (fstatat(srcdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    if (S_ISLNK(st.st_mode)) {
+        char target[4096];
+        ssize_t n = readlinkat(srcdir, name, target, sizeof target - 1);
+        if (n < 0)
+            return -1;
+        target[n] = '\0';
+        struct stat dst;
+        if (lstat(dest, &dst) == 0 && !S_ISDIR(dst.st_mode) && unlink(dest) < 0)
+            return -1;
+        if (symlink(target, dest) < 0)
+            return -1;
+        return lchown(dest, c->keep_owner ? st.st_uid : c->uid, c->keep_owner ? st.st_gid : c->gid);
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return 0; /* devices, fifos and sockets are not copied */
+    int fd = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, dest, true, depth) : copy_file_fd(c, fd, &st, dest);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+static int copy_fn(void *ctx, char *why, size_t len)
+{
+    copy_ctx *c = ctx;
+    const char *failed = c->dest;
+    char path[4096];
+    int rc = 0;
+    if (c->dest_is_dir)
+        rc = make_dirs(c->dest, c->uid, c->gid);
+    for (size_t i = 0; rc == 0 && i < c->n; i++) {
+        const copy_src *s = &c->srcs[i];
+        struct stat st, dst;
+        if (fstat(s->fd, &st) < 0) {
+            rc = -1;
+            break;
+        }
+        if (s->is_dir) { /* a directory's contents go into the destination */
+            rc = make_dirs(c->dest, c->uid, c->gid);
+            if (rc == 0)
+                rc = copy_dir_fd(c, s->fd, &st, c->dest, false, 0);
+            continue;
+        }
+        bool into = c->dest_is_dir || (stat(c->dest, &dst) == 0 && S_ISDIR(dst.st_mode));
+        snprintf(path, sizeof path, "%s%s%s", c->dest, into ? "/" : "", into ? s->name : "");
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", path);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            rc = make_dirs(parent, c->uid, c->gid);
+        }
+        failed = path;
+        if (rc == 0)
+            rc = copy_file_fd(c, s->fd, &st, path);
+    }
+    if (rc < 0)
+        snprintf(why, len, "writing %.300s in the template: %s", failed, strerror(errno));
+    return rc;
+}
+
+static bool has_glob(const char *s)
+{
+    return strpbrk(s, "*?[") != NULL;
+}
+
+static int open_in_context(int ctxfd, const char *rel, int flags)
+{
+    struct open_how how = {.flags = (unsigned long long)(flags | O_CLOEXEC),
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    return (int)syscall(SYS_openat2, ctxfd, rel[0] ? rel : ".", &how, sizeof how);
+}
+
+/* Adds what source names (a path, or a pattern in its last component) to
+ * the list, each opened inside the context. */
+static int open_sources(build *b, const char *source, copy_src **srcs, size_t *n, abx_error **err)
+{
+    char rel[4096];
+    snprintf(rel, sizeof rel, "%s", source[0] == '/' ? source + 1 : source);
+    char *slash = strrchr(rel, '/');
+    const char *last = slash ? slash + 1 : rel;
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - rel) : 0, rel);
+    char names[64][256];
+    size_t found = 0;
+    if (has_glob(last)) {
+        int dfd = open_in_context(b->ctxfd, parent, O_RDONLY | O_DIRECTORY);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (e->d_name[0] != '.' && fnmatch(last, e->d_name, FNM_PERIOD) == 0 && found < 64)
+                snprintf(names[found++], sizeof names[0], "%s", e->d_name);
+        if (d)
+            closedir(d);
+        else if (dfd >= 0)
+            close(dfd);
+    } else {
+        snprintf(names[found++], sizeof names[0], "%.255s", last);
+    }
+    if (found == 0)
+        return step_fail(b, err, "%s: nothing in the context matches", source);
+    for (size_t i = 0; i < found; i++) {
+        char path[4400];
+        if (snprintf(path, sizeof path, "%s%s%.255s", parent, parent[0] ? "/" : "", names[i]) >= (int)sizeof path)
+            return step_fail(b, err, "%.100s: path too long", source);
+        int fd = open_in_context(b->ctxfd, path, O_RDONLY | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+            int e = fd < 0 ? errno : EINVAL;
+            if (fd >= 0)
+                close(fd);
+            return step_fail(b, err, "%s: %s in the context", path, e == ENOENT ? "no such file" : strerror(e));
+        }
+        copy_src *grown = realloc(*srcs, (*n + 1) * sizeof *grown);
+        if (!grown) {
+            close(fd);
+            return abx__error_set(err, ABX_ENOMEM, "out of memory");
+        }
+        *srcs = grown;
+        (*srcs)[*n] = (copy_src){.fd = fd, .is_dir = S_ISDIR(st.st_mode)};
+        snprintf((*srcs)[*n].name, sizeof (*srcs)[*n].name, "%.255s", names[i][0] ? names[i] : "context");
+        (*n)++;
+    }
+    return 0;
+}
+
+/* A source's digest for the cache key: names, modes, bytes, link targets. */
+static int digest_source(abx_digest *d, int fd, int depth)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || depth > COPY_MAX_DEPTH)
+        return -1;
+    char mode[32];
+    snprintf(mode, sizeof mode, "%o", (unsigned)st.st_mode);
+    abx__digest_add_str(d, mode);
+    if (S_ISREG(st.st_mode)) {
+        char buf[65536];
+        ssize_t n;
+        lseek(fd, 0, SEEK_SET);
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+            abx__digest_add(d, buf, (size_t)n);
+        lseek(fd, 0, SEEK_SET);
+        return n < 0 ? -1 : 0;
+    }
+    struct dirent **names = NULL;
+    int dup_fd = dup(fd);
+    DIR *dir = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!dir) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return -1;
+    }
+    size_t n = 0, cap = 0;
+    char **list = NULL;
+    struct dirent *e;
+    rewinddir(dir);
+    int rc = 0;
+    while ((e = readdir(dir))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **grown = realloc(list, cap * sizeof *grown);
+            if (!grown) {
+                rc = -1;
+                break;
+            }
+            list = grown;
+        }
+        list[n++] = strdup(e->d_name);
+    }
+    (void)names;
+    for (size_t i = 0; i + 1 < n; i++) /* sorted, so that the order on disk does not matter */
+        for (size_t j = i + 1; j < n; j++)
+            if (list[i] && list[j] && strcmp(list[i], list[j]) > 0) {
+                char *t = list[i];
+                list[i] = list[j];
+                list[j] = t;
+            }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!list[i]) {
+            rc = -1;
+            break;
+        }
+        abx__digest_add_str(d, list[i]);
+        struct stat cst;
+        if (fstatat(fd, list[i], &cst, AT_SYMLINK_NOFOLLOW) < 0) {
+            rc = -1;
+        } else if (S_ISLNK(cst.st_mode)) {
+            char target[4096];
+            ssize_t t = readlinkat(fd, list[i], target, sizeof target);
+            if (t < 0)
+                rc = -1;
+            else
+                abx__digest_add(d, target, (size_t)t);
+        } else if (S_ISREG(cst.st_mode) || S_ISDIR(cst.st_mode)) {
+            int cfd = openat(fd, list[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            rc = cfd < 0 ? -1 : digest_source(d, cfd, depth + 1);
+            if (cfd >= 0)
+                close(cfd);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+    closedir(dir);
+    return rc;
+}
+
+static bool archive_name(const char *name)
+{
+    static const char *const ext[] = {".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar.zst"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n > e && strcmp(name + n - e, ext[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* "U[:G]": numbers, root or user. */
+static int parse_chown(const char *spec, uid_t *uid, gid_t *gid)
+{
+    char u[64] = "", g[64] = "";
+    const char *colon = strchr(spec, ':');
+    snprintf(u, sizeof u, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+    snprintf(g, sizeof g, "%s", colon ? colon + 1 : u);
+    const char *parts[2] = {u, g};
+    unsigned long ids[2];
+    for (int i = 0; i < 2; i++) {
+        char *end;
+        if (strcmp(parts[i], "root") == 0)
+            ids[i] = 0;
+        else if (strcmp(parts[i], "user") == 0)
+            ids[i] = 1000;
+        else if ((ids[i] = strtoul(parts[i], &end, 10)) > 65535 || !parts[i][0] || *end)
+            return -1;
+    }
+    *uid = (uid_t)ids[0];
+    *gid = (gid_t)ids[1];
+    return 0;
+}
+
+static int absolute_in_workdir(build *b, const char *path, char *out, size_t len)
+{
+    const char *wd = json_string_value(json_object_get(b->config, "workdir"));
+    int n = path[0] == '/' ? snprintf(out, len, "%s", path)
+                           : snprintf(out, len, "%s/%s", wd && strcmp(wd, "/") != 0 ? wd : "", path);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* COPY and ADD: the sources' digest goes into the key (key_extra), then,
+ * unless cached, they are copied. */
+static int open_copy(build *b, const df_step *s, copy_src **srcs, size_t *n, char *dest, size_t destlen,
+                     abx_error **err)
+{
+    for (size_t i = 0; i + 1 < s->nargs; i++) {
+        char *src = expand(b, s->args[i]);
+        int rc = src ? open_sources(b, src, srcs, n, err) : step_fail(b, err, "a malformed ${...}");
+        free(src);
+        if (rc < 0)
+            return rc;
+    }
+    char *d = expand(b, s->args[s->nargs - 1]);
+    int rc = d && absolute_in_workdir(b, d, dest, destlen) == 0 ? 0 : step_fail(b, err, "a bad destination");
+    free(d);
+    return rc;
+}
+
+static int run_copy(build *b, const df_step *s, copy_src *srcs, size_t n, const char *dest, abx_error **err)
+{
+    copy_ctx c = {.srcs = srcs, .n = n, .dest = dest, .uid = 0, .gid = 0};
+    size_t dl = strlen(dest);
+    c.dest_is_dir = n > 1 || (dl && dest[dl - 1] == '/');
+    if (s->chown) {
+        char *spec = expand(b, s->chown);
+        int bad = !spec || parse_chown(spec, &c.uid, &c.gid) < 0;
+        free(spec);
+        if (bad)
+            return step_fail(b, err, "--chown: numeric ids, root or user");
+    }
+    int rc = prepare_work(b, err);
+    char root[760], why[512] = "";
+    snprintf(root, sizeof root, "%s/rootfs", b->work);
+    if (rc == 0)
+        rc = ensure_workdir(b, root, err);
+    /* ADD unpacks local archives first (on the host, by the rootfs rules),
+     * then copies what they hold, owners kept */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (s->kind != DF_ADD || srcs[i].is_dir || !archive_name(srcs[i].name))
+            continue;
+        char unpacked[800], from[64];
+        snprintf(unpacked, sizeof unpacked, "%s/add-%zu", b->work, i);
+        snprintf(from, sizeof from, "/proc/self/fd/%d", srcs[i].fd);
+        remove_tree(unpacked);
+        if (mkdir(unpacked, 0755) < 0 || abx__archive_extract_rootfs(from, unpacked, why, sizeof why) < 0) {
+            rc = step_fail(b, err, "unpacking %s: %s", srcs[i].name, why);
+            break;
+        }
+        int ufd = open(unpacked, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ufd < 0) {
+            rc = step_fail(b, err, "unpacking %s: %s", srcs[i].name, strerror(errno));
+            break;
+        }
+        copy_ctx one = c;
+        copy_src dir = {.fd = ufd, .is_dir = true};
+        one.srcs = &dir;
+        one.n = 1;
+        one.keep_owner = true;
+        one.dest_is_dir = true;
+        if (in_tree(root, copy_fn, &one, why, sizeof why) < 0)
+            rc = step_fail(b, err, "%s", why);
+        close(ufd);
+        remove_tree(unpacked);
+        close(srcs[i].fd);
+        srcs[i].fd = -1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (srcs[i].fd >= 0)
+            srcs[kept++] = srcs[i];
+    c.n = kept;
+    if (rc == 0 && kept && in_tree(root, copy_fn, &c, why, sizeof why) < 0)
+        rc = step_fail(b, err, "%s", why);
+    return rc;
+}
+
+/* ---- RUN -------------------------------------------------------------------- */
+
+static char **run_argv(const df_step *s)
+{
+    char **argv = calloc(s->nargs + 4, sizeof *argv);
+    if (!argv)
+        return NULL;
+    size_t i = 0;
+    if (!s->exec_form) {
+        argv[i++] = "/bin/sh";
+        argv[i++] = "-c";
+    }
+    for (size_t k = 0; k < s->nargs; k++)
+        argv[i++] = s->args[k];
+    return argv;
+}
+
+static int run_step(build *b, const df_step *s, abx_error **err)
+{
+    int rc = prepare_work(b, err);
+    char root[760];
+    snprintf(root, sizeof root, "%s/rootfs", b->work);
+    if (rc == 0)
+        rc = ensure_workdir(b, root, err);
+    if (rc < 0)
+        return rc;
+    char id[ABX_SANDBOX_ID_LEN + 1];
+    if (abx__sandbox_id_new(id) < 0)
+        return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
+    json_t *uid = json_object_get(b->config, "uid"); /* steps run as root unless USER says otherwise */
+    bool as_root = !uid || json_integer_value(uid) == 0;
+    abx_sandbox_env env;
+    if ((rc = abx__sandbox_env_init(&env, id, as_root, NULL, err)) < 0)
+        return rc;
+    char **pairs = vars_of(b); /* ARG values reach RUN as variables, as in docker build */
+    for (int o = 1; o >= 0 && pairs; o--) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(o ? b->args : b->env, k, v) {
+            char pair[8192];
+            snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v) ?: "");
+            abx__sandbox_env_put(&env, pair, NULL);
+        }
+    }
+    free_pairs(pairs);
+    char **argv = run_argv(s);
+    const char *wd = json_string_value(json_object_get(b->config, "workdir"));
+    abx_limits limits;
+    abx_limits_default(&limits);
+    abx_limit_maxima max;
+    abx_limit_maxima_get(&max);
+    limits.memory_mb = max.memory_mb < BUILD_MEMORY_MB ? max.memory_mb : BUILD_MEMORY_MB;
+    limits.pids = max.pids < BUILD_PIDS ? max.pids : BUILD_PIDS;
+    limits.cpu_count = max.cpu_count;
+    int out[2] = {-1, -1};
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (!argv || devnull < 0 || pipe2(out, O_CLOEXEC) < 0) {
+        free(argv);
+        if (devnull >= 0)
+            close(devnull);
+        abx__sandbox_env_free(&env);
+        return abx__error_errno(err, ABX_ESYS, errno, "starting the step");
+    }
+    int stdio[3] = {devnull, out[1], out[1]};
+    abx_jail_config cfg = {.id = id, .limits = limits, .argv = (const char *const *)argv, .envp = env.vars,
+                           .cwd = wd ? wd : "/", .as_root = as_root, .template_root = root,
+                           .template_writable = true, .host_network = true, .root_caps = true,
+                           .stdio = stdio};
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&mask, sigs[i]);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    abx_jail jail;
+    b->tail_len = 0;
+    b->tail[0] = '\0';
+    rc = abx__jail_start(&cfg, &jail, err);
+    close(out[1]);
+    close(devnull);
+    int status = 125;
+    if (rc == 0 && (rc = abx__jail_wait_started(&jail, &status, err)) < 0)
+        rc = step_fail(b, err, "the command did not start: %s", abx_error_message(*err));
+    if (rc == 0 && pump(b, out[0], sigfd) < 0)
+        rc = step_fail(b, err, "interrupted");
+    if (jail.init_pid > 0 && rc == 0) {
+        int ws = 0;
+        while (waitpid(jail.init_pid, &ws, 0) < 0 && errno == EINTR)
+            ;
+        jail.reaped = true;
+        jail.init_status = ws;
+        status = abx__jail_exit_code(ws);
+        if (status != 0)
+            rc = step_fail(b, err, "exited with status %d%s", status,
+                           abx__cgroup_oom_killed(&jail.cgroup) ? " (out of memory)" : "");
+    }
+    if (jail.init_pid > 0)
+        abx__jail_destroy(&jail);
+    close(out[0]);
+    if (sigfd >= 0)
+        close(sigfd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    abx__sandbox_env_free(&env);
+    free(argv);
+    return rc;
+}
+
+/* ---- FROM ------------------------------------------------------------------- */
+
+/* The host's Debian mirror: ABX_DEBIAN_MIRROR, else the first Debian URI
+ * of apt's sources (not the security archive). */
+static void debian_mirror(char *out, size_t len)
+{
+    const char *env = getenv("ABX_DEBIAN_MIRROR");
+    snprintf(out, len, "%s", env && *env ? env : "http://deb.debian.org/debian");
+    if (env && *env)
+        return;
+    const char *files[] = {"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "re");
+        char line[1024];
+        while (f && fgets(line, sizeof line, f)) {
+            char uri[512] = "";
+            if (sscanf(line, "URIs: %511s", uri) == 1 || sscanf(line, "deb %511s", uri) == 1 ||
+                sscanf(line, "deb [%*[^]]] %511s", uri) == 1) {
+                if (strstr(uri, "security") || strncmp(uri, "http", 4) != 0)
+                    continue;
+                snprintf(out, len, "%s", uri);
+                fclose(f);
+                return;
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+}
+
+/* debian[:TAG]: the suite and whether it is -slim; -1 for a tag abx does not build. */
+static int debian_suite(const char *image, char *suite, size_t len, bool *slim)
+{
+    const char *tag = strncmp(image, "debian:", 7) == 0 ? image + 7 : strcmp(image, "debian") == 0 ? "latest" : NULL;
+    if (!tag)
+        return -1;
+    static const char *const map[][2] = {{"bookworm", "bookworm"}, {"12", "bookworm"}, {"stable", "bookworm"},
+                                         {"latest", "bookworm"},   {"trixie", "trixie"}, {"13", "trixie"},
+                                         {"bullseye", "bullseye"}, {"11", "bullseye"}};
+    char base[64];
+    snprintf(base, sizeof base, "%.63s", tag);
+    size_t n = strlen(base);
+    *slim = n > 5 && strcmp(base + n - 5, "-slim") == 0;
+    if (*slim)
+        base[n - 5] = '\0';
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(base, map[i][0]) == 0) {
+            snprintf(suite, len, "%s", map[i][1]);
+            return 0;
+        }
+    return -1;
+}
+
+static int from_debian(build *b, const char *suite, bool slim, const char *mirror, abx_error **err)
+{
+    char dir[700], partial[760], tree[800];
+    snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
+    snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-debian", b->cache, (long)getpid());
+    snprintf(tree, sizeof tree, "%s/rootfs", partial);
+    remove_tree(partial);
+    if (mkdir(partial, 0711) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "the build cache");
+    int rc;
+    emit(b, json_pack("{s:s, s:i, s:s}", "event", "note", "step", (int)b->step, "text",
+                      on_path("mmdebstrap") ? "making a minimal Debian with mmdebstrap"
+                                            : "making a minimal Debian with debootstrap"));
+    if (on_path("mmdebstrap")) {
+        const char *argv[] = {"mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
+                              "--skip=cleanup/apt/lists", "--include=ca-certificates",
+                              slim ? "--dpkgopt=path-exclude=/usr/share/man/*" : "--quiet",
+                              slim ? "--dpkgopt=path-exclude=/usr/share/doc/*" : "--quiet",
+                              slim ? "--dpkgopt=path-include=/usr/share/doc/*/copyright" : "--quiet",
+                              suite, tree, mirror, NULL};
+        rc = host_command(b, argv);
+    } else if (on_path("debootstrap")) {
+        const char *argv[] = {"debootstrap", "--variant=minbase", "--include=ca-certificates", suite, tree, mirror,
+                              NULL};
+        rc = host_command(b, argv);
+    } else {
+        remove_tree(partial);
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "FROM debian: needs mmdebstrap or debootstrap on the host "
+                                                     "(apt-get install mmdebstrap)");
+    }
+    if (rc < 0) {
+        remove_tree(partial);
+        return step_fail(b, err, "making Debian %s from %s failed", suite, mirror);
+    }
+    if (access(dir, F_OK) == 0) {
+        char old[800];
+        snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
+        if (rename(dir, old) == 0)
+            remove_tree(old);
+    }
+    if (rename(partial, dir) < 0) {
+        rc = abx__error_errno(err, ABX_EIO, errno, "keeping the tree in the build cache");
+        remove_tree(partial);
+        return rc;
+    }
+    snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
+    return 0;
+}
+
+static int from_archive(build *b, int fd, abx_error **err)
+{
+    char dir[700], partial[760], tree[800], from[64], why[400] = "";
+    snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
+    snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-archive", b->cache, (long)getpid());
+    snprintf(tree, sizeof tree, "%s/rootfs", partial);
+    snprintf(from, sizeof from, "/proc/self/fd/%d", fd);
+    remove_tree(partial);
+    if (mkdir(partial, 0711) < 0 || mkdir(tree, 0755) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "the build cache");
+    if (abx__archive_extract_rootfs(from, tree, why, sizeof why) < 0) {
+        remove_tree(partial);
+        return step_fail(b, err, "%s", why);
+    }
+    if (access(dir, F_OK) == 0) {
+        char old[800];
+        snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
+        if (rename(dir, old) == 0)
+            remove_tree(old);
+    }
+    if (rename(partial, dir) < 0) {
+        int rc = abx__error_errno(err, ABX_EIO, errno, "keeping the tree in the build cache");
+        remove_tree(partial);
+        return rc;
+    }
+    snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
+    return 0;
+}
+
+/* ---- the steps ---------------------------------------------------------------- */
+
+/* The key of the step: the previous key, the instruction, the variables in
+ * force, and extra (what it reads from outside: files, a base image). */
+static void next_key(build *b, const df_step *s, const char *extra)
+{
+    abx_digest *d = abx__digest_new();
+    abx__digest_add_str(d, b->key);
+    abx__digest_add_str(d, s->text);
+    char *args = json_dumps(b->args, JSON_COMPACT | JSON_SORT_KEYS);
+    char *env = json_dumps(b->env, JSON_COMPACT);
+    abx__digest_add_str(d, args ? args : "");
+    abx__digest_add_str(d, env ? env : "");
+    abx__digest_add_str(d, extra);
+    free(args);
+    free(env);
+    abx__digest_finish(d, b->key);
+}
+
+static json_t *command_array(const df_step *s)
+{
+    json_t *a = json_array();
+    if (!s->exec_form) {
+        json_array_append_new(a, json_string("/bin/sh"));
+        json_array_append_new(a, json_string("-c"));
+    }
+    for (size_t i = 0; i < s->nargs; i++)
+        json_array_append_new(a, json_string(s->args[i]));
+    return a;
+}
+
+/* ENV, ARG, WORKDIR, USER, CMD, ENTRYPOINT, HEALTHCHECK: the config only. */
+static int config_step(build *b, const df_step *s, abx_error **err)
+{
+    switch (s->kind) {
+    case DF_ENV:
+        for (size_t i = 0; i + 1 < s->nargs; i += 2) {
+            char *v = expand(b, s->args[i + 1]);
+            if (!v)
+                return step_fail(b, err, "a malformed ${...} in %s", s->args[i]);
+            json_object_set_new(b->env, s->args[i], json_string(v));
+            free(v);
+        }
+        return 0;
+    case DF_ARG: {
+        const char *given = NULL;
+        size_t nlen = strlen(s->args[0]);
+        for (size_t i = 0; b->o->build_args && b->o->build_args[i]; i++)
+            if (strncmp(b->o->build_args[i], s->args[0], nlen) == 0 && b->o->build_args[i][nlen] == '=')
+                given = b->o->build_args[i] + nlen + 1;
+        char *v = given ? strdup(given) : s->has_default ? expand(b, s->args[1]) : strdup("");
+        if (!v)
+            return step_fail(b, err, "a malformed ${...}");
+        json_object_set_new(b->args, s->args[0], json_string(v));
+        free(v);
+        return 0;
+    }
+    case DF_WORKDIR: {
+        char *v = expand(b, s->args[0]), path[1024];
+        int bad = !v || absolute_in_workdir(b, v, path, sizeof path) < 0 || strstr(path, "/../");
+        free(v);
+        if (bad)
+            return step_fail(b, err, "a bad path");
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+            path[--n] = '\0';
+        json_object_set_new(b->config, "workdir", json_string(path));
+        return 0;
+    }
+    case DF_USER: {
+        char *v = expand(b, s->args[0]);
+        uid_t uid;
+        gid_t gid;
+        int bad = !v || parse_chown(v, &uid, &gid) < 0 || (uid != 0 && uid != 1000);
+        free(v);
+        if (bad)
+            return step_fail(b, err, "abx runs commands as root (0) or user (1000)");
+        json_object_set_new(b->config, "uid", json_integer((json_int_t)uid));
+        return 0;
+    }
+    case DF_CMD:
+        json_object_set_new(b->config, "cmd", command_array(s));
+        return 0;
+    case DF_ENTRYPOINT:
+        json_object_set_new(b->config, "entrypoint", command_array(s));
+        json_object_set_new(b->config, "entrypoint_shell", json_boolean(!s->exec_form));
+        json_object_del(b->config, "cmd"); /* as docker: a new ENTRYPOINT drops the CMD before it */
+        return 0;
+    case DF_HEALTHCHECK:
+        if (s->healthcheck_none)
+            json_object_del(b->config, "healthcheck");
+        else
+            json_object_set_new(b->config, "healthcheck",
+                                json_pack("{s:o, s:i, s:i}", "cmd", command_array(s), "interval_ms",
+                                          (int)s->interval_ms, "timeout_ms", (int)s->timeout_ms));
+        return 0;
+    case DF_FROM:
+    case DF_RUN:
+    case DF_COPY:
+    case DF_ADD:
+        break;
+    }
+    return step_fail(b, err, "not a config step");
+}
+
+typedef enum from_kind { FROM_SCRATCH, FROM_DEBIAN, FROM_TEMPLATE, FROM_ARCHIVE } from_kind;
+
+typedef struct from_plan {
+    from_kind kind;
+    char image[256];
+    char suite[32];
+    bool slim;
+    char mirror[512];
+    char root[1024]; /* FROM_TEMPLATE: its tree */
+    int fd;          /* FROM_ARCHIVE: the archive, opened in the context */
+} from_plan;
+
+/* What FROM names; extra gets what identifies it for the cache key. */
+static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, size_t len, abx_error **err)
+{
+    char *image = expand(b, s->args[0]);
+    if (!image)
+        return step_fail(b, err, "a malformed ${...}");
+    snprintf(f->image, sizeof f->image, "%s", image);
+    free(image);
+    f->fd = -1;
+    if (strcmp(f->image, "scratch") == 0) {
+        f->kind = FROM_SCRATCH;
+        snprintf(extra, len, "scratch");
+    } else if (debian_suite(f->image, f->suite, sizeof f->suite, &f->slim) == 0) {
+        f->kind = FROM_DEBIAN;
+        debian_mirror(f->mirror, sizeof f->mirror);
+        snprintf(extra, len, "debian %s %s %s", f->suite, f->slim ? "slim" : "full", f->mirror);
+    } else if (abx__template_root(f->image, f->root, sizeof f->root) == 0) {
+        f->kind = FROM_TEMPLATE;
+        json_t *info = NULL;
+        abx__template_inspect(f->image, &info, NULL);
+        snprintf(extra, len, "template %s %s", f->image, json_string_value(json_object_get(info, "created_at")) ?: "");
+        json_decref(info);
+    } else if (archive_name(f->image) &&
+               (f->fd = open_in_context(b->ctxfd, f->image[0] == '/' ? f->image + 1 : f->image,
+                                        O_RDONLY | O_NONBLOCK)) >= 0) {
+        f->kind = FROM_ARCHIVE;
+        abx_digest *d = abx__digest_new();
+        char hex[ABX_DIGEST_HEX];
+        if (digest_source(d, f->fd, 0) < 0 || abx__digest_finish(d, hex) < 0)
+            return step_fail(b, err, "reading %s", f->image);
+        snprintf(extra, len, "archive %s", hex);
+    } else {
+        return step_fail(b, err, "FROM %.100s: abx builds FROM debian:bookworm[-slim] (or trixie, bullseye), "
+                                 "scratch, a template ('abx template list') or a rootfs archive in the context; "
+                                 "import other images with 'abx template import' (an OCI layout: skopeo copy "
+                                 "docker://IMAGE oci:DIR)",
+                         f->image);
+    }
+    return 0;
+}
+
+static int from_run(build *b, from_plan *f, abx_error **err)
+{
+    b->tree[0] = '\0';
+    json_decref(b->env);
+    json_decref(b->config);
+    b->env = json_object();
+    b->config = json_object();
+    switch (f->kind) {
+    case FROM_SCRATCH:
+        return 0;
+    case FROM_DEBIAN:
+        return from_debian(b, f->suite, f->slim, f->mirror, err);
+    case FROM_ARCHIVE:
+        return from_archive(b, f->fd, err);
+    case FROM_TEMPLATE: {
+        snprintf(b->tree, sizeof b->tree, "%s", f->root);
+        json_t *cfg = abx__template_config(f->image);
+        if (cfg) {
+            json_t *env = json_object_get(cfg, "env");
+            if (json_is_object(env))
+                json_object_update(b->env, env);
+            json_object_update(b->config, cfg);
+            json_object_del(b->config, "env");
+            json_decref(cfg);
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* ---- the build ------------------------------------------------------------------ */
+
+static void close_sources(copy_src *srcs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (srcs[i].fd >= 0)
+            close(srcs[i].fd);
+    free(srcs);
+}
+
+static int one_step(build *b, const df_step *s, abx_error **err)
+{
+    char extra[1200] = "";
+    from_plan from = {.fd = -1};
+    copy_src *srcs = NULL;
+    size_t nsrcs = 0;
+    char dest[4096] = "";
+    int rc = 0;
+    if (s->kind == DF_FROM)
+        rc = from_resolve(b, s, &from, extra, sizeof extra, err);
+    if (s->kind == DF_COPY || s->kind == DF_ADD) {
+        rc = open_copy(b, s, &srcs, &nsrcs, dest, sizeof dest, err);
+        abx_digest *d = abx__digest_new();
+        for (size_t i = 0; rc == 0 && i < nsrcs; i++) {
+            abx__digest_add_str(d, srcs[i].name);
+            if (digest_source(d, srcs[i].fd, 0) < 0)
+                rc = step_fail(b, err, "reading %s in the context", srcs[i].name);
+        }
+        if (abx__digest_finish(d, extra) < 0 && rc == 0)
+            rc = abx__error_set(err, ABX_ESYS, "hashing the sources");
+    }
+    if (rc == 0) {
+        next_key(b, s, extra);
+        bool cached = !b->o->no_cache && state_load(b);
+        emit(b, json_pack("{s:s, s:i, s:i, s:s, s:i, s:b}", "event", "step", "step", (int)b->step, "steps", (int)b->df.n,
+                          "instruction", s->text, "line", (int)s->line, "cached", cached));
+        if (!cached) {
+            if (s->kind == DF_FROM)
+                rc = from_run(b, &from, err);
+            else if (s->kind == DF_RUN)
+                rc = run_step(b, s, err);
+            else if (s->kind == DF_COPY || s->kind == DF_ADD)
+                rc = run_copy(b, s, srcs, nsrcs, dest, err);
+            else
+                rc = config_step(b, s, err);
+            if (rc == 0 && (s->kind == DF_RUN || s->kind == DF_COPY || s->kind == DF_ADD))
+                rc = commit_work(b, err);
+            if (rc == 0)
+                state_save(b);
+        }
+    }
+    if (from.fd >= 0)
+        close(from.fd);
+    close_sources(srcs, nsrcs);
+    return rc;
+}
+
+/* The last tree as template o->name (hard links into the cache's tree). */
+static int finish(build *b, json_t **info, abx_error **err)
+{
+    char staging[800], root[900];
+    int rc = abx__template_stage(b->o->name, staging, sizeof staging, err);
+    if (rc < 0)
+        return rc;
+    snprintf(root, sizeof root, "%s/rootfs", staging);
+    b->step = b->df.n;
+    if (b->tree[0] && copy_tree(b, b->tree, root, true) < 0)
+        rc = step_fail(b, err, "making the template from the last step's tree failed");
+    if (rc == 0)
+        rc = ensure_workdir(b, root, err);
+    if (rc < 0) {
+        abx__template_discard(staging);
+        return rc;
+    }
+    json_t *config = json_deep_copy(b->config);
+    json_object_set(config, "env", b->env);
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", b->o->dockerfile_text ? "a built-in recipe"
+                                        : b->o->dockerfile ? b->o->dockerfile : "Dockerfile");
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:{s:s, s:i}}", "source", shown, "kind", "build", "config", config,
+                            "build", "key", b->key, "steps", (int)b->df.n);
+    return abx__template_install(b->o->name, staging, doc, true, info, err);
+}
+
+static int read_dockerfile(const abx_template_build_options *o, char **text, size_t *len, abx_error **err)
+{
+    if (o->dockerfile_text) {
+        *text = strdup(o->dockerfile_text);
+        *len = strlen(o->dockerfile_text);
+        return *text ? 0 : abx__error_set(err, ABX_ENOMEM, "out of memory");
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s", o->dockerfile ? o->dockerfile : "");
+    if (!o->dockerfile)
+        snprintf(path, sizeof path, "%s/Dockerfile", o->context ? o->context : ".");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int e = fd < 0 ? errno : EINVAL;
+        if (fd >= 0)
+            close(fd);
+        return abx__error_set(err, ABX_EINVAL, "the Dockerfile %.300s: %s", path, strerror(e));
+    }
+    if (st.st_size > (off_t)ABX_DOCKERFILE_MAX_BYTES) {
+        close(fd);
+        return abx__error_set(err, ABX_EINVAL, "the Dockerfile is over %u bytes", ABX_DOCKERFILE_MAX_BYTES);
+    }
+    *text = malloc((size_t)st.st_size + 1);
+    ssize_t n = *text ? abx__read_full(fd, *text, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n < 0) {
+        free(*text);
+        *text = NULL;
+        return abx__error_errno(err, ABX_EIO, errno, "reading the Dockerfile");
+    }
+    (*text)[n] = '\0';
+    *len = (size_t)n;
+    return 0;
+}
+
+int abx__template_build(const abx_template_build_options *o, json_t **info, abx_error **err)
+{
+    if (info)
+        *info = NULL;
+    bool builtin = strcmp(o->name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 && o->dockerfile_text;
+    if (!builtin && !abx__template_name_valid(o->name))
+        return abx__error_set(err, ABX_EINVAL, "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
+                                               "(at most 63), not base or code-interpreter-v1 (build that one with "
+                                               "--builtin)", o->name);
+    if (geteuid() != 0)
+        return abx__error_set(err, ABX_EPERM, "building a template needs root (its steps run in id-mapped sandboxes)");
+    build b = {.o = o, .ctxfd = -1};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_dockerfile(o, &text, &len, err);
+    if (rc < 0)
+        return rc;
+    char why[512];
+    if (abx__dockerfile_parse(text, len, &b.df, why, sizeof why) < 0) {
+        free(text);
+        return abx__error_set(err, ABX_EINVAL, "Dockerfile %s", why);
+    }
+    free(text);
+    b.ctxfd = open(o->context ? o->context : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (b.ctxfd < 0) {
+        abx__dockerfile_free(&b.df);
+        return abx__error_set(err, ABX_EINVAL, "the build context %.300s: %s", o->context ? o->context : ".", strerror(errno));
+    }
+    if ((rc = cache_root(b.cache, sizeof b.cache, err)) < 0) {
+        close(b.ctxfd);
+        abx__dockerfile_free(&b.df);
+        return rc;
+    }
+    cache_reconcile(b.cache);
+    abx__cgroup_sweep_stale(10);
+    snprintf(b.key, sizeof b.key, CACHE_FORMAT);
+    b.env = json_object();
+    b.args = json_object();
+    b.config = json_object();
+    for (size_t i = 0; rc == 0 && i < b.df.n; i++) {
+        b.step = i + 1;
+        rc = one_step(&b, &b.df.steps[i], err);
+    }
+    if (rc == 0)
+        rc = finish(&b, info, err);
+    if (b.work[0])
+        remove_tree(b.work);
+    close(b.ctxfd);
+    json_decref(b.env);
+    json_decref(b.args);
+    json_decref(b.config);
+    abx__dockerfile_free(&b.df);
+    return rc;
+}
+
+int abx__template_ensure_builtin(const char *name, abx_error **err)
+{
+    char root[1024];
+    const char *recipe = abx__template_builtin_recipe(name);
+    if (!recipe || abx__template_root(name, root, sizeof root) == 0)
+        return 0;
+    const char *host = getenv("ABX_CODE_INTERPRETER");
+    if (host && strcmp(host, "host") == 0)
+        return 0; /* the host's /usr with its kernels, as before templates */
+    if (geteuid() != 0)
+        return 0; /* unprivileged abx cannot build or use it: the host view */
+    char cache[512], lock[600];
+    int rc = cache_root(cache, sizeof cache, err);
+    if (rc < 0)
+        return rc;
+    snprintf(lock, sizeof lock, "%s/build-%s.lock", cache, name);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0) { /* one build at a time; the others wait and then use it */
+        if (fd >= 0)
+            close(fd);
+        return abx__error_set(err, ABX_EIO, "locking the build of %s: %s", name, strerror(errno));
+    }
+    if (abx__template_root(name, root, sizeof root) == 0) {
+        close(fd);
+        return 0;
+    }
+    fprintf(stderr, "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
+                    "matplotlib and node; a minute or two, once per machine)...\n", name);
+    abx_template_build_options o = {.name = name, .dockerfile_text = recipe, .context = "/"};
+    rc = abx__template_build(&o, NULL, err);
+    if (rc == 0)
+        fprintf(stderr, "abx: the %s template is built\n", name);
+    close(fd);
+    return rc;
+}
+
+static unsigned long long prune_bytes;
+
+static int prune_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)f;
+    prune_bytes += (unsigned long long)st->st_blocks * 512ull;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int abx__template_prune_cache(unsigned long long *freed, abx_error **err)
+{
+    char cache[512];
+    int rc = cache_root(cache, sizeof cache, err);
+    if (rc < 0)
+        return rc;
+    prune_bytes = 0;
+    char sub[600];
+    const char *parts[] = {"steps", "trees"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(sub, sizeof sub, "%s/%s", cache, parts[i]);
+        nftw(sub, prune_one, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+    }
+    *freed = prune_bytes;
+    return 0;
+}
