@@ -172,30 +172,10 @@ static int parse_env(parse_ctx *p, const char *rest, df_step *s)
     if (!eq || eq > sp) { /* the old form */
         if (!*sp || !env_name_ok(rest, (size_t)(sp - rest)))
             return fail(p, "ENV: NAME=value expected");
+        size_t nlen = (size_t)(sp - rest);
         while (isspace((unsigned char)*sp))
             sp++;
-        df_step tmp = {.kind = DF_ENV};
-        if (split_words(p, sp, &tmp) < 0) {
-            for (size_t i = 0; i < tmp.nargs; i++)
-                free(tmp.args[i]);
-            free(tmp.args);
-            return -1;
-        }
-        /* the value is the rest of the line, its words joined by one space */
-        size_t total = 1;
-        for (size_t i = 0; i < tmp.nargs; i++)
-            total += strlen(tmp.args[i]) + 1;
-        char *value = calloc(1, total);
-        for (size_t i = 0; value && i < tmp.nargs; i++) {
-            if (i)
-                strcat(value, " ");
-            strcat(value, tmp.args[i]);
-        }
-        for (size_t i = 0; i < tmp.nargs; i++)
-            free(tmp.args[i]);
-        free(tmp.args);
-        if (push_arg(s, strndup(rest, (size_t)(sp - rest))) < 0 ||
-            push_arg(s, value) < 0)
+        if (push_arg(s, strndup(rest, nlen)) < 0 || push_arg(s, strdup(sp)) < 0)
             return fail(p, "out of memory");
         return 0;
     }
