@@ -72,6 +72,7 @@ typedef enum op_kind {
     OP_RO_SELF,  /* remount dst (inside the new tree) read-only */
     OP_MASK,     /* bind the tree's /dev/null over dst */
     OP_BIND_FILE, /* bind the staged file src over dst (made an empty file first if it is not one) */
+    OP_ENSURE_LINE, /* append the line data to dst unless a line there starts with src (made if missing) */
 } op_kind;
 
 typedef struct mount_op {
@@ -379,6 +380,36 @@ static int bind_file_over(const char *src, const char *target)
     return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_SILENT, NULL);
 }
 
+/* A template's /etc/passwd or /etc/group without abx's user: the entry is
+ * appended (in the sandbox's writable layer; the template is untouched).
+ * Reads at most 1 MiB of the file: a longer one is left as it is. */
+static int ensure_line(const char *target, const char *prefix, const char *line)
+{
+    int fd = open(target, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    const size_t cap = 1u << 20;
+    char *buf = malloc(cap);
+    ssize_t n = buf ? abx__read_full(fd, buf, cap - 1) : -1;
+    int rc = n < 0 ? -1 : 0;
+    bool found = false;
+    if (n >= 0 && (size_t)n < cap - 1) {
+        buf[n] = '\0';
+        size_t plen = strlen(prefix);
+        for (const char *c = buf; c && *c; c = strchr(c, '\n') ? strchr(c, '\n') + 1 : NULL)
+            found = found || strncmp(c, prefix, plen) == 0;
+        if (!found && n > 0 && buf[n - 1] != '\n')
+            rc = abx__write_all(fd, "\n", 1);
+        if (!found && rc == 0)
+            rc = abx__write_all(fd, line, strlen(line));
+    }
+    int saved = errno;
+    free(buf);
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 static int run_op(const mount_op *op, const char *target, const char *null_dev)
 {
     switch (op->kind) {
@@ -419,6 +450,8 @@ static int run_op(const mount_op *op, const char *target, const char *null_dev)
     }
     case OP_BIND_FILE:
         return bind_file_over(op->src, target);
+    case OP_ENSURE_LINE:
+        return ensure_line(target, op->src, op->data);
     }
     errno = EINVAL;
     return -1;
@@ -439,6 +472,7 @@ static const char *op_name(op_kind k)
     case OP_RO_SELF: return "making read-only";
     case OP_MASK: return "masking";
     case OP_BIND_FILE: return "binding over";
+    case OP_ENSURE_LINE: return "adding an entry to";
     }
     return "?";
 }
@@ -494,9 +528,12 @@ static void plan_etc_template(op_plan *p, const abx_rootfs_spec *spec)
 {
     add_dir(p, "/etc", 0755, NO_OWNER);
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/passwd", .mode = 0644, .if_missing = true,
-                      .data = "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"});
+                      .data = "root:x:0:0:root:/root:/bin/sh\n"});
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/group", .mode = 0644, .if_missing = true,
-                      .data = "root:x:0:\nuser:x:1000:\n"});
+                      .data = "root:x:0:\n"});
+    add(p, (mount_op){.kind = OP_ENSURE_LINE, .dst = "/etc/passwd", .src = "user:",
+                      .data = "user:x:1000:1000:user:/home/user:/bin/sh\n"});
+    add(p, (mount_op){.kind = OP_ENSURE_LINE, .dst = "/etc/group", .src = "user:", .data = "user:x:1000:\n"});
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644, .replace = true,
                       .data = pool_fmt(p, "%s\n", spec->hostname)});
     add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644, .replace = true,
