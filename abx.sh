@@ -14,7 +14,9 @@ cd "$(dirname "$0")"
 BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjansson-dev
   libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev libarchive-dev
   libmnl-dev libldns-dev libnftables-dev"
-TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas python3-pip nftables curl"
+# mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
+RUNTIME_PACKAGES="mmdebstrap"
+TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas python3-pip nftables curl mmdebstrap umoci"
 BENCH_PACKAGES="bubblewrap hyperfine"
 
 as_root() {
@@ -92,11 +94,23 @@ run_node_tests() { # abx-binary probe-binary label
     ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" "$(node_bin)" --test --test-concurrency=2 $ABX_NODE_TEST_FLAGS $files
 }
 
+# code-interpreter-v1 is a template (Debian with python3, numpy, pandas,
+# matplotlib, node) built on first use; built here ahead, once per machine
+# (its steps are cached in /var/cache/abx/build), so that no MCP call waits.
+prebuild_templates() {
+    if "$PWD/build/abx" template inspect code-interpreter-v1 --json 2>/dev/null | grep -q '"built": *true'; then
+        return 0
+    fi
+    echo "abx.sh: building the code-interpreter-v1 template (once per machine)" >&2
+    "$PWD/build/abx" template build --builtin code-interpreter-v1 >&2
+}
+
 cmd_test() {
     build
     build_asan
     install_packages $TEST_PACKAGES
     install_node
+    prebuild_templates
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98"
     sh scripts/check-source.sh >&2
@@ -110,11 +124,13 @@ cmd_test() {
 
 cmd_start() {
     build
+    install_packages $RUNTIME_PACKAGES
     if [ $# -gt 0 ]; then
         exec build/abx "$@"
     fi
     # abx's main job: the MCP server on STDIO, sandboxes on the local provider.
     # An IDE starts it the same way (see `abx mcp install`).
+    prebuild_templates || echo "abx.sh: code-interpreter-v1 is not built; it will be on first use" >&2
     echo "abx.sh: starting the MCP server on stdio (local provider); end it with Ctrl-D" >&2
     exec build/abx --provider local mcp start
 }
