@@ -452,8 +452,9 @@ int abx__dockerfile_parse(const char *text, size_t len, abx_dockerfile *out, cha
         }
         if (llen == 0)
             start = lineno;
-        size_t keep = n - lead;
-        memcpy(logical + llen, line + lead, keep);
+        size_t from = llen ? 0 : lead; /* a continued line keeps its indentation, as docker's */
+        size_t keep = n - from;
+        memcpy(logical + llen, line + from, keep);
         bool more = continues(logical + llen, &keep);
         llen += keep;
         if (more && pos < len)

@@ -353,8 +353,8 @@ static json_t *exec_params(epp_sandbox *es, const char *command, const abx_exec_
         return NULL;
     }
     json_t *params = json_pack("{s:s, s:s, s:o}", "sandbox_id", es->sandbox_id, "cmd", command, "envs", envs);
-    if (o && o->cwd)
-        json_object_set_new(params, "cwd", json_string(o->cwd));
+    if (o && (o->cwd || o->default_cwd)) /* a plugin's sandboxes have no template WORKDIR */
+        json_object_set_new(params, "cwd", json_string(o->cwd ? o->cwd : o->default_cwd));
     if (o && o->user)
         json_object_set_new(params, "user", json_string(o->user));
     if (o && o->timeout_s)

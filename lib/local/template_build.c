@@ -58,12 +58,18 @@ extern char **environ;
 #define BUILD_MEMORY_MB 4096
 #define BUILD_PIDS 4096
 #define CACHE_FORMAT "abx-build-v1"
+/* As Debian's container images: apt keeps no downloaded packages (a RUN
+ * apt-get install leaves only what it installed in the template). */
+#define APT_CLEAN_HOOK                                                                                         \
+    "--customize-hook=printf '%s\\n' 'DPkg::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb "           \
+    "/var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true\"; };' "                                \
+    "'Binary::apt::APT::Keep-Downloaded-Packages \"false\";' > \"$1/etc/apt/apt.conf.d/docker-clean\""
 
 static const char code_interpreter_recipe[] =
     "# code-interpreter-v1: run_code's kernels with rich results on any host\n"
     "FROM debian:bookworm-slim\n"
     "RUN apt-get install -y --no-install-recommends python3 python3-numpy python3-pandas python3-matplotlib \\\n"
-    "    python3-pil nodejs fonts-dejavu-core ca-certificates && apt-get clean\n"
+    "    python3-pil python3-pip nodejs fonts-dejavu-core ca-certificates procps curl && apt-get clean\n"
     "ENV MPLBACKEND=Agg PYTHONUNBUFFERED=1\n";
 
 const char *abx__template_builtin_recipe(const char *name)
@@ -1104,7 +1110,7 @@ static int from_debian(build *b, const char *suite, bool slim, const char *mirro
                                             : "making a minimal Debian with debootstrap"));
     if (on_path("mmdebstrap")) {
         const char *argv[] = {"mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
-                              "--skip=cleanup/apt/lists", "--include=ca-certificates",
+                              "--skip=cleanup/apt/lists", "--include=ca-certificates", APT_CLEAN_HOOK,
                               slim ? "--dpkgopt=path-exclude=/usr/share/man/*" : "--quiet",
                               slim ? "--dpkgopt=path-exclude=/usr/share/doc/*" : "--quiet",
                               slim ? "--dpkgopt=path-include=/usr/share/doc/*/copyright" : "--quiet",
@@ -1299,7 +1305,7 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
     } else if (debian_suite(f->image, f->suite, sizeof f->suite, &f->slim) == 0) {
         f->kind = FROM_DEBIAN;
         debian_mirror(f->mirror, sizeof f->mirror);
-        snprintf(extra, len, "debian %s %s %s", f->suite, f->slim ? "slim" : "full", f->mirror);
+        snprintf(extra, len, "debian %s %s %s apt-clean", f->suite, f->slim ? "slim" : "full", f->mirror);
     } else if (abx__template_root(f->image, f->root, sizeof f->root) == 0) {
         f->kind = FROM_TEMPLATE;
         json_t *info = NULL;
@@ -1376,6 +1382,11 @@ static int one_step(build *b, const df_step *s, abx_error **err)
     int rc = 0;
     if (s->kind == DF_FROM)
         rc = from_resolve(b, s, &from, extra, sizeof extra, err);
+    if (s->kind == DF_ARG) /* a --build-arg given for it: its value is part of the key */
+        for (size_t i = 0; b->o->build_args && b->o->build_args[i]; i++)
+            if (strncmp(b->o->build_args[i], s->args[0], strlen(s->args[0])) == 0 &&
+                b->o->build_args[i][strlen(s->args[0])] == '=')
+                snprintf(extra, sizeof extra, "given %s", b->o->build_args[i]);
     if (s->kind == DF_COPY || s->kind == DF_ADD) {
         rc = open_copy(b, s, &srcs, &nsrcs, dest, sizeof dest, err);
         abx_digest *d = abx__digest_new();

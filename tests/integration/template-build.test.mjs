@@ -1,0 +1,263 @@
+// template-build.test.mjs: `abx template build` from a Dockerfile (FROM
+// debian:bookworm-slim from the host's Debian mirror, RUN apt-get, COPY,
+// ADD, ENV, ARG, WORKDIR, USER, CMD, HEALTHCHECK), its cache, its failures,
+// OCI layouts imported (made here by hand: tar and JSON), and what each
+// sandbox made from a template sees. The Debian base is cached machine-wide
+// (ABX_BUILD_CACHE, else /var/cache/abx/build): only the first build of a
+// machine makes it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runAbx, privateHome } from '../lib/harness.mjs';
+
+const H = privateHome('abx-tbuild');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-tbuild-work-'));
+const root = process.getuid() === 0;
+const skip = !root && 'needs root';
+const abxh = (args, opts = {}) => runAbx(args, { env: H.env, timeout: 900000, ...opts });
+const sh = (script) => spawnSync('sh', ['-c', script], { encoding: 'utf8' });
+const created = [];
+
+function create(template) {
+  const r = abxh(['create', '--template', template, '--timeout', '600']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  created.push(id);
+  return id;
+}
+const exec = (id, cmd, extra = []) => abxh(['exec', ...extra, id, cmd]);
+const events = (stdout) => stdout.trim().split('\n').map((l) => JSON.parse(l));
+const steps = (stdout) => events(stdout).filter((e) => e.event === 'step');
+
+const ctx = path.join(work, 'ctx');
+const dockerfile = `# a template the tests use
+FROM debian:bookworm-slim
+ARG GREETING=hello
+RUN apt-get install -y --no-install-recommends python3-numpy && apt-get clean
+COPY app/ /opt/app/
+COPY --chown=user notes.txt /home/user/notes.txt
+ADD data.tar.gz /opt/data/
+ENV APP_MODE=test \\
+    GREETING=\${GREETING}-world
+WORKDIR /opt/app
+USER user
+CMD ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"]
+HEALTHCHECK --interval=200ms --start-period=30s CMD python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/')"
+`;
+
+before(() => {
+  if (!root) return;
+  fs.mkdirSync(path.join(ctx, 'app'), { recursive: true });
+  fs.writeFileSync(path.join(ctx, 'app/main.py'), 'print("main")\n');
+  fs.writeFileSync(path.join(ctx, 'notes.txt'), 'my notes\n');
+  fs.mkdirSync(path.join(work, 'data'));
+  fs.writeFileSync(path.join(work, 'data/inside.txt'), 'from the archive\n');
+  assert.equal(sh(`tar -C ${work}/data -czf ${ctx}/data.tar.gz .`).status, 0);
+  fs.writeFileSync(path.join(ctx, 'Dockerfile'), dockerfile);
+});
+
+after(() => {
+  for (const id of created) abxh(['kill', id]);
+  H.cleanup();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+test('a template built from a Dockerfile: each instruction shows in its sandboxes', { skip }, () => {
+  let r = abxh(['template', 'build', 'demo', ctx]);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.match(r.stderr, /^step 1\/11: FROM debian:bookworm-slim/m);
+  assert.match(r.stderr, /^step 3\/11: RUN apt-get install/m);
+  assert.match(r.stderr, /Setting up python3-numpy|\(cached\)/); // the command's own output, or the cache
+  const info = JSON.parse(abxh(['template', 'inspect', 'demo', '--json']).stdout);
+  assert.equal(info.kind, 'build');
+  assert.equal(info.config.workdir, '/opt/app');
+  assert.equal(info.config.uid, 1000);
+  assert.deepEqual(info.config.cmd, ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1']);
+  assert.ok(JSON.parse(abxh(['template', 'list', '--json']).stdout).some((t) => t.name === 'demo'));
+
+  const id = create('demo');
+  assert.equal(JSON.parse(abxh(['info', '--json', id]).stdout).template, 'demo');
+  r = exec(id, 'pwd; id -u; echo $APP_MODE $GREETING; python3 -c "import numpy; print(numpy.__name__)"; cat main.py; cat /opt/data/inside.txt; cat /home/user/notes.txt; stat -c "%u %n" /opt/app/main.py /home/user/notes.txt; cat /etc/debian_version');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines[0], '/opt/app'); // WORKDIR
+  assert.equal(lines[1], '1000'); // USER user
+  assert.equal(lines[2], 'test hello-world'); // ENV, with the ARG's default
+  assert.equal(lines[3], 'numpy'); // RUN apt-get install
+  assert.equal(lines[4], 'main'); // COPY of a directory's contents
+  assert.equal(lines[5], 'from the archive'); // ADD of a local archive: unpacked
+  assert.equal(lines[6], 'my notes');
+  assert.deepEqual(lines.slice(7, 9), ['0 /opt/app/main.py', '1000 /home/user/notes.txt']); // owners: root, --chown
+  assert.match(lines[9], /^12\./); // Debian bookworm, not the host's /usr
+  // CMD is running and was ready (HEALTHCHECK) when create returned
+  r = exec(id, 'python3 -c "import urllib.request; print(urllib.request.urlopen(\'http://127.0.0.1:8000/main.py\').read().decode())"');
+  assert.equal(r.stdout, 'main\n\n', r.stderr);
+  // root inside can install packages into its own layer (network off: dpkg from the cache is enough to prove apt works)
+  r = exec(id, 'apt-get --version | head -1; dpkg -s python3-numpy | grep -c "^Status: install ok installed"', ['--user', 'root']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^apt [0-9]/);
+});
+
+test('the build cache: a second build reruns nothing; a changed last RUN reruns that step only', { skip }, () => {
+  let r = abxh(['template', 'build', 'demo2', ctx, '--json']);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.deepEqual(steps(r.stdout).map((e) => e.cached), Array(11).fill(true));
+  assert.equal(events(r.stdout).at(-1).event, 'built');
+  assert.equal(events(r.stdout).at(-1).template.name, 'demo2');
+
+  const df = path.join(work, 'Dockerfile.v');
+  fs.writeFileSync(df, `${dockerfile}RUN echo v1 > /tmp/version\n`);
+  r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--json']);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.equal(steps(r.stdout).filter((e) => !e.cached).length <= 1, true);
+  fs.writeFileSync(df, `${dockerfile}RUN echo v2 > /tmp/version\n`);
+  r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--json']);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.deepEqual(steps(r.stdout).map((e) => e.cached), [...Array(11).fill(true), false]);
+  const id = create('ver');
+  assert.equal(exec(id, 'cat /tmp/version').stdout, 'v2\n');
+  // the template is in use by a live sandbox: replacing it is refused, and it stays as it was
+  const before = fs.readFileSync(`${H.home}/templates/ver/template.json`, 'utf8');
+  r = abxh(['--json', 'template', 'build', 'ver', '-f', df, ctx, '--build-arg', 'GREETING=hi']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /used by 1 live sandbox/);
+  assert.equal(fs.readFileSync(`${H.home}/templates/ver/template.json`, 'utf8'), before);
+  abxh(['kill', id]);
+  // a build argument reruns its ARG and what follows it
+  r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--build-arg', 'GREETING=hi', '--json']);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.deepEqual(steps(r.stdout).slice(0, 3).map((e) => e.cached), [true, false, false]);
+  assert.equal(exec(create('ver'), 'echo $GREETING').stdout, 'hi-world\n');
+});
+
+test('a failing RUN: a clear error with its output, no template, and an existing one unchanged', { skip }, () => {
+  const df = path.join(work, 'Dockerfile.fail');
+  fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV X=1\nRUN echo about to fail; echo on stderr >&2; exit 3\nCMD ["true"]\n');
+  let r = abxh(['--json', 'template', 'build', 'broken', '-f', df, ctx]);
+  assert.equal(r.status, 1);
+  const e = JSON.parse(r.stderr.split('\n').filter((l) => l.startsWith('{')).at(-1)).error;
+  assert.equal(e.code, 'E8029');
+  assert.match(e.message, /step 3\/4 \(line 3\) RUN echo about to fail.*exited with status 3/s);
+  assert.match(e.message, /about to fail\non stderr/);
+  assert.ok(e.hint.length > 10);
+  assert.equal(abxh(['--json', 'template', 'inspect', 'broken']).status, 1);
+  assert.ok(fs.readdirSync(`${H.home}/templates`).every((n) => !n.startsWith('.partial')));
+  // the same failure under an existing name leaves that template as it was
+  const before = fs.readFileSync(`${H.home}/templates/demo2/template.json`, 'utf8');
+  r = abxh(['template', 'build', 'demo2', '-f', df, ctx]);
+  assert.notEqual(r.status, 0);
+  assert.equal(fs.readFileSync(`${H.home}/templates/demo2/template.json`, 'utf8'), before);
+});
+
+test('Dockerfile errors name the line and the instruction; nothing runs', { skip }, () => {
+  const cases = [
+    ['FROM debian:bookworm-slim\nEXPOSE 80\n', /line 2: 'EXPOSE' is not an instruction abx supports/],
+    ['RUN true\n', /line 1: RUN before FROM/],
+    ['FROM debian:bookworm-slim\nFROM scratch\n', /line 2: a second FROM/],
+    ['FROM ubuntu:22.04\n', /FROM ubuntu:22.04: abx builds FROM debian/],
+    ['FROM debian:bookworm-slim\nUSER nobody\n', /root \(0\) or user \(1000\)/],
+    ['FROM debian:bookworm-slim\nCOPY missing.txt /x\n', /missing.txt: no such file in the context/],
+    ['FROM debian:bookworm-slim\nCOPY ../../etc/passwd /x\nRUN true\n', /no such file in the context|E8029/],
+    ['# nothing\n', /no FROM/],
+  ];
+  for (const [text, re] of cases) {
+    const df = path.join(work, 'Dockerfile.bad');
+    fs.writeFileSync(df, text);
+    const r = abxh(['--json', 'template', 'build', 'bad', '-f', df, ctx]);
+    assert.notEqual(r.status, 0, text);
+    assert.match(r.stderr, re, text);
+  }
+  assert.equal(abxh(['--json', 'template', 'inspect', 'bad']).status, 1);
+});
+
+// ---- OCI layouts ----------------------------------------------------------
+
+function blob(dir, data) {
+  const hex = crypto.createHash('sha256').update(data).digest('hex');
+  fs.mkdirSync(path.join(dir, 'blobs/sha256'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'blobs/sha256', hex), data);
+  return { digest: `sha256:${hex}`, size: data.length };
+}
+
+// An image layout of two layers: a tree with a shell, then a layer that
+// adds a file, deletes one (.wh.) and replaces a directory's contents (opaque).
+function makeOci(dir) {
+  const l1 = path.join(work, 'oci-l1'), l2 = path.join(work, 'oci-l2');
+  let r = sh(`set -e; d=${l1}; mkdir -p $d/usr/bin $d/etc $d/tmp $d/opt/data
+    for t in sh cat ls id pwd env sleep; do p=/usr/bin/$t; [ -e $p ] || p=/bin/$t; cp -L $p $d/usr/bin/; for l in $(ldd $p | grep -o '/[^ ]*'); do mkdir -p $d$(dirname $l); cp -L $l $d$l; done; done
+    ln -s usr/bin $d/bin; echo marker > $d/etc/marker; echo old > $d/opt/data/old.txt
+    mkdir -p ${l2}/etc ${l2}/opt/data ${l2}/work; echo second > ${l2}/etc/layer2; : > ${l2}/etc/.wh.marker
+    : > ${l2}/opt/data/.wh..wh..opq; echo new > ${l2}/opt/data/new.txt
+    tar -C ${l1} --numeric-owner -cf ${work}/l1.tar . && tar -C ${l2} --numeric-owner -czf ${work}/l2.tar.gz .`);
+  assert.equal(r.status, 0, r.stderr);
+  const layers = [
+    { mediaType: 'application/vnd.oci.image.layer.v1.tar', ...blob(dir, fs.readFileSync(`${work}/l1.tar`)) },
+    { mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', ...blob(dir, fs.readFileSync(`${work}/l2.tar.gz`)) },
+  ];
+  const config = blob(dir, Buffer.from(JSON.stringify({
+    architecture: 'amd64', os: 'linux',
+    config: { Env: ['PATH=/usr/bin:/bin', 'FROM_IMAGE=yes'], WorkingDir: '/work', User: 'root', Cmd: ['sh', '-c', 'echo started > /tmp/started'] },
+    rootfs: { type: 'layers', diff_ids: [] },
+  })));
+  const manifest = blob(dir, Buffer.from(JSON.stringify({
+    schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json',
+    config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config }, layers,
+  })));
+  fs.writeFileSync(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  fs.writeFileSync(path.join(dir, 'index.json'), JSON.stringify({
+    schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, platform: { architecture: 'amd64', os: 'linux' } }],
+  }));
+}
+
+test('an OCI image layout: layers in order, whiteouts applied, its Env, WorkingDir, User and Cmd kept', { skip }, () => {
+  const dir = path.join(work, 'oci');
+  makeOci(dir);
+  let r = abxh(['template', 'import', 'oci', dir, '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).kind, 'oci');
+  const id = create('oci');
+  r = exec(id, 'cat /etc/layer2; test -e /etc/marker && echo marker-still-there || echo marker-gone; ls /opt/data; echo $FROM_IMAGE; pwd; id -u; for i in 1 2 3 4 5 6 7 8 9 10; do test -e /tmp/started && break; sleep 0.3; done; cat /tmp/started');
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.stdout.trim().split('\n'), ['second', 'marker-gone', 'new.txt', 'yes', '/work', '0', 'started']);
+  // a damaged blob is refused
+  const bad = path.join(work, 'oci-bad');
+  fs.cpSync(dir, bad, { recursive: true });
+  const manifestHex = JSON.parse(fs.readFileSync(path.join(bad, 'index.json'))).manifests[0].digest.slice(7);
+  const m = JSON.parse(fs.readFileSync(path.join(bad, 'blobs/sha256', manifestHex)));
+  fs.appendFileSync(path.join(bad, 'blobs/sha256', m.layers[1].digest.slice(7)), 'x');
+  r = abxh(['--json', 'template', 'import', 'oci-bad', bad]);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /does not match its digest/);
+  assert.equal(fs.existsSync(`${H.home}/templates/oci-bad`), false);
+});
+
+test('two sandboxes from one template: different host id ranges, separate writes, the template unchanged', { skip }, () => {
+  const a = create('oci'), b = create('oci');
+  const mapA = exec(a, 'cat /proc/self/uid_map').stdout.trim().split(/\s+/);
+  const mapB = exec(b, 'cat /proc/self/uid_map').stdout.trim().split(/\s+/);
+  assert.equal(mapA[0], '0');
+  assert.notEqual(mapA[1], mapB[1]); // each sandbox's root is another host id
+  assert.equal(exec(a, 'echo a > /work/mine; cat /work/mine').stdout, 'a\n');
+  assert.equal(exec(b, 'echo b > /work/mine; cat /work/mine').stdout, 'b\n');
+  assert.equal(exec(a, 'cat /work/mine').stdout, 'a\n');
+  assert.equal(fs.existsSync(`${H.home}/templates/oci/rootfs/work/mine`), false);
+  // files of the template belong to root inside either sandbox
+  assert.equal(exec(b, 'ls -n /etc/layer2').stdout.split(/\s+/)[2], '0');
+});
+
+test('the built-in code-interpreter-v1 is a Debian template with the kernels\' libraries', { skip }, () => {
+  const r0 = abxh(['template', 'inspect', 'code-interpreter-v1', '--json']);
+  assert.equal(r0.status, 0);
+  const id = create('code-interpreter-v1'); // built on first use (cached machine-wide)
+  assert.equal(JSON.parse(abxh(['template', 'inspect', 'code-interpreter-v1', '--json']).stdout).built, true);
+  const r = exec(id, 'cat /etc/debian_version; python3 -c "import numpy, pandas, matplotlib; print(matplotlib.get_backend())"; node -e "console.log(1+1)"');
+  assert.equal(r.status, 0, r.stderr);
+  const [debian, backend, two] = r.stdout.trim().split('\n');
+  assert.match(debian, /^12\./);
+  assert.equal(backend.toLowerCase(), 'agg');
+  assert.equal(two, '2');
+});
