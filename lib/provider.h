@@ -33,6 +33,7 @@ struct abx_sandbox {
     char qualified[96];         /* "<provider>:<id>" */
     abx_envd envd;              /* the data plane */
     void *impl;                 /* the provider's own; freed by ops->free_impl */
+    char shell[16];             /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
 };
 
 struct abx_provider {

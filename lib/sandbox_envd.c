@@ -87,9 +87,9 @@ static json_t *start_request(const char *const *argv, const abx_exec_options *o,
     return req;
 }
 
-static void shell_argv(const char *command, const char *argv[4])
+static void shell_argv(const abx_sandbox *s, const char *command, const char *argv[4])
 {
-    bool bash = access("/bin/bash", X_OK) == 0;
+    bool bash = s->shell[0] ? strcmp(s->shell, "/bin/bash") == 0 : access("/bin/bash", X_OK) == 0;
     argv[0] = bash ? "/bin/bash" : "/bin/sh";
     argv[1] = bash ? "-l" : "-c";
     argv[2] = bash ? "-c" : command;
@@ -346,7 +346,7 @@ int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options
         return s->ops->exec(s, command, opts, out, err);
     }
     const char *argv[5] = {NULL};
-    shell_argv(command, argv);
+    shell_argv(s, command, argv);
     return abx_sandbox_exec_argv(s, argv, opts, out, err);
 }
 
@@ -518,7 +518,7 @@ int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_
         return rc < 0 ? rc : s->ops->start(s, command, opts, pid, err);
     }
     const char *argv[5] = {NULL};
-    shell_argv(command, argv);
+    shell_argv(s, command, argv);
     return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
 }
 

@@ -25,6 +25,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -64,6 +66,27 @@ static local_sandbox *local_of(abx_sandbox *s)
     return s->impl;
 }
 
+/* A template sandbox's shell: bash when its tree has one (looked up inside
+ * the tree, links resolved there), else sh; "" for the host view. */
+static void shell_of(const char *dir, char *shell, size_t len)
+{
+    char path[760];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    const char *tree = json_string_value(json_object_get(cfg, "template_root"));
+    int rootfd = tree ? open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    json_decref(cfg);
+    shell[0] = '\0';
+    if (rootfd < 0)
+        return;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, rootfd, "bin/bash", &how, sizeof how);
+    snprintf(shell, len, "%s", fd >= 0 ? "/bin/bash" : "/bin/sh");
+    if (fd >= 0)
+        close(fd);
+    close(rootfd);
+}
+
 static abx_sandbox *handle_new(const char *id, const char *dir, const char *token)
 {
     char qualified[96];
@@ -80,6 +103,7 @@ static abx_sandbox *handle_new(const char *id, const char *dir, const char *toke
     char sock[760];
     snprintf(sock, sizeof sock, "%s/envd.sock", dir);
     abx__envd_init(&s->envd, "http://localhost", sock, token);
+    shell_of(dir, s->shell, sizeof s->shell);
     return s;
 }
 

@@ -21,6 +21,7 @@ const skip = !root && 'needs root';
 const abxh = (args, opts = {}) => runAbx(args, { env: H.env, timeout: 900000, ...opts });
 const sh = (script) => spawnSync('sh', ['-c', script], { encoding: 'utf8' });
 const created = [];
+const nonce = crypto.randomBytes(4).toString('hex'); // what must not be in the machine's build cache yet
 
 function create(template) {
   const r = abxh(['create', '--template', template, '--timeout', '600']);
@@ -88,14 +89,14 @@ test('a template built from a Dockerfile: each instruction shows in its sandboxe
   assert.equal(lines[1], '1000'); // USER user
   assert.equal(lines[2], 'test hello-world'); // ENV, with the ARG's default
   assert.equal(lines[3], 'numpy'); // RUN apt-get install
-  assert.equal(lines[4], 'main'); // COPY of a directory's contents
+  assert.equal(lines[4], 'print("main")'); // COPY of a directory's contents
   assert.equal(lines[5], 'from the archive'); // ADD of a local archive: unpacked
   assert.equal(lines[6], 'my notes');
   assert.deepEqual(lines.slice(7, 9), ['0 /opt/app/main.py', '1000 /home/user/notes.txt']); // owners: root, --chown
   assert.match(lines[9], /^12\./); // Debian bookworm, not the host's /usr
   // CMD is running and was ready (HEALTHCHECK) when create returned
   r = exec(id, 'python3 -c "import urllib.request; print(urllib.request.urlopen(\'http://127.0.0.1:8000/main.py\').read().decode())"');
-  assert.equal(r.stdout, 'main\n\n', r.stderr);
+  assert.equal(r.stdout, 'print("main")\n\n', r.stderr);
   // root inside can install packages into its own layer (network off: dpkg from the cache is enough to prove apt works)
   r = exec(id, 'apt-get --version | head -1; dpkg -s python3-numpy | grep -c "^Status: install ok installed"', ['--user', 'root']);
   assert.equal(r.status, 0, r.stderr);
@@ -110,41 +111,42 @@ test('the build cache: a second build reruns nothing; a changed last RUN reruns 
   assert.equal(events(r.stdout).at(-1).template.name, 'demo2');
 
   const df = path.join(work, 'Dockerfile.v');
-  fs.writeFileSync(df, `${dockerfile}RUN echo v1 > /tmp/version\n`);
+  fs.writeFileSync(df, `${dockerfile}RUN echo v1-${nonce} > /tmp/version\n`);
   r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--json']);
   assert.equal(r.status, 0, r.stderr.slice(-3000));
   assert.equal(steps(r.stdout).filter((e) => !e.cached).length <= 1, true);
-  fs.writeFileSync(df, `${dockerfile}RUN echo v2 > /tmp/version\n`);
+  fs.writeFileSync(df, `${dockerfile}RUN echo v2-${nonce} > /tmp/version\n`);
   r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--json']);
   assert.equal(r.status, 0, r.stderr.slice(-3000));
   assert.deepEqual(steps(r.stdout).map((e) => e.cached), [...Array(11).fill(true), false]);
   const id = create('ver');
-  assert.equal(exec(id, 'cat /tmp/version').stdout, 'v2\n');
+  assert.equal(exec(id, 'cat /tmp/version').stdout, `v2-${nonce}\n`);
   // the template is in use by a live sandbox: replacing it is refused, and it stays as it was
   const before = fs.readFileSync(`${H.home}/templates/ver/template.json`, 'utf8');
-  r = abxh(['--json', 'template', 'build', 'ver', '-f', df, ctx, '--build-arg', 'GREETING=hi']);
+  r = abxh(['--json', 'template', 'build', 'ver', '-f', df, ctx, '--build-arg', `GREETING=hi${nonce}`]);
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /used by 1 live sandbox/);
   assert.equal(fs.readFileSync(`${H.home}/templates/ver/template.json`, 'utf8'), before);
-  abxh(['kill', id]);
-  // a build argument reruns its ARG and what follows it
-  r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--build-arg', 'GREETING=hi', '--json']);
-  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  // a build argument reran its ARG and what follows it (the steps are cached even so)
   assert.deepEqual(steps(r.stdout).slice(0, 3).map((e) => e.cached), [true, false, false]);
-  assert.equal(exec(create('ver'), 'echo $GREETING').stdout, 'hi-world\n');
+  abxh(['kill', id]);
+  r = abxh(['template', 'build', 'ver', '-f', df, ctx, '--build-arg', `GREETING=hi${nonce}`, '--json']);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.deepEqual(steps(r.stdout).map((e) => e.cached), Array(12).fill(true));
+  assert.equal(exec(create('ver'), 'echo $GREETING').stdout, `hi${nonce}-world\n`);
 });
 
 test('a failing RUN: a clear error with its output, no template, and an existing one unchanged', { skip }, () => {
   const df = path.join(work, 'Dockerfile.fail');
   fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV X=1\nRUN echo about to fail; echo on stderr >&2; exit 3\nCMD ["true"]\n');
   let r = abxh(['--json', 'template', 'build', 'broken', '-f', df, ctx]);
-  assert.equal(r.status, 1);
+  assert.notEqual(r.status, 0);
   const e = JSON.parse(r.stderr.split('\n').filter((l) => l.startsWith('{')).at(-1)).error;
   assert.equal(e.code, 'E8029');
   assert.match(e.message, /step 3\/4 \(line 3\) RUN echo about to fail.*exited with status 3/s);
   assert.match(e.message, /about to fail\non stderr/);
   assert.ok(e.hint.length > 10);
-  assert.equal(abxh(['--json', 'template', 'inspect', 'broken']).status, 1);
+  assert.notEqual(abxh(['--json', 'template', 'inspect', 'broken']).status, 0);
   assert.ok(fs.readdirSync(`${H.home}/templates`).every((n) => !n.startsWith('.partial')));
   // the same failure under an existing name leaves that template as it was
   const before = fs.readFileSync(`${H.home}/templates/demo2/template.json`, 'utf8');
@@ -171,7 +173,7 @@ test('Dockerfile errors name the line and the instruction; nothing runs', { skip
     assert.notEqual(r.status, 0, text);
     assert.match(r.stderr, re, text);
   }
-  assert.equal(abxh(['--json', 'template', 'inspect', 'bad']).status, 1);
+  assert.notEqual(abxh(['--json', 'template', 'inspect', 'bad']).status, 0);
 });
 
 // ---- OCI layouts ----------------------------------------------------------
