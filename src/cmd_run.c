@@ -28,7 +28,10 @@ const char cmd_run_help[] =
     "  --timeout S     kill the sandbox after S seconds, 1-86400 (default: none)\n"
     "  --env K=V       set an environment variable inside (repeatable); nothing\n"
     "                  of the caller's environment is passed but TERM\n"
-    "  --cwd DIR       working directory inside (default /app)\n"
+    "  --template T    a template's root filesystem (abx template list) instead\n"
+    "                  of the host's /usr, with its ENV and WORKDIR; needs root\n"
+    "  --cwd DIR       working directory inside (default: the template's\n"
+    "                  WORKDIR, else /app)\n"
     "  --user U        root or user (default user, uid 1000); both are\n"
     "                  unprivileged on the host\n"
     "  --network M     none (default; config.toml [network] default), internet\n"
@@ -105,6 +108,10 @@ static int take_run_flag(cli_ctx *ctx, run_flags *f, int argc, char **argv, int 
         }
         f->envs[f->nenvs++] = v;
         return 1;
+    }
+    if ((rc = cli_take_value(ctx, argc, argv, i, "--template", &v)) != 0) {
+        f->opts.template_id = v;
+        return rc;
     }
     if ((rc = cli_take_value(ctx, argc, argv, i, "--network", &v)) != 0) {
         f->opts.network = v;

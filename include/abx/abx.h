@@ -107,7 +107,9 @@ typedef struct abx_run_options {
     const char *network;
     const char *const *allow_out;
     const char *const *deny_out;
-    void *reserved[1];          /* room to grow without breaking the layout: leave zero */
+    /* NULL or "base": the host's view; else a template's tree under the
+     * sandbox's own layer, with its ENV and WORKDIR (cwd NULL). Needs root. */
+    const char *template_id;
 } abx_run_options;
 
 /* Runs opts->argv in a fresh sandbox with this process's stdin, stdout and

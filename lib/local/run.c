@@ -15,6 +15,8 @@
 #include "parse.h"
 #include "sandbox_env.h"
 #include "sandbox_id.h"
+#include "template_build.h"
+#include "template_store.h"
 #include "tty_relay.h"
 
 #include <errno.h>
@@ -137,6 +139,44 @@ static int network_policy(const abx_run_options *opts, json_t **policy, abx_erro
     return rc < 0 ? rc : abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode, policy, err);
 }
 
+/* The template's tree, WORKDIR and environment (its ENV under the
+ * caller's --env pairs); tree stays "" for the host's view. */
+static int run_template(const abx_run_options *opts, char *tree, size_t len, char *workdir, size_t wlen,
+                        abx_sandbox_env *env, const char *id, abx_error **err)
+{
+    const char *name = opts->template_id;
+    int rc = 0;
+    if (name && strcmp(name, "base") != 0) {
+        if ((rc = abx__template_ensure_builtin(name, err)) < 0)
+            return rc;
+        if (abx__template_root(name, tree, len) < 0) {
+            if (!abx__template_builtin(name))
+                return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown ('abx template list')", name);
+            tree[0] = '\0'; /* code-interpreter-v1 unbuilt and not to be built: the host's view */
+        }
+    }
+    json_t *config = tree[0] ? abx__template_config(name) : NULL;
+    const char *wd = json_string_value(json_object_get(config, "workdir"));
+    snprintf(workdir, wlen, "%s", wd && wd[0] == '/' ? wd : "");
+    if ((rc = abx__sandbox_env_init(env, id, opts->as_root, NULL, err)) < 0) {
+        json_decref(config);
+        return rc;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(config, "env"), k, v) {
+        char pair[8192];
+        snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
+        abx__sandbox_env_put(env, pair, NULL);
+    }
+    json_decref(config);
+    for (size_t i = 0; rc == 0 && opts->envs && opts->envs[i]; i++)
+        rc = abx__sandbox_env_put(env, opts->envs[i], err);
+    if (rc < 0)
+        abx__sandbox_env_free(env);
+    return rc;
+}
+
 int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
 {
     *exit_status = 125;
@@ -151,8 +191,9 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     if ((rc = network_policy(opts, &network.policy, err)) < 0)
         return rc;
     bool networked = strcmp(abx__net_policy_mode(network.policy), "none") != 0;
+    char tree[4096] = "", workdir[256] = "";
     abx_sandbox_env env;
-    if ((rc = abx__sandbox_env_init(&env, id, opts->as_root, opts->envs, err)) < 0) {
+    if ((rc = run_template(opts, tree, sizeof tree, workdir, sizeof workdir, &env, id, err)) < 0) {
         json_decref(network.policy);
         return rc;
     }
@@ -178,7 +219,8 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     }
     abx_jail_config cfg = {
         .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
-        .cwd = opts->cwd ? opts->cwd : "/app", .as_root = opts->as_root, .terminal = tty.pty,
+        .cwd = opts->cwd ? opts->cwd : workdir[0] ? workdir : "/app", .as_root = opts->as_root, .terminal = tty.pty,
+        .template_root = tree[0] ? tree : NULL, .root_caps = tree[0] != '\0',
         .before_go = networked ? network_before_go : NULL, .before_go_ctx = &network,
     };
     abx_jail jail;

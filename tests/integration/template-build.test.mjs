@@ -101,6 +101,12 @@ test('a template built from a Dockerfile: each instruction shows in its sandboxe
   r = exec(id, 'apt-get --version | head -1; dpkg -s python3-numpy | grep -c "^Status: install ok installed"', ['--user', 'root']);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^apt [0-9]/);
+  // abx run --template: a one-shot sandbox from it, its WORKDIR and ENV
+  r = abxh(['run', '--template', 'demo', '--', 'sh', '-c', 'pwd; echo $APP_MODE; cat /etc/debian_version']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\/opt\/app\ntest\n12\./);
+  r = abxh(['--json', 'run', '--template', 'no-such', '--', 'true']);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8001');
 });
 
 test('the build cache: a second build reruns nothing; a changed last RUN reruns that step only', { skip }, () => {
