@@ -24,6 +24,7 @@
 #include "netpolicy.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -191,6 +192,13 @@ static int find_shim(char *out, size_t len)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
         self[n] = '\0';
+        snprintf(out, len, "%s/abx-shim", dirname(self));
+        if (access(out, X_OK) == 0)
+            return 0;
+    }
+    Dl_info lib; /* beside libabx itself: a program of another language using it (the Python SDK) */
+    if (dladdr((void *)find_shim, &lib) && lib.dli_fname && strlen(lib.dli_fname) < sizeof self) {
+        snprintf(self, sizeof self, "%s", lib.dli_fname);
         snprintf(out, len, "%s/abx-shim", dirname(self));
         if (access(out, X_OK) == 0)
             return 0;
