@@ -120,6 +120,10 @@ cmd_test() {
     meson test -C build-asan --print-errorlogs
     run_node_tests build-asan/abx build-asan/tests/abx-probe "ASan+UBSan"
     run_node_tests build/abx build/tests/abx-probe "release"
+    # the Python SDK loads libabx.so into python3: the release build only
+    # (an ASan-built library cannot load into a plain interpreter)
+    echo "== python SDK tests (release)" >&2
+    ABX_BIN="$PWD/build/abx" ABX_LIBRARY="$PWD/build/libabx.so.0" python3 -m unittest discover -s python/tests -v
 }
 
 cmd_start() {

@@ -242,10 +242,33 @@ static void bench_transfer(abx_client *c, int mib)
     kill_free(s);
 }
 
+/* abx_sandbox_exec(s, "true") with its output kept: the call the Python
+ * SDK's commands.run("true") makes (bench/bench_python.py compares them). */
+static void bench_shell(abx_client *c, int n)
+{
+    abx_sandbox *s = create(c, 0);
+    double *t = calloc((size_t)n, sizeof *t);
+    for (int i = 0; i < n + 20; i++) {
+        abx_exec_options o = {.keep_output = true, .timeout_s = 60, .stdin_fd = -1, .pty_fd = -1};
+        abx_exec_result r;
+        abx_error *err = NULL;
+        double t0 = now_ms();
+        if (abx_sandbox_exec(s, "true", &o, &r, &err) < 0 || r.exit_code != 0)
+            die("exec", err);
+        double dt = now_ms() - t0;
+        abx_exec_result_clear(&r);
+        if (i >= 20)
+            t[i - 20] = dt;
+    }
+    printf("| exec \"true\" through the shell via libabx (C) | %d | median %.3f ms |\n", n, median(t, n));
+    free(t);
+    kill_free(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench-sandbox create|exec|idle|concurrent|transfer [N]\n");
+        fprintf(stderr, "usage: bench-sandbox create|exec|shell|idle|concurrent|transfer [N]\n");
         return 2;
     }
     int n = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 0;
@@ -257,6 +280,8 @@ int main(int argc, char **argv)
         bench_create(c, n ? n : 50);
     else if (strcmp(argv[1], "exec") == 0)
         bench_exec(c, n ? n : 200);
+    else if (strcmp(argv[1], "shell") == 0)
+        bench_shell(c, n ? n : 200);
     else if (strcmp(argv[1], "idle") == 0)
         bench_idle(c, n ? n : 100);
     else if (strcmp(argv[1], "concurrent") == 0)

@@ -123,10 +123,11 @@ static int build(cli_ctx *ctx, const char *name, const char *context, const char
     if (rc < 0)
         return cli_fail_error(ctx, err, rc);
     if (ctx->json) {
-        char *line = json_dumps(json_pack("{s:s, s:O}", "event", "built", "template", doc), JSON_COMPACT);
+        json_t *ev = json_pack("{s:s, s:o}", "event", "built", "template", doc);
+        char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
         printf("%s\n", line ? line : "{}");
         free(line);
-        json_decref(doc);
+        json_decref(ev);
         return 0;
     }
     fprintf(stderr, "built template %s\n", json_string_value(json_object_get(doc, "name")));

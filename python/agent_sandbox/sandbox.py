@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _native as n
-from .errors import InvalidArgumentError, NotFoundError, SandboxError
+from .errors import InvalidArgumentError, NotFoundError, SandboxError, error_from
 
 OutputCallback = Callable[[str], None]
 
@@ -150,8 +150,8 @@ class CommandHandle:
             if not running:
                 return CommandResult("".join(self._stdout), "".join(self._stderr), code)
             if deadline is not None and time.monotonic() > deadline:
-                raise SandboxError(f"command {self.pid} still runs after {timeout} s", code="E8005", number=8005,
-                                   category="timeout", hint="Wait longer, or kill() it.")
+                raise error_from(8005, f"command {self.pid} still runs after {timeout} s", "E8005", "timeout",
+                                 "Wait longer, or kill() it.")
 
     def kill(self) -> bool:
         try:

@@ -50,6 +50,8 @@ def argv_for(args: list[str], abx: str) -> list[str]:
         i += 1
     if http:
         return [abx, "mcp", "serve", "--listen", http, *rest]
+    if any(a == "--listen" or a.startswith("--listen=") for a in rest):
+        return [abx, "mcp", "serve", *rest]
     return [abx, "mcp", "start", *rest]
 
 
