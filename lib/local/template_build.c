@@ -210,15 +210,9 @@ static bool on_path(const char *prog)
     return false;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-    (void)st, (void)f;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static void remove_tree(const char *path)
 {
-    nftw(path, remove_one, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+    abx__tree_remove(path);
 }
 
 /* Copies tree's contents into the directory dest: hard links when both are
@@ -265,26 +259,11 @@ static int cache_root(char *out, size_t len, abx_error **err)
 /* Work directories of builds whose process is gone. */
 static void cache_reconcile(const char *cache)
 {
-    const char *dirs[] = {"", "/trees"};
-    for (size_t k = 0; k < 2; k++) {
-        char path[700];
-        snprintf(path, sizeof path, "%s%s", cache, dirs[k]);
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            const char *p = strncmp(e->d_name, "work-", 5) == 0 ? e->d_name + 5 : strstr(e->d_name, ".partial-");
-            if (p && *p == '.')
-                p += 9;
-            long pid = p ? strtol(p, NULL, 10) : 0;
-            if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-                continue;
-            char victim[1000];
-            snprintf(victim, sizeof victim, "%s/%s", path, e->d_name);
-            remove_tree(victim);
-        }
-        if (d)
-            closedir(d);
-    }
+    static const char *const top[] = {"work-", NULL}, *const trees[] = {".partial-", NULL};
+    char path[700];
+    abx__tree_reap_dead(cache, top);
+    snprintf(path, sizeof path, "%s/trees", cache);
+    abx__tree_reap_dead(path, trees);
 }
 
 static void state_save(build *b)
@@ -327,27 +306,37 @@ static bool state_load(build *b)
     return ok;
 }
 
-/* Moves work/rootfs into the cache as the tree of b->key. */
-static int commit_work(build *b, abx_error **err)
+/* Moves the filled directory partial (rootfs/ in it) into the cache as the
+ * tree of b->key, replacing an older one (a --no-cache build's result). */
+static int publish_tree(build *b, const char *partial, abx_error **err)
 {
-    char dir[700], partial[760], src[760], old[800];
+    char dir[700], old[800];
     snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
-    snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-%.16s", b->cache, (long)getpid(), b->key);
-    snprintf(src, sizeof src, "%s/rootfs", b->work);
-    char dst[800];
-    snprintf(dst, sizeof dst, "%s/rootfs", partial);
-    if (mkdir(partial, 0711) < 0 || rename(src, dst) < 0)
-        return abx__error_errno(err, ABX_EIO, errno, "keeping the step's tree in the build cache");
-    if (access(dir, F_OK) == 0) { /* a --no-cache build's new result replaces the old */
+    if (access(dir, F_OK) == 0) {
         snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
         if (rename(dir, old) == 0)
             remove_tree(old);
     }
-    if (rename(partial, dir) < 0)
-        return abx__error_errno(err, ABX_EIO, errno, "keeping the step's tree in the build cache");
+    if (rename(partial, dir) < 0) {
+        int rc = abx__error_errno(err, ABX_EIO, errno, "keeping the tree in the build cache");
+        remove_tree(partial);
+        return rc;
+    }
     snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
     b->work_current = false;
     return 0;
+}
+
+/* Moves work/rootfs into the cache as the tree of b->key. */
+static int commit_work(build *b, abx_error **err)
+{
+    char partial[760], src[760], dst[800];
+    snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-%.16s", b->cache, (long)getpid(), b->key);
+    snprintf(src, sizeof src, "%s/rootfs", b->work);
+    snprintf(dst, sizeof dst, "%s/rootfs", partial);
+    if (mkdir(partial, 0711) < 0 || rename(src, dst) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "keeping the step's tree in the build cache");
+    return publish_tree(b, partial, err);
 }
 
 /* Makes work/rootfs a copy of the current tree, unless it is already the current state. */
@@ -1097,8 +1086,7 @@ static int debian_suite(const char *image, char *suite, size_t len, bool *slim)
 
 static int from_debian(build *b, const char *suite, bool slim, const char *mirror, abx_error **err)
 {
-    char dir[700], partial[760], tree[800];
-    snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
+    char partial[760], tree[800];
     snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-debian", b->cache, (long)getpid());
     snprintf(tree, sizeof tree, "%s/rootfs", partial);
     remove_tree(partial);
@@ -1129,25 +1117,12 @@ static int from_debian(build *b, const char *suite, bool slim, const char *mirro
         remove_tree(partial);
         return step_fail(b, err, "making Debian %s from %s failed", suite, mirror);
     }
-    if (access(dir, F_OK) == 0) {
-        char old[800];
-        snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
-        if (rename(dir, old) == 0)
-            remove_tree(old);
-    }
-    if (rename(partial, dir) < 0) {
-        rc = abx__error_errno(err, ABX_EIO, errno, "keeping the tree in the build cache");
-        remove_tree(partial);
-        return rc;
-    }
-    snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
-    return 0;
+    return publish_tree(b, partial, err);
 }
 
 static int from_archive(build *b, int fd, abx_error **err)
 {
-    char dir[700], partial[760], tree[800], from[64], why[400] = "";
-    snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
+    char partial[760], tree[800], from[64], why[400] = "";
     snprintf(partial, sizeof partial, "%s/trees/.partial-%ld-archive", b->cache, (long)getpid());
     snprintf(tree, sizeof tree, "%s/rootfs", partial);
     snprintf(from, sizeof from, "/proc/self/fd/%d", fd);
@@ -1158,19 +1133,7 @@ static int from_archive(build *b, int fd, abx_error **err)
         remove_tree(partial);
         return step_fail(b, err, "%s", why);
     }
-    if (access(dir, F_OK) == 0) {
-        char old[800];
-        snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
-        if (rename(dir, old) == 0)
-            remove_tree(old);
-    }
-    if (rename(partial, dir) < 0) {
-        int rc = abx__error_errno(err, ABX_EIO, errno, "keeping the tree in the build cache");
-        remove_tree(partial);
-        return rc;
-    }
-    snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
-    return 0;
+    return publish_tree(b, partial, err);
 }
 
 /* ---- the steps ---------------------------------------------------------------- */

@@ -137,17 +137,22 @@ json_t *abx__template_config(const char *name)
 
 /* ---- staging and installing ---------------------------------------------------- */
 
-/* Leftovers of an import, build or removal whose process died (their name
- * carries its pid): a half-made template is never listed, and its files go. */
-static void reconcile(const char *dir)
+int abx__tree_remove(const char *path)
+{
+    return remove_tree(path);
+}
+
+void abx__tree_reap_dead(const char *dir, const char *const *prefixes)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        const char *p = strncmp(e->d_name, ".partial-", 9) == 0 ? e->d_name + 9
-                        : strncmp(e->d_name, ".removing-", 10) == 0 ? e->d_name + 10 : NULL;
+        const char *p = NULL;
+        for (size_t i = 0; prefixes[i] && !p; i++)
+            if (strncmp(e->d_name, prefixes[i], strlen(prefixes[i])) == 0)
+                p = e->d_name + strlen(prefixes[i]);
         long pid = p ? strtol(p, NULL, 10) : 0;
-        if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -155,6 +160,14 @@ static void reconcile(const char *dir)
     }
     if (d)
         closedir(d);
+}
+
+/* Leftovers of an import, build or removal whose process died (their name
+ * carries its pid): a half-made template is never listed, and its files go. */
+static void reconcile(const char *dir)
+{
+    static const char *const leftovers[] = {".partial-", ".removing-", NULL};
+    abx__tree_reap_dead(dir, leftovers);
 }
 
 int abx__template_stage(const char *name, char *staging, size_t len, abx_error **err)

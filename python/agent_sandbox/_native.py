@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_int, c_longlong,
@@ -227,16 +228,27 @@ _clients = {}
 _clients_lock = threading.Lock()
 
 
-def client(provider=None):
-    """One libabx client per provider (resolved as the CLI does when None),
-    shared by every thread; freed when the interpreter exits."""
-    key = provider or ""
+def client(provider=None, api_key=None):
+    """One libabx client per provider (resolved as the CLI does when None)
+    and API key, shared by every thread; freed when the interpreter exits.
+    An api_key is the provider's key: ABX_SANDBOX_API_KEY while the client
+    is made (E2B-protocol providers read it then)."""
+    key = (provider or "", hashlib.sha256(api_key.encode()).hexdigest() if api_key else "")
     with _clients_lock:
         c = _clients.get(key)
         if c is None:
-            opts = ClientOptions(provider=b(provider))
-            out = c_void_p()
-            call(lib.abx_client_new, ctypes.byref(opts), ctypes.byref(out))
+            saved = os.environ.get("ABX_SANDBOX_API_KEY")
+            if api_key:
+                os.environ["ABX_SANDBOX_API_KEY"] = api_key
+            try:
+                opts = ClientOptions(provider=b(provider))
+                out = c_void_p()
+                call(lib.abx_client_new, ctypes.byref(opts), ctypes.byref(out))
+            finally:
+                if api_key and saved is None:
+                    os.environ.pop("ABX_SANDBOX_API_KEY", None)
+                elif api_key:
+                    os.environ["ABX_SANDBOX_API_KEY"] = saved
             c = _clients[key] = out
         return c
 

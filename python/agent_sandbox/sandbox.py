@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
-import os
 import threading
 import time
 import weakref
@@ -38,25 +37,11 @@ def _split_id(sandbox_id: str, provider: Optional[str]):
     return sandbox_id, provider
 
 
-_api_key_lock = threading.Lock()
-
-
 def _client(provider, region=None, api_key=None):
-    """The shared client of a provider. An api_key is the provider's key
-    (ABX_SANDBOX_API_KEY for E2B-protocol providers), set while its client
-    is made; region travels as a provider option."""
-    if api_key is None:
-        return n.client(provider)
-    with _api_key_lock:
-        old = os.environ.get("ABX_SANDBOX_API_KEY")
-        os.environ["ABX_SANDBOX_API_KEY"] = api_key
-        try:
-            return n.client(f"{provider or ''}") if provider else n.client(None)
-        finally:
-            if old is None:
-                os.environ.pop("ABX_SANDBOX_API_KEY", None)
-            else:
-                os.environ["ABX_SANDBOX_API_KEY"] = old
+    """The shared client of a provider (and API key); region travels as a
+    provider option, not here."""
+    del region
+    return n.client(provider, api_key)
 
 
 # ---- results ----------------------------------------------------------------------

@@ -51,7 +51,10 @@ class Base(unittest.TestCase):
 
     def tearDown(self):
         for sid in self.made:
-            Sandbox.kill_by_id_sync(sid)
+            try:
+                Sandbox.kill_by_id_sync(sid, api_key=getattr(self, "KEY", None) if sid.startswith("e2b:") else None)
+            except SandboxError:
+                pass
 
     def create(self, **kw):
         sb = Sandbox.create(**kw)
@@ -205,6 +208,53 @@ class TestIds(Base):
         self.assertNotEqual(abx("info", sid).returncode, 0)
         with self.assertRaises(SandboxError):
             Sandbox.get_info_by_id_sync("nope:i00000000000000000000")
+
+
+class TestE2BProvider(Base):
+    """Another provider through the same calls: abx serve on loopback, reached
+    with provider="e2b" and an api_key, ids qualified "e2b:..."."""
+
+    KEY = "e2b_" + "7" * 40
+
+    @classmethod
+    def setUpClass(cls):
+        env = dict(os.environ, ABX_SERVE_API_KEYS=cls.KEY)
+        cls.serve = subprocess.Popen([ABX, "serve", "--listen", "127.0.0.1:0"], env=env, stderr=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, text=True)
+        line = cls.serve.stderr.readline()
+        import re
+        m = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if not m:
+            cls.serve.kill()
+            raise RuntimeError(f"abx serve did not start: {line}")
+        os.environ["ABX_SANDBOX_BASE_URL"] = f"http://127.0.0.1:{m.group(1)}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.serve.terminate()
+        cls.serve.wait(timeout=30)
+        os.environ.pop("ABX_SANDBOX_BASE_URL", None)
+
+    def test_e2b_provider(self):
+        sb = self.create(provider="e2b", api_key=self.KEY, template="base", metadata={"via": "serve"})
+        self.assertRegex(sb.sandbox_id, r"^e2b:i[a-z0-9]{20}$")
+        self.assertEqual(sb.commands.run("echo over e2b").stdout, "over e2b\n")
+        data = os.urandom(50000)
+        sb.files.write("/tmp/d", data)
+        self.assertEqual(sb.files.read("/tmp/d", format="bytes"), data)
+        info = Sandbox.get_info_by_id_sync(sb.sandbox_id, api_key=self.KEY)  # the provider from the id
+        self.assertEqual(info.metadata, {"via": "serve"})
+        again = Sandbox.connect(sb.sandbox_id, api_key=self.KEY)
+        self.assertEqual(again.commands.run("echo again").stdout, "again\n")
+        again.close()
+        listed = Sandbox.list_sync(provider="e2b", api_key=self.KEY)
+        self.assertIn(sb.sandbox_id, [i.sandbox_id for i in listed])
+        with self.assertRaises(SandboxError) as e:  # a key the server does not know
+            Sandbox.list_sync(provider="e2b", api_key="e2b_" + "0" * 40)
+        self.assertEqual(e.exception.category, "auth")
+        self.assertNotIn(self.KEY, str(e.exception))
+        self.assertTrue(Sandbox.kill_by_id_sync(sb.sandbox_id, api_key=self.KEY))
+        self.assertFalse(Sandbox.kill_by_id_sync(sb.sandbox_id, api_key=self.KEY))
 
 
 class TestThreads(Base):
