@@ -12,7 +12,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runAbx, privateHome } from '../lib/harness.mjs';
+import { runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 
 const H = privateHome('abx-tbuild');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-tbuild-work-'));
@@ -140,6 +140,32 @@ test('the build cache: a second build reruns nothing; a changed last RUN reruns 
   assert.equal(r.status, 0, r.stderr.slice(-3000));
   assert.deepEqual(steps(r.stdout).map((e) => e.cached), Array(12).fill(true));
   assert.equal(exec(create('ver'), 'echo $GREETING').stdout, `hi${nonce}-world\n`);
+});
+
+test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templateID', { skip }, async () => {
+  const KEY = `e2b_${'c3'.repeat(20)}`;
+  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
+  const saved = { url: process.env.E2B_API_URL, sbx: process.env.E2B_SANDBOX_URL, key: process.env.E2B_API_KEY };
+  process.env.E2B_API_URL = process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${srv.port}`;
+  process.env.E2B_API_KEY = KEY;
+  try {
+    const { Sandbox } = await import('e2b');
+    const sbx = await Sandbox.create('demo', { timeoutMs: 120000 });
+    try {
+      const r = await sbx.commands.run('pwd; echo $APP_MODE; cat /etc/debian_version');
+      assert.match(r.stdout, /^\/opt\/app\ntest\n12\./);
+      assert.equal((await sbx.getInfo()).templateId, 'demo');
+    } finally {
+      await sbx.kill();
+    }
+    await assert.rejects(Sandbox.create('no-such-template', { timeoutMs: 60000 }));
+  } finally {
+    for (const [k, v] of [['E2B_API_URL', saved.url], ['E2B_SANDBOX_URL', saved.sbx], ['E2B_API_KEY', saved.key]]) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await stopServer(srv);
+  }
 });
 
 test('a failing RUN: a clear error with its output, no template, and an existing one unchanged', { skip }, () => {
