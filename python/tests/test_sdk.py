@@ -257,6 +257,24 @@ class TestE2BProvider(Base):
         self.assertFalse(Sandbox.kill_by_id_sync(sb.sandbox_id, api_key=self.KEY))
 
 
+class TestPluginProvider(Base):
+    """An exec plugin (providers/local-process) through the same calls: the
+    SDK reaches what libabx reaches, with the plugin's ids."""
+
+    def test_local_process_plugin(self):
+        r = abx("provider", "install", str(ROOT / "providers" / "local-process"), "--yes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sb = self.create(provider="local-process")
+        self.assertTrue(sb.sandbox_id.startswith("local-process:"), sb.sandbox_id)
+        self.assertEqual(sb.commands.run("echo via plugin").stdout, "via plugin\n")
+        sb.files.write("/app/p.txt", "plugin file")
+        self.assertEqual(sb.files.read("/app/p.txt"), "plugin file")
+        self.assertIn(sb.sandbox_id, [i.sandbox_id for i in Sandbox.list_sync(provider="local-process")])
+        # the provider comes from the id
+        self.assertEqual(Sandbox.get_info_by_id_sync(sb.sandbox_id).sandbox_id, sb.sandbox_id)
+        self.assertTrue(Sandbox.kill_by_id_sync(sb.sandbox_id))
+
+
 class TestThreads(Base):
     def test_twenty_threads_one_client(self):
         sb = self.create(template="base", timeout=300)
