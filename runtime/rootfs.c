@@ -561,7 +561,13 @@ static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errl
     if (move_mount(spec->template_fd, "", AT_FDCWD, NEWROOT "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
         goto fail;
     step = "the overlay";
+    /* userxattr: overlay's own xattrs in user.overlay.*, which a user
+     * namespace may set on the tmpfs (6.6+): without them a directory
+     * rename fails with EXDEV (dpkg does those); an older kernel gets the
+     * overlay without it */
     if (mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
+              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work,userxattr") < 0 &&
+        mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
               "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work") < 0)
         goto fail;
     return 0;
