@@ -275,6 +275,24 @@ class TestPluginProvider(Base):
         self.assertTrue(Sandbox.kill_by_id_sync(sb.sandbox_id))
 
 
+class TestInstall(unittest.TestCase):
+    def test_pip_install(self):
+        """pip install ./python (offline: Debian's setuptools and wheel), then used from where it went."""
+        py = shutil.which("python3", path="/usr/bin") or sys.executable
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "src"
+            shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("tests", "__pycache__", "build"))
+            r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+                                "--target", str(Path(tmp) / "site"), str(src)], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-2000:])
+            code = ("from agent_sandbox import Sandbox\n"
+                    "with Sandbox.create() as sb: print(sb.commands.run('echo installed').stdout, end='')")
+            env = dict(os.environ, PYTHONPATH=str(Path(tmp) / "site"))
+            r = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp)
+            self.assertEqual(r.stdout, "installed\n", r.stderr[-2000:])
+
+
 class TestThreads(Base):
     def test_twenty_threads_one_client(self):
         sb = self.create(template="base", timeout=300)
