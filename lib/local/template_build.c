@@ -664,8 +664,10 @@ static int from_debian(build *b, const char *suite, bool slim, const char *mirro
     emit(b, json_pack("{s:s, s:i, s:s}", "event", "note", "step", (int)b->step, "text",
                       on_path("mmdebstrap") ? "making a minimal Debian with mmdebstrap"
                                             : "making a minimal Debian with debootstrap"));
+    /* both mount /proc and /dev in the tree while they work: in a mount
+     * namespace of their own, nothing of it shows on the host or outlives them */
     if (on_path("mmdebstrap")) {
-        const char *argv[] = {"mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
+        const char *argv[] = {"unshare", "--mount", "--propagation", "private", "--", "mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
                               "--skip=cleanup/apt/lists", "--include=ca-certificates", APT_CLEAN_HOOK,
                               slim ? "--dpkgopt=path-exclude=/usr/share/man/*" : "--quiet",
                               slim ? "--dpkgopt=path-exclude=/usr/share/doc/*" : "--quiet",
@@ -673,8 +675,8 @@ static int from_debian(build *b, const char *suite, bool slim, const char *mirro
                               suite, tree, mirror, NULL};
         rc = host_command(b, argv);
     } else if (on_path("debootstrap")) {
-        const char *argv[] = {"debootstrap", "--variant=minbase", "--include=ca-certificates", suite, tree, mirror,
-                              NULL};
+        const char *argv[] = {"unshare", "--mount", "--propagation", "private", "--", "debootstrap",
+                              "--variant=minbase", "--include=ca-certificates", suite, tree, mirror, NULL};
         rc = host_command(b, argv);
     } else {
         remove_tree(partial);
