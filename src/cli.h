@@ -112,7 +112,7 @@ void cli_print_help(const cli_command *cmd);
     X(serve, "serve this machine's sandboxes over E2B's protocol")                                  \
     X(expose, "forward a host port to a port inside a sandbox")                                      \
     X(network, "show or change a sandbox's network policy")                                           \
-    X(template, "import, list, inspect and remove sandbox templates")                                 \
+    X(template, "build, import, list, inspect and remove sandbox templates")                                 \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                    \
