@@ -135,7 +135,13 @@ cmd_start() {
     fi
     # abx's main job: the MCP server on STDIO, sandboxes on the local provider.
     # An IDE starts it the same way (see `abx mcp install`).
-    prebuild_templates || echo "abx.sh: code-interpreter-v1 is not built; it will be on first use" >&2
+    # built beside the server, not before it: the server answers at once, and
+    # a first create_sandbox waits for this build (one at a time: a lock)
+    # instead of starting its own
+    if ! "$PWD/build/abx" template inspect code-interpreter-v1 --json 2>/dev/null | grep -q '"built": *true'; then
+        echo "abx.sh: building the code-interpreter-v1 template in the background (once per machine)" >&2
+        ( "$PWD/build/abx" template build --builtin code-interpreter-v1 >/dev/null 2>&1 & )
+    fi
     echo "abx.sh: starting the MCP server on stdio (local provider); end it with Ctrl-D" >&2
     exec build/abx --provider local mcp start
 }

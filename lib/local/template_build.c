@@ -1020,7 +1020,7 @@ static int read_dockerfile(const abx_template_build_options *o, char **text, siz
     return 0;
 }
 
-int abx__template_build(const abx_template_build_options *o, json_t **info, abx_error **err)
+static int build_template(const abx_template_build_options *o, json_t **info, abx_error **err)
 {
     if (info)
         *info = NULL;
@@ -1075,6 +1075,37 @@ int abx__template_build(const abx_template_build_options *o, json_t **info, abx_
     return rc;
 }
 
+/* The build of a built-in template is one at a time on this machine: a
+ * lock file in the cache; *fd gets it (close it to let go). */
+static int lock_builtin(const char *name, int *fd, abx_error **err)
+{
+    char cache[512], lock[600];
+    int rc = cache_root(cache, sizeof cache, err);
+    if (rc < 0)
+        return rc;
+    snprintf(lock, sizeof lock, "%s/build-%s.lock", cache, name);
+    *fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (*fd < 0 || flock(*fd, LOCK_EX) < 0) {
+        rc = abx__error_set(err, ABX_EIO, "locking the build of %s: %s", name, strerror(errno));
+        if (*fd >= 0)
+            close(*fd);
+        return rc;
+    }
+    return 0;
+}
+
+int abx__template_build(const abx_template_build_options *o, json_t **info, abx_error **err)
+{
+    int lock = -1, rc = 0;
+    bool builtin = abx__template_builtin_recipe(o->name) && o->dockerfile_text;
+    if (builtin && geteuid() == 0 && (rc = lock_builtin(o->name, &lock, err)) < 0)
+        return rc;
+    rc = build_template(o, info, err);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
 int abx__template_ensure_builtin(const char *name, abx_error **err)
 {
     char root[1024];
@@ -1086,28 +1117,21 @@ int abx__template_ensure_builtin(const char *name, abx_error **err)
         return 0; /* the host's /usr with its kernels, as before templates */
     if (geteuid() != 0)
         return 0; /* unprivileged abx cannot build or use it: the host view */
-    char cache[512], lock[600];
-    int rc = cache_root(cache, sizeof cache, err);
+    int lock = -1;
+    int rc = lock_builtin(name, &lock, err); /* another build of it: wait, then use what it made */
     if (rc < 0)
         return rc;
-    snprintf(lock, sizeof lock, "%s/build-%s.lock", cache, name);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX) < 0) { /* one build at a time; the others wait and then use it */
-        if (fd >= 0)
-            close(fd);
-        return abx__error_set(err, ABX_EIO, "locking the build of %s: %s", name, strerror(errno));
-    }
     if (abx__template_root(name, root, sizeof root) == 0) {
-        close(fd);
+        close(lock);
         return 0;
     }
     fprintf(stderr, "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
                     "matplotlib and node; a minute or two, once per machine)...\n", name);
     abx_template_build_options o = {.name = name, .dockerfile_text = recipe, .context = "/"};
-    rc = abx__template_build(&o, NULL, err);
+    rc = build_template(&o, NULL, err);
     if (rc == 0)
         fprintf(stderr, "abx: the %s template is built\n", name);
-    close(fd);
+    close(lock);
     return rc;
 }
 
