@@ -304,7 +304,8 @@ static json_t *oci_json(const char *path, char *why, size_t whylen)
 
 /* The image manifest an index names: linux/amd64 (or no platform), through
  * at most one nested index. */
-static json_t *oci_manifest(const char *layout, json_t *index, int depth, char *why, size_t whylen)
+static json_t *oci_manifest(const char *layout, json_t *index, const char *tag, int depth, char *why,
+                            size_t whylen)
 {
     json_t *list = json_object_get(index, "manifests"), *m, *pick = NULL;
     size_t i;
@@ -312,13 +313,17 @@ static json_t *oci_manifest(const char *layout, json_t *index, int depth, char *
         json_t *plat = json_object_get(m, "platform");
         const char *os = json_string_value(json_object_get(plat, "os"));
         const char *arch = json_string_value(json_object_get(plat, "architecture"));
-        if (!plat || (os && arch && strcmp(os, "linux") == 0 && strcmp(arch, "amd64") == 0)) {
+        const char *ref = json_string_value(
+            json_object_get(json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
+        if ((!plat || (os && arch && strcmp(os, "linux") == 0 && strcmp(arch, "amd64") == 0)) &&
+            (!tag || depth > 0 || (ref && strcmp(ref, tag) == 0))) {
             pick = m;
             break;
         }
     }
     if (!pick) {
-        snprintf(why, whylen, "OCI layout: no manifest for linux/amd64");
+        snprintf(why, whylen, tag && depth == 0 ? "OCI layout: no manifest tagged '%.100s' for linux/amd64"
+                                                : "OCI layout: no manifest for linux/amd64", tag);
         return NULL;
     }
     char path[1024];
@@ -326,7 +331,7 @@ static json_t *oci_manifest(const char *layout, json_t *index, int depth, char *
         return NULL;
     json_t *doc = oci_json(path, why, whylen);
     if (doc && json_is_array(json_object_get(doc, "manifests"))) {
-        json_t *inner = depth < 1 ? oci_manifest(layout, doc, depth + 1, why, whylen) : NULL;
+        json_t *inner = depth < 1 ? oci_manifest(layout, doc, tag, depth + 1, why, whylen) : NULL;
         if (depth >= 1)
             snprintf(why, whylen, "OCI layout: indexes nested too deep");
         json_decref(doc);
@@ -368,7 +373,8 @@ static json_t *config_from_image(json_t *image)
 
 /* Applies an OCI layout's layers (as `skopeo copy ... oci:DIR` writes it)
  * to tree in order; *config gets the image's config. */
-static int import_oci(const char *layout, const char *tree, json_t **config, char *why, size_t whylen)
+static int import_oci(const char *layout, const char *tag, const char *tree, json_t **config, char *why,
+                      size_t whylen)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/oci-layout", layout);
@@ -378,7 +384,7 @@ static int import_oci(const char *layout, const char *tree, json_t **config, cha
         return -1;
     snprintf(path, sizeof path, "%s/index.json", layout);
     json_t *index = oci_json(path, why, whylen);
-    json_t *manifest = index ? oci_manifest(layout, index, 0, why, whylen) : NULL;
+    json_t *manifest = index ? oci_manifest(layout, index, tag, 0, why, whylen) : NULL;
     json_decref(index);
     if (!manifest)
         return -1;
@@ -425,8 +431,17 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
         return abx__error_set(err, ABX_EINVAL, "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
                                                "(at most 63), not base or code-interpreter-v1", name);
     struct stat st;
-    if (stat(source, &st) < 0)
+    char layout[4096] = "";
+    const char *tag = NULL, *colon = strrchr(source, ':');
+    if (stat(source, &st) < 0 && colon && colon[1] && (size_t)(colon - source) < sizeof layout) {
+        snprintf(layout, sizeof layout, "%.*s", (int)(colon - source), source); /* DIR:TAG, as skopeo's oci:DIR:TAG */
+        tag = colon + 1;
+        if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode))
+            return abx__error_errno(err, ABX_EINVAL, ENOENT, "template source");
+        source = layout;
+    } else if (stat(source, &st) < 0) {
         return abx__error_errno(err, ABX_EINVAL, errno, "template source");
+    }
     char dir[600], final[700];
     int rc = templates_dir(dir, sizeof dir, true, err);
     if (rc < 0)
@@ -440,7 +455,7 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
     snprintf(tree, sizeof tree, "%s/rootfs", staging);
     char why[400] = "";
     json_t *config = NULL;
-    rc = S_ISDIR(st.st_mode) ? import_oci(source, tree, &config, why, sizeof why)
+    rc = S_ISDIR(st.st_mode) ? import_oci(source, tag, tree, &config, why, sizeof why)
                              : abx__archive_extract_rootfs(source, tree, why, sizeof why);
     if (rc < 0) {
         remove_tree(staging);

@@ -274,6 +274,23 @@ test('an OCI image layout: layers in order, whiteouts applied, its Env, WorkingD
   assert.equal(fs.existsSync(`${H.home}/templates/oci-bad`), false);
 });
 
+test('OCI layouts made by umoci: DIR:TAG picks a tagged image; an unknown tag is refused', { skip }, () => {
+  const dir = path.join(work, 'umoci');
+  const r = sh(`set -e; cd ${work}; umoci init --layout ${dir}
+    for t in one two; do umoci new --image ${dir}:$t; umoci unpack --image ${dir}:$t u-$t >/dev/null
+      mkdir -p u-$t/rootfs/etc; echo $t > u-$t/rootfs/etc/which; umoci repack --image ${dir}:$t u-$t; done
+    umoci config --image ${dir}:two --config.env TAGGED=two --config.workingdir /etc`);
+  assert.equal(r.status, 0, r.stderr);
+  for (const t of ['one', 'two']) {
+    const imp = abxh(['template', 'import', `tag-${t}`, `${dir}:${t}`]);
+    assert.equal(imp.status, 0, imp.stderr);
+    assert.equal(fs.readFileSync(`${H.home}/templates/tag-${t}/rootfs/etc/which`, 'utf8'), `${t}\n`);
+  }
+  assert.deepEqual(JSON.parse(abxh(['template', 'inspect', 'tag-two', '--json']).stdout).config.env, { TAGGED: 'two' });
+  const bad = abxh(['--json', 'template', 'import', 'tag-three', `${dir}:three`]);
+  assert.match(JSON.parse(bad.stderr).error.message, /no manifest tagged 'three'/);
+});
+
 test('two sandboxes from one template: different host id ranges, separate writes, the template unchanged', { skip }, () => {
   const a = create('oci'), b = create('oci');
   const mapA = exec(a, 'cat /proc/self/uid_map').stdout.trim().split(/\s+/);
