@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 typedef struct check_list {
@@ -170,6 +171,29 @@ static void check_network(check_list *l)
         dlclose(nft);
 }
 
+/* Templates (docs/templates.md): root for id-mapped mounts, a kernel whose
+ * overlayfs takes id-mapped layers, and mmdebstrap for FROM debian. */
+static void check_templates(check_list *l)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) == 0)
+        sscanf(u.release, "%d.%d", &major, &minor);
+    bool idmap = major > 5 || (major == 5 && minor >= 19);
+    bool debian = access("/usr/bin/mmdebstrap", X_OK) == 0 || access("/usr/sbin/debootstrap", X_OK) == 0;
+    char detail[200];
+    if (geteuid() != 0)
+        add(l, "templates", "warn", "need root (id-mapped mounts): abx template build and --template are refused (E8010)");
+    else if (!idmap) {
+        snprintf(detail, sizeof detail, "kernel %.60s: sandboxes from templates need 5.19+ (E8008); base works",
+                 u.release);
+        add(l, "templates", "warn", detail);
+    } else if (!debian)
+        add(l, "templates", "warn", "FROM debian needs mmdebstrap: apt-get install mmdebstrap (imports work)");
+    else
+        add(l, "templates", "ok", "id-mapped template trees; FROM debian with mmdebstrap");
+}
+
 json_t *cli_host_checks(bool *sandboxes_work)
 {
     check_list l = {json_array(), false};
@@ -180,6 +204,7 @@ json_t *cli_host_checks(bool *sandboxes_work)
     check_home(&l);
     check_libraries(&l);
     check_network(&l);
+    check_templates(&l);
     *sandboxes_work = !l.failed;
     return l.checks;
 }
