@@ -131,6 +131,19 @@ typedef struct copy_ctx {
     unsigned entries;
 } copy_ctx;
 
+/* A directory stream over a copy of fd, from its first entry (the caller
+ * closedir()s it; fd stays open). */
+static DIR *dir_of(int fd)
+{
+    int copy = dup(fd);
+    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
+    if (!d && copy >= 0)
+        close(copy);
+    if (d)
+        rewinddir(d);
+    return d;
+}
+
 static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *dest, int depth);
 
 static int copy_file_fd(copy_ctx *c, int in, const struct stat *st, const char *dest)
@@ -175,14 +188,9 @@ static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char
             chmod(dest, st->st_mode & 01777) < 0)
             return -1;
     }
-    int dup_fd = dup(dirfd);
-    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-    if (!d) {
-        if (dup_fd >= 0)
-            close(dup_fd);
+    DIR *d = dir_of(dirfd);
+    if (!d)
         return -1;
-    }
-    rewinddir(d);
     int rc = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
@@ -340,6 +348,11 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
     return 0;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* A source's digest for the cache key: names, modes, bytes, link targets. */
 static int digest_source(abx_digest *d, int fd, int depth)
 {
@@ -358,18 +371,12 @@ static int digest_source(abx_digest *d, int fd, int depth)
         lseek(fd, 0, SEEK_SET);
         return n < 0 ? -1 : 0;
     }
-    struct dirent **names = NULL;
-    int dup_fd = dup(fd);
-    DIR *dir = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-    if (!dir) {
-        if (dup_fd >= 0)
-            close(dup_fd);
+    DIR *dir = dir_of(fd);
+    if (!dir)
         return -1;
-    }
     size_t n = 0, cap = 0;
     char **list = NULL;
     struct dirent *e;
-    rewinddir(dir);
     int rc = 0;
     while ((e = readdir(dir))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
@@ -385,14 +392,11 @@ static int digest_source(abx_digest *d, int fd, int depth)
         }
         list[n++] = strdup(e->d_name);
     }
-    (void)names;
-    for (size_t i = 0; i + 1 < n; i++) /* sorted, so that the order on disk does not matter */
-        for (size_t j = i + 1; j < n; j++)
-            if (list[i] && list[j] && strcmp(list[i], list[j]) > 0) {
-                char *t = list[i];
-                list[i] = list[j];
-                list[j] = t;
-            }
+    for (size_t i = 0; i < n; i++)
+        if (!list[i])
+            rc = -1; /* out of memory: no digest rather than a wrong one */
+    if (rc == 0) /* sorted, so that the order on disk does not matter */
+        qsort(list, n, sizeof *list, by_name);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!list[i]) {
             rc = -1;
