@@ -462,7 +462,7 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
         return abx__error_set(err, ABX_EINVAL, "template %s: %s", name, why[0] ? why : strerror(errno));
     }
     char shown[256]; /* template.json stays small: the source's name, cut */
-    snprintf(shown, sizeof shown, "%s", source);
+    snprintf(shown, sizeof shown, "%.255s", source);
     json_t *doc = json_pack("{s:s, s:s}", "source", shown, "kind", S_ISDIR(st.st_mode) ? "oci" : "archive");
     if (config)
         json_object_set_new(doc, "config", config);
