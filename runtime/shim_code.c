@@ -150,7 +150,7 @@ static int context_new(shim *sh, const char *language, const char *cwd, unsigned
     for (int i = 0; i < 8; i++)
         snprintf(c->id + 2 * i, 3, "%02x", raw[i]);
     snprintf(c->language, sizeof c->language, "%s", language);
-    snprintf(c->cwd, sizeof c->cwd, "%s", cwd && *cwd ? cwd : "/home/user");
+    snprintf(c->cwd, sizeof c->cwd, "%s", cwd && *cwd ? cwd : sh->template_workdir[0] ? sh->template_workdir : "/home/user");
     c->uid = uid;
     c->is_default = is_default;
     c->listed = listed;
@@ -631,7 +631,7 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
                 sh->contexts[i]->uid == uid)
                 c = sh->contexts[i];
         if (!c)
-            rc = context_new(sh, lang, "/home/user", uid, true, true, &c, err);
+            rc = context_new(sh, lang, NULL, uid, true, true, &c, err); /* the template's WORKDIR, else home */
     }
     if (rc == 0)
         hold(c);

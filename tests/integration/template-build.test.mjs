@@ -164,6 +164,15 @@ test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templ
       await sbx.kill();
     }
     await assert.rejects(Sandbox.create('no-such-template', { timeoutMs: 60000 }));
+    // the code interpreter's default context starts in the template's WORKDIR
+    const CI = (await import('@e2b/code-interpreter')).Sandbox;
+    const ci = await CI.create('demo', { timeoutMs: 120000 });
+    try {
+      const ex = await ci.runCode('import os, numpy\nos.getcwd()');
+      assert.equal(ex.text, "'/opt/app'");
+    } finally {
+      await ci.kill();
+    }
   } finally {
     for (const [k, v] of [['E2B_API_URL', saved.url], ['E2B_SANDBOX_URL', saved.sbx], ['E2B_API_KEY', saved.key]]) {
       if (v === undefined) delete process.env[k];
