@@ -31,6 +31,7 @@
 #include "template_copy.h"
 #include "template_store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -86,6 +87,8 @@ typedef struct build {
     json_t *args;       /* ARG values */
     json_t *config;     /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
     size_t step;        /* 1-based, for messages */
+    unsigned long long made_bytes; /* the size of the tree this step put in the cache; 0: none */
+    char (*chain)[ABX_DIGEST_HEX]; /* the keys of this build's steps so far: never evicted by it */
     int ctxfd;          /* the context directory */
     char tail[TAIL_MAX + 1];
     size_t tail_len;
@@ -268,8 +271,8 @@ static void state_save(build *b)
     char path[700], tmp[760];
     snprintf(path, sizeof path, "%s/steps/%s.json", b->cache, b->key);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-    json_t *doc = json_pack("{s:s, s:O, s:O, s:O}", "tree", b->tree, "env", b->env, "args", b->args, "config",
-                            b->config);
+    json_t *doc = json_pack("{s:s, s:O, s:O, s:O, s:I}", "tree", b->tree, "env", b->env, "args", b->args, "config",
+                            b->config, "size", (json_int_t)b->made_bytes);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     unlink(tmp);
     if (text && abx__create_file(tmp, text, 0600) == 0 && rename(tmp, path) < 0)
@@ -290,6 +293,7 @@ static bool state_load(build *b)
     bool ok = tree && json_is_object(env) && json_is_object(args) && json_is_object(cfg) && strlen(tree) < sizeof b->tree &&
               (!*tree || (stat(tree, &st) == 0 && S_ISDIR(st.st_mode)));
     if (ok) {
+        utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to be evicted */
         snprintf(b->tree, sizeof b->tree, "%s", tree);
         json_decref(b->env);
         json_decref(b->args);
@@ -301,6 +305,91 @@ static bool state_load(build *b)
     }
     json_decref(doc);
     return ok;
+}
+
+static unsigned long long walked_bytes; /* tree_bytes' sum: nftw's callbacks have no context */
+
+static int add_bytes(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)path, (void)type, (void)f;
+    walked_bytes += (unsigned long long)st->st_blocks * 512ull;
+    return 0;
+}
+
+static unsigned long long tree_bytes(const char *tree)
+{
+    walked_bytes = 0;
+    nftw(tree, add_bytes, 64, FTW_PHYS | FTW_MOUNT);
+    return walked_bytes;
+}
+
+typedef struct cached_tree {
+    char key[ABX_DIGEST_HEX];
+    time_t used;
+    unsigned long long bytes;
+} cached_tree;
+
+static int by_use(const void *a, const void *b)
+{
+    time_t x = ((const cached_tree *)a)->used, y = ((const cached_tree *)b)->used;
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the cache's trees under ABX_BUILD_CACHE_MAX_MB (default 10240):
+ * the least recently used go first, never one of this build's steps. */
+static void cache_trim(build *b)
+{
+    const char *env = getenv("ABX_BUILD_CACHE_MAX_MB");
+    unsigned long long cap = (env && *env ? strtoull(env, NULL, 10) : 10240ull) << 20;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/steps", b->cache);
+    DIR *d = opendir(dir);
+    cached_tree *all = NULL;
+    size_t n = 0, room = 0;
+    unsigned long long total = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len != ABX_DIGEST_HEX - 1 + 5 || strcmp(e->d_name + ABX_DIGEST_HEX - 1, ".json") != 0)
+            continue;
+        char path[800];
+        snprintf(path, sizeof path, "%s/%.70s", dir, e->d_name);
+        struct stat st;
+        json_t *doc = stat(path, &st) == 0 && st.st_size < (1 << 20) ? json_load_file(path, 0, NULL) : NULL;
+        unsigned long long bytes = (unsigned long long)json_integer_value(json_object_get(doc, "size"));
+        json_decref(doc);
+        if (!bytes)
+            continue;
+        if (n == room) {
+            room = room ? room * 2 : 64;
+            cached_tree *grown = realloc(all, room * sizeof *grown);
+            if (!grown)
+                break;
+            all = grown;
+        }
+        all[n] = (cached_tree){.used = st.st_mtime, .bytes = bytes};
+        snprintf(all[n].key, sizeof all[n].key, "%.64s", e->d_name);
+        total += bytes;
+        n++;
+    }
+    if (d)
+        closedir(d);
+    if (total > cap && all)
+        qsort(all, n, sizeof *all, by_use);
+    for (size_t i = 0; total > cap && all && i < n; i++) {
+        bool mine = false;
+        for (size_t k = 0; k < b->step && !mine; k++)
+            mine = strcmp(b->chain[k], all[i].key) == 0;
+        if (mine)
+            continue;
+        char path[800];
+        snprintf(path, sizeof path, "%s/trees/%s", b->cache, all[i].key);
+        remove_tree(path);
+        snprintf(path, sizeof path, "%s/%s.json", dir, all[i].key);
+        unlink(path);
+        total -= all[i].bytes;
+    }
+    free(all);
 }
 
 /* Moves the filled directory partial (rootfs/ in it) into the cache as the
@@ -321,6 +410,7 @@ static int publish_tree(build *b, const char *partial, abx_error **err)
     }
     snprintf(b->tree, sizeof b->tree, "%s/rootfs", dir);
     b->work_current = false;
+    b->made_bytes = tree_bytes(b->tree);
     return 0;
 }
 
@@ -933,6 +1023,8 @@ static int one_step(build *b, const df_step *s, abx_error **err)
     }
     if (rc == 0) {
         next_key(b, s, extra);
+        b->made_bytes = 0;
+        snprintf(b->chain[b->step - 1], sizeof b->chain[0], "%s", b->key);
         bool cached = !b->o->no_cache && state_load(b);
         emit(b, json_pack("{s:s, s:i, s:i, s:s, s:i, s:b}", "event", "step", "step", (int)b->step, "steps", (int)b->df.n,
                           "instruction", s->text, "line", (int)s->line, "cached", cached));
@@ -1059,12 +1151,18 @@ static int build_template(const abx_template_build_options *o, json_t **info, ab
     b.env = json_object();
     b.args = json_object();
     b.config = json_object();
+    b.chain = calloc(b.df.n, sizeof *b.chain);
+    if (!b.chain)
+        rc = abx__error_set(err, ABX_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < b.df.n; i++) {
         b.step = i + 1;
         rc = one_step(&b, &b.df.steps[i], err);
     }
     if (rc == 0)
         rc = finish(&b, info, err);
+    if (b.chain)
+        cache_trim(&b);
+    free(b.chain);
     if (b.work[0])
         remove_tree(b.work);
     close(b.ctxfd);

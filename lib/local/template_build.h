@@ -5,7 +5,9 @@
  * (root) or $ABX_HOME/build-cache: steps/KEY.json (the state after a step)
  * and trees/KEY/rootfs (the tree after a step that changes files), KEY the
  * SHA-256 of the instruction chain up to it, the build arguments and the
- * files it copies. Shared by every ABX_HOME of the machine.
+ * files it copies. Shared by every ABX_HOME of the machine; kept under
+ * ABX_BUILD_CACHE_MAX_MB (default 10240) by evicting the least recently
+ * used trees after each build.
  */
 #ifndef ABX_TEMPLATE_BUILD_H
 #define ABX_TEMPLATE_BUILD_H

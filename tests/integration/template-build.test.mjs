@@ -182,6 +182,27 @@ test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templ
   }
 });
 
+test('the build cache keeps under ABX_BUILD_CACHE_MAX_MB: the least recently used trees go, never the build\'s own', { skip }, () => {
+  const cache = path.join(work, 'small-cache');
+  const env = { ...H.env, ABX_BUILD_CACHE: cache, ABX_BUILD_CACHE_MAX_MB: '3' };
+  const build = (name, file) => {
+    const dir = path.join(work, `small-${name}`);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'blob'), crypto.randomBytes(2 << 20));
+    fs.writeFileSync(path.join(dir, 'Dockerfile'), `FROM scratch\nCOPY blob /${file}\n`);
+    const r = runAbx(['template', 'build', name, dir, '--json'], { env, timeout: 120000 });
+    assert.equal(r.status, 0, r.stderr);
+    return steps(r.stdout).map((e) => e.cached);
+  };
+  assert.deepEqual(build('small-a', 'a'), [false, false]);
+  assert.deepEqual(build('small-b', 'b'), [true, false]); // a's 2 MiB tree went to keep the cache under 3 MiB
+  const trees = fs.readdirSync(path.join(cache, 'trees')).filter((n) => !n.startsWith('.'));
+  assert.equal(trees.length, 1);
+  // the templates keep their files: they are hard links, not the cache's to take
+  assert.equal(fs.statSync(`${H.home}/templates/small-a/rootfs/a`).size, 2 << 20);
+  for (const n of ['small-a', 'small-b']) abxh(['template', 'rm', n]);
+});
+
 test('a failing RUN: a clear error with its output, no template, and an existing one unchanged', { skip }, () => {
   const df = path.join(work, 'Dockerfile.fail');
   fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV X=1\nRUN echo about to fail; echo on stderr >&2; exit 3\nCMD ["true"]\n');
