@@ -30,6 +30,7 @@
 #include "sysutil.h"
 #include "template_copy.h"
 #include "template_store.h"
+#include "utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -123,7 +124,11 @@ static void keep_tail(build *b, const char *data, size_t len)
 static void output(build *b, const char *data, size_t len)
 {
     keep_tail(b, data, len);
-    emit(b, json_pack("{s:s, s:i, s:s%}", "event", "output", "step", (int)b->step, "data", data, len));
+    size_t clean_len = 0; /* a command's bytes as JSON text: invalid UTF-8 becomes U+FFFD, not a lost event */
+    char *clean = abx__utf8_clean(data, len, &clean_len);
+    if (clean)
+        emit(b, json_pack("{s:s, s:i, s:s%}", "event", "output", "step", (int)b->step, "data", clean, clean_len));
+    free(clean);
 }
 
 /* Forwards fd's bytes as output events until its end (or a signal that
@@ -163,9 +168,13 @@ __attribute__((format(printf, 3, 4))) static int step_fail(build *b, abx_error *
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     const df_step *s = b->step && b->step <= b->df.n ? &b->df.steps[b->step - 1] : NULL;
-    return abx__error_set(err, ABX_EBUILD, "step %zu/%zu (line %u) %.200s%s: %s%s%s", b->step, b->df.n,
-                          s ? s->line : 0, s ? s->text : "", s && strlen(s->text) > 200 ? "..." : "", what,
-                          b->tail_len ? "\n--- its last output ---\n" : "", b->tail);
+    size_t tail_len = 0;
+    char *tail = abx__utf8_clean(b->tail, b->tail_len, &tail_len); /* the message may become JSON */
+    int rc = abx__error_set(err, ABX_EBUILD, "step %zu/%zu (line %u) %.200s%s: %s%s%s", b->step, b->df.n,
+                            s ? s->line : 0, s ? s->text : "", s && strlen(s->text) > 200 ? "..." : "", what,
+                            b->tail_len ? "\n--- its last output ---\n" : "", tail ? tail : "");
+    free(tail);
+    return rc;
 }
 
 /* ---- host commands (mmdebstrap, cp) ------------------------------------- */

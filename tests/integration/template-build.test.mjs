@@ -205,13 +205,13 @@ test('the build cache keeps under ABX_BUILD_CACHE_MAX_MB: the least recently use
 
 test('a failing RUN: a clear error with its output, no template, and an existing one unchanged', { skip }, () => {
   const df = path.join(work, 'Dockerfile.fail');
-  fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV X=1\nRUN echo about to fail; echo on stderr >&2; exit 3\nCMD ["true"]\n');
+  fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV X=1\nRUN echo about to fail; echo on stderr >&2; printf "\\\\377\\\\n"; exit 3\nCMD ["true"]\n');
   let r = abxh(['--json', 'template', 'build', 'broken', '-f', df, ctx]);
   assert.notEqual(r.status, 0);
   const e = JSON.parse(r.stderr.split('\n').filter((l) => l.startsWith('{')).at(-1)).error;
   assert.equal(e.code, 'E8029');
   assert.match(e.message, /step 3\/4 \(line 3\) RUN echo about to fail.*exited with status 3/s);
-  assert.match(e.message, /about to fail\non stderr/);
+  assert.match(e.message, /about to fail\non stderr\n\uFFFD\n/); // invalid UTF-8 shown replaced, not lost
   assert.ok(e.hint.length > 10);
   assert.notEqual(abxh(['--json', 'template', 'inspect', 'broken']).status, 0);
   assert.ok(fs.readdirSync(`${H.home}/templates`).every((n) => !n.startsWith('.partial')));
