@@ -6,7 +6,7 @@
 //   - exec round trip through the serve proxy vs the same call to the shim's socket (target ≤ 1.5×)
 //   - /files 192 MiB up and down (the sandbox disk is 256 MiB) through the proxy (target ≥ 500 MB/s), serve's RSS before and after
 //   - serve's RSS with 100 sandboxes
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -20,6 +20,24 @@ const KEY = `e2b_${'c3'.repeat(20)}`;
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const rows = [];
+
+// This machine's speed, measured in the same run: the bubblewrap floor
+// (`bwrap ... /bin/true`, as bench/run.sh times it) and a host fork+exec of
+// /bin/true. Machines here differ by 3-4x in process creation (a
+// paravirtualized VM's page-table updates): the 15 ms target was set where
+// the floor was 2.99 ms (../shared/isolation-notes.md), so the cycle is also
+// shown as a multiple of the floor, and what that multiple is there.
+const REFERENCE_BWRAP_MS = 2.99;
+function machineFloor() {
+  const benchExec = path.join(path.dirname(abx), 'bench-exec');
+  const bwrap = ['bwrap', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--unshare-all', '--die-with-parent', '/bin/true'];
+  const hasBwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).status === 0;
+  if (!fs.existsSync(benchExec)) return null;
+  const args = ['100', '10', 'host', '--', '/bin/true', ...(hasBwrap ? [':::', 'bwrap', '--', ...bwrap] : [])];
+  const out = spawnSync(benchExec, args, { encoding: 'utf8', env: { ...process.env, BENCH_TSV: '1' } }).stdout || '';
+  const medianOf = (label) => { const line = out.split('\n').find((l) => l.split('\t')[0] === label); return line ? Number(line.split('\t')[2]) : NaN; };
+  return { host: medianOf('host'), bwrap: hasBwrap ? medianOf('bwrap') : NaN };
+}
 
 function startServe(args, home) {
   return new Promise((resolve, reject) => {
@@ -69,16 +87,23 @@ process.env.E2B_API_URL = base;
 process.env.E2B_SANDBOX_URL = base;
 await stopServe(cold);
 fs.rmSync(coldHome, { recursive: true, force: true });
+const floor = machineFloor();
+if (floor) {
+  const f = floor.bwrap;
+  rows.push(['this machine: host fork+exec /bin/true, bubblewrap /bin/true (the floor)', 100, `median ${floor.host.toFixed(2)} ms, ${Number.isNaN(f) ? 'bwrap not installed' : `${f.toFixed(2)} ms`}`, Number.isNaN(f) ? '' : `${(f / REFERENCE_BWRAP_MS).toFixed(1)}× the floor where the 15 ms target was set (${REFERENCE_BWRAP_MS} ms)`]);
+}
 const split = (v) => `create ${median(v.map((x) => x[1])).toFixed(1)}, run ${median(v.map((x) => x[2])).toFixed(1)}, kill ${median(v.map((x) => x[3])).toFixed(1)}`;
 const cycle = warmRuns.map((x) => x[0]), coldCycle = coldRuns.map((x) => x[0]);
-rows.push(['E2B SDK create → commands.run("true") → kill (abx serve, --warm 8: the default)', cycle.length, `median ${median(cycle).toFixed(1)} ms (${split(warmRuns)})`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'} (E2B's cloud: ~150 ms for create alone)`]);
+const inFloors = floor && !Number.isNaN(floor.bwrap) ? `; ${(median(cycle) / floor.bwrap).toFixed(1)}× this machine's floor, ${(median(cycle) / floor.bwrap * REFERENCE_BWRAP_MS).toFixed(1)} ms at the reference floor` : '';
+rows.push(['E2B SDK create → commands.run("true") → kill (abx serve, --warm 8: the default)', cycle.length, `median ${median(cycle).toFixed(1)} ms (${split(warmRuns)})`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'}${inFloors} (E2B's cloud: ~150 ms for create alone)`]);
 rows.push(['the same against abx serve --warm 0', coldCycle.length, `median ${median(coldCycle).toFixed(1)} ms (${split(coldRuns)})`, `${(median(coldCycle) / median(cycle)).toFixed(2)}× the warm figure`]);
 
 // 2. 100 concurrent creates
 let t0 = process.hrtime.bigint();
 const made = await Promise.all(Array.from({ length: 100 }, () => api('/v2/sandboxes', 'POST', { templateID: 'base', timeout: 300 }).then((r) => r.json())));
 const concurrent = ms(t0);
-rows.push(['100 concurrent POST /v2/sandboxes', 1, `${concurrent.toFixed(0)} ms`, `target ≤ 1000 ms: ${concurrent <= 1000 ? 'met' : 'missed'}`]);
+const atReference = floor && !Number.isNaN(floor.bwrap) ? `; ${(concurrent / floor.bwrap * REFERENCE_BWRAP_MS).toFixed(0)} ms at the reference floor` : '';
+rows.push(['100 concurrent POST /v2/sandboxes', 1, `${concurrent.toFixed(0)} ms`, `target ≤ 1000 ms: ${concurrent <= 1000 ? 'met' : 'missed'}${atReference}`]);
 rows.push(['abx serve RSS with 100 sandboxes', 1, `${rss().toFixed(1)} MiB`, '']);
 await Promise.all(made.map((m) => api(`/sandboxes/${m.sandboxID}`, 'DELETE')));
 
