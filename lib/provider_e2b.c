@@ -370,6 +370,9 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     json_t *doc = NULL;
     if (rc == 0)
         rc = api(c->state, "POST", "/sandboxes", body, &doc, NULL, 0, err);
+    if (rc == -ABX_ENOTFOUND) /* E2B's API: 404 for a template it does not have */
+        rc = abx__error_set(err, ABX_ENOTFOUND, "provider '%s' has no template '%.64s'",
+                            ((e2b_client *)c->state)->id, json_string_value(json_object_get(body, "templateID")));
     json_decref(body);
     if (rc == 0)
         rc = handle_from(c, doc, out, err);

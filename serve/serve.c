@@ -20,10 +20,12 @@
 #include "provider.h"
 #include "state.h"
 #include "sysutil.h"
+#include "template_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <netdb.h>
 #include <openssl/evp.h>
 #include <signal.h>
@@ -346,6 +348,14 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
                                   "metadata and envVars objects of strings");
     }
     const char *template_id = tmpl ? json_string_value(tmpl) : "base";
+    char tree[PATH_MAX];
+    if (!abx__template_builtin(template_id) && abx__template_root(template_id, tree, sizeof tree) < 0) {
+        free_pairs(meta);
+        free_pairs(envs);
+        char message[120]; /* E2B's API: 404 and these words */
+        snprintf(message, sizeof message, "template '%.64s' not found", template_id);
+        return send_error(c, 404, message);
+    }
     json_t *net = json_object_get(body, "network");
     abx_net_egress e;
     char why[300];

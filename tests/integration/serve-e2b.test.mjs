@@ -257,7 +257,8 @@ test('bad input gets E2B\'s error shapes; other sandboxes keep working', async (
       assert.equal(e.code, 400);
     }
     r = await api('/v2/sandboxes', { method: 'POST', body: { templateID: 'no-such-template' } });
-    assert.equal(r.status, 400);
+    assert.equal(r.status, 404); // as E2B's API: 404, "template '…' not found"
+    assert.deepEqual(await r.json(), { code: 404, message: "template 'no-such-template' not found" });
     r = await api('/v2/sandboxes', { method: 'POST', body: 'x'.repeat(2 << 20) });
     assert.equal(r.status, 413);
     r = await api('/sandboxes/../../etc/passwd');
@@ -330,6 +331,10 @@ test('abx --provider e2b: every CLI verb against abx serve; a wrong key is E8020
   }
   r = run(['--json', 'info', id]);
   assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
+  r = run(['--json', '--provider', 'e2b', 'create', '--template', 'no-such-template']);
+  assert.equal(r.status, 1);
+  assert.equal(JSON.parse(r.stderr).error.code, 'E8002');
+  assert.match(JSON.parse(r.stderr).error.message, /no template 'no-such-template'/);
   r = runAbx(['--json', '--provider', 'e2b', 'list'], { env: { ...env, ABX_SANDBOX_API_KEY: `e2b_${'0'.repeat(40)}` } });
   const e = JSON.parse(r.stderr).error;
   assert.equal(e.code, 'E8020');
