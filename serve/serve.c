@@ -609,6 +609,22 @@ static bool state_matches(const char *filter, const char *status)
     return false;
 }
 
+/* A state filter names running, paused or both (E2B's enum), comma-separated. */
+static bool state_filter_valid(const char *filter)
+{
+    if (!filter || !*filter)
+        return true;
+    if (strlen(filter) >= 64)
+        return false;
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", filter);
+    char *save = NULL;
+    for (char *one = strtok_r(copy, ",", &save); one; one = strtok_r(NULL, ",", &save))
+        if (strcmp(one, "running") != 0 && strcmp(one, "paused") != 0)
+            return false;
+    return true;
+}
+
 static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
 {
     const char *state = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
@@ -619,6 +635,8 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
     if ((limit_s && abx__parse_uint(limit_s, 1, 100, &limit) < 0) ||
         (next && *next && abx__parse_uint(next, 0, 1000000, &skip) < 0))
         return send_error(c, 400, "invalid query: limit is 1 to 100, nextToken one this server gave");
+    if (!state_filter_valid(state))
+        return send_error(c, 400, "invalid query: state is running, paused or both (comma-separated)");
     json_t *out = json_array();
     size_t matched = 0;
     bool more = false;

@@ -265,6 +265,12 @@ test('bad input gets E2B\'s error shapes; other sandboxes keep working', async (
     assert.equal(r.status, 404);
     r = await api('/v2/sandboxes?limit=1000');
     assert.equal(r.status, 400);
+    for (const state of ['bogus', 'running,bogus', 'x'.repeat(100)]) {
+      r = await api(`/v2/sandboxes?state=${state}`);
+      assert.equal(r.status, 400, state);
+    }
+    r = await api('/v2/sandboxes?state=running,paused');
+    assert.equal(r.status, 200);
     // the data plane: a gone sandbox is 502 (the SDK reads it as not running); a wrong token is the shim's 401
     r = await fetch(`${base}/health`, { headers: { 'E2b-Sandbox-Id': 'i00000000000000000000', 'E2b-Sandbox-Port': '49983' } });
     assert.equal(r.status, 502);
