@@ -143,6 +143,8 @@ ABX_API void abx_client_free(abx_client *c);
  * create (template, cpu, memory; at first the defaults), so that a create
  * takes one ready-made instead of starting one (a cgroup attach waits for
  * the kernel, 5-25 ms): for long-lived clients (abx serve, an MCP server).
+ * The missing ones start once creates pause (100 ms without one) or at
+ * once when a quarter or less is left.
  * They are nobody's until taken (list and connect pass them by) and end
  * with the client (abx_client_free) or this process. 0 ends the pool. Local
  * provider only (E8004 otherwise). Call it before the client is shared

@@ -1,10 +1,11 @@
 /* warm_pool.c: sandboxes started ahead for a long-lived client (warm_pool.h).
  *
  * Owns: the standby handles, the shape they are kept in, and the one
- * thread that starts them (in batches: when half the pool is taken, the
- * missing ones at once), recycles old ones (a standby sandbox lives 900 s:
- * it is replaced well before) and ends them all when the pool is freed.
- * Starting and ending happen outside the lock.
+ * thread that starts them (in batches: the missing ones at once, once the
+ * creates have paused, or at once when the pool runs low), recycles old
+ * ones (a standby sandbox lives 900 s: it is replaced well before) and ends
+ * them all when the pool is freed. Starting and ending happen outside the
+ * lock.
  */
 #include "warm_pool.h"
 #include "sysutil.h"
@@ -18,6 +19,7 @@
 #define RECYCLE_AFTER_NS (600ull * 1000000000ull) /* standby sandboxes live 900 s */
 #define IDLE_WAKE_S 10
 #define BACKOFF_MAX_S 30
+#define QUIET_NS (100ull * 1000000ull) /* creates have paused: no take for this long */
 
 typedef struct warm_item {
     abx_sandbox *sandbox;
@@ -35,6 +37,7 @@ struct abx_warm_pool {
     warm_item items[ABX_WARM_POOL_MAX];
     size_t count;
     unsigned failures; /* in a row: the thread waits longer after each */
+    unsigned long long last_take_ns; /* 0: none yet */
     abx_warm_make_fn make;
     abx_warm_kill_fn kill;
 };
@@ -118,12 +121,36 @@ static unsigned start_batch(abx_warm_pool *p, const abx_warm_shape *shape, unsig
     return failed;
 }
 
-/* Refills when half the pool (or all of a pool of one or two) is taken. Lock held. */
+unsigned abx__warm_refill_count(unsigned want, size_t count, unsigned long long since_take_ns)
+{
+    if (count >= want)
+        return 0;
+    if (count <= want / 4 || since_take_ns >= QUIET_NS)
+        return want - (unsigned)count;
+    return 0;
+}
+
 static unsigned to_start_locked(const abx_warm_pool *p)
 {
-    if (p->count >= p->want || p->count > p->want / 2)
-        return p->count < p->want && p->want <= 2 ? p->want - (unsigned)p->count : 0;
-    return p->want - (unsigned)p->count;
+    unsigned long long since = p->last_take_ns ? abx__now_ns() - p->last_take_ns : QUIET_NS;
+    return abx__warm_refill_count(p->want, p->count, since);
+}
+
+/* Until something may change: a take, a pause in the creates (the pool is
+ * short), or the periodic look at stale ones. Lock held. */
+static void wait_for_change_locked(abx_warm_pool *p)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    unsigned long long wait_ns = (unsigned long long)IDLE_WAKE_S * 1000000000ull;
+    if (p->count < p->want && p->last_take_ns) {
+        unsigned long long since = abx__now_ns() - p->last_take_ns;
+        wait_ns = since < QUIET_NS ? QUIET_NS - since : 1000000ull;
+    }
+    unsigned long long ns = (unsigned long long)until.tv_nsec + wait_ns;
+    until.tv_sec += (time_t)(ns / 1000000000ull);
+    until.tv_nsec = (long)(ns % 1000000000ull);
+    pthread_cond_timedwait(&p->cv, &p->mu, &until);
 }
 
 static void *pool_main(void *arg)
@@ -140,7 +167,7 @@ static void *pool_main(void *arg)
         }
         unsigned n = to_start_locked(p);
         if (n == 0) {
-            wait_seconds_locked(p, IDLE_WAKE_S);
+            wait_for_change_locked(p);
             continue;
         }
         abx_warm_shape shape = p->shape;
@@ -209,6 +236,7 @@ abx_sandbox *abx__warm_pool_take(abx_warm_pool *p, const abx_warm_shape *shape)
     abx_sandbox *s = NULL;
     pthread_mutex_lock(&p->mu);
     p->shape = *shape;
+    p->last_take_ns = abx__now_ns();
     for (size_t i = 0; i < p->count && !s; i++) {
         if (!same_shape(&p->items[i].shape, shape))
             continue;
