@@ -458,14 +458,18 @@ test('two hosts: abx serve in one network namespace; the abx CLI and abx mcp sta
     run('link', 'set', dev, 'up');
   }
   const S = privateHome('abx-serve-nsA');
-  t.after(() => S.cleanup());
   const srvA = await new Promise((resolve, reject) => {
     const child = spawn('nsenter', [`--net=${A}`, abx, 'serve', '--listen', '10.213.77.1:0'], { env: { ...S.env, ABX_SERVE_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => { err += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err); if (m && !child.port) { child.port = Number(m[1]); resolve(child); } });
     child.on('exit', (code) => { if (!child.port) reject(new Error(`serve exited ${code}: ${err}`)); });
   });
-  t.after(() => srvA.kill('SIGTERM'));
+  t.after(async () => { // serve first (it ends its standby sandboxes, and refills no more), then its home
+    const gone = new Promise((r) => srvA.on('exit', r));
+    srvA.kill('SIGTERM');
+    await gone;
+    S.cleanup();
+  });
   const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: `http://10.213.77.1:${srvA.port}` };
   const inB = (args, opts = {}) => spawnSync('nsenter', [`--net=${B}`, abx, ...args], { env, encoding: 'utf8', timeout: 60000, ...opts });
   let r = inB(['--provider', 'e2b', 'create', '--timeout', '120']);
