@@ -39,7 +39,6 @@
 #endif
 #define MAX_ARGS 4096
 
-extern char **environ;
 
 static void send_json(int fd, json_t *msg)
 {
@@ -140,8 +139,7 @@ __attribute__((noreturn)) static void child_exec(const spawn_request *r, const i
     umask(022);
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
         goto fail;
-    environ = (char **)r->envp;
-    execvp(r->argv[0], (char *const *)r->argv);
+    execvpe(r->argv[0], (char *const *)r->argv, (char *const *)r->envp);
     f.code = errno == ENOENT || errno == ENOTDIR ? ABX_ECMDNOTFOUND
              : errno == EACCES || errno == ENOEXEC ? ABX_ENOEXEC
                                                   : ABX_EPERM;
@@ -164,7 +162,12 @@ static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int
         spawn_reply_error(ctl, seq, ABX_ESYS, "pipe failed");
         return;
     }
-    pid_t pid = fork();
+    /* vfork: the child borrows init's memory until its exec (init waits for
+     * that anyway, on the status pipe), so no page table is copied and torn
+     * down per process started. The child changes only what is its own
+     * (signal dispositions and mask, fds, ids, capabilities, rlimits, cwd,
+     * umask); libcap's one allocation is freed before the exec. */
+    pid_t pid = vfork();
     if (pid == 0) {
         close(status[0]);
         child_exec(r, fds, status[1], full_id_range, root_caps);
