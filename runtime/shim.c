@@ -547,6 +547,18 @@ int abx__shim_main(int argc, char **argv)
         fprintf(stderr, "abx-shim: started by abx only (abx-shim STATE_DIR, ready pipe on fd 3)\n");
         return 2;
     }
+    if (getenv("ABX_SHIM_BACKGROUND")) /* a standby sandbox: from the start (see runs_in_background) */
+        setpriority(PRIO_PROCESS, 0, STANDBY_NICE);
+    /* detached: libabx started this process (posix_spawn, a session of its
+     * own) and reaps it now; the shim is its child, reparented, never a
+     * session leader */
+    pid_t detached = fork();
+    if (detached < 0) {
+        tell_creator(ABX_ESYS, "the shim could not detach (fork)");
+        return 1;
+    }
+    if (detached > 0)
+        _exit(0);
     static shim sh; /* the one shim of this process; its threads share it */
     memset(&sh, 0, sizeof sh);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;

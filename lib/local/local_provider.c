@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -229,9 +230,54 @@ static int random_token(char out[65])
     return 0;
 }
 
-/* Starts abx-shim detached (double fork, new session) with the ready pipe on
- * fd 3 and a minimal environment (background: at nice 19, for a warm pool);
- * waits for its first line. */
+/* Starts abx-shim with posix_spawn (a vfork underneath: the caller, often
+ * a big threaded server, is not copied for it): in a session of its own,
+ * no signal blocked or handled, fd 3 the ready pipe's end, 0 and 1
+ * /dev/null, 2 the log, nothing else open, in /. The shim detaches itself:
+ * its first act is to fork and let this child exit, which the caller reaps.
+ * Returns 0 or an errno value; *child is the pid to reap. */
+static int spawn_shim(const char *shim_path, char *const argv[], char *const envp[], const char *log_path,
+                      int ready_w, pid_t *child)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc != 0)
+        return rc;
+    if ((rc = posix_spawnattr_init(&attr)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return rc;
+    }
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    rc = posix_spawn_file_actions_adddup2(&fa, ready_w, 3); /* first: the pipe may be one of 0-2 */
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, "/");
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigdefault(&attr, &all);
+    if (rc == 0)
+        rc = posix_spawn(child, shim_path, &fa, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+/* Starts abx-shim detached (it forks itself away; a new session) with the
+ * ready pipe on fd 3 and a minimal environment (background: at nice 19, for
+ * a warm pool); waits for its first line. */
 static int start_shim(const char *shim_path, const char *dir, bool background, abx_error **err)
 {
     int ready[2];
@@ -245,7 +291,7 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
         snprintf(cg_env, sizeof cg_env, "ABX_CGROUP_PARENT=%s", cgroup_parent);
     char *const argv[] = {(char *)"abx-shim", (char *)dir, NULL};
     /* the shim's whole environment: the network's settings pass (runtime/net.h) */
-    char *envp[6] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
+    char *envp[7] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
     char net_dns[300], net_pool[64];
     size_t ne = 2;
     if (cgroup_parent)
@@ -254,32 +300,14 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
         envp[ne++] = net_dns;
     if (getenv("ABX_NET_POOL") && snprintf(net_pool, sizeof net_pool, "ABX_NET_POOL=%s", getenv("ABX_NET_POOL")) < (int)sizeof net_pool)
         envp[ne++] = net_pool;
-    /* Only async-signal-safe calls between fork and exec: the caller may be threaded. */
-    pid_t child = fork();
-    if (child < 0) {
+    if (background && geteuid() == 0) /* a standby sandbox starts at nice 19 (runtime/shim.c) */
+        envp[ne++] = (char *)"ABX_SHIM_BACKGROUND=1";
+    pid_t child = -1;
+    int src = spawn_shim(shim_path, argv, envp, log_path, ready[1], &child);
+    if (src != 0) {
         close(ready[0]);
         close(ready[1]);
-        return abx__error_errno(err, ABX_ELIMIT, errno, "fork");
-    }
-    if (child == 0) {
-        setsid();
-        if (fork() != 0)
-            _exit(0);
-        if (background && geteuid() == 0) /* a standby sandbox starts at nice 19 (runtime/shim.c) */
-            setpriority(PRIO_PROCESS, 0, 19);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int null = open("/dev/null", O_RDWR);
-        int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log >= 0 ? log : null, 2) < 0 ||
-            dup2(ready[1], 3) < 0)
-            _exit(127);
-        syscall(SYS_close_range, 4u, ~0u, 0u);
-        if (chdir("/") < 0)
-            _exit(127);
-        execve(shim_path, argv, envp);
-        _exit(127);
+        return abx__error_errno(err, src == EAGAIN ? ABX_ELIMIT : ABX_ESYS, src, "starting abx-shim");
     }
     close(ready[1]);
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
