@@ -817,14 +817,16 @@ int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, s
     return data_upload(s, path, user, mem_read, &m, (long long)len, err);
 }
 
+#define HOLE_BLOCK 4096
+
 typedef struct fd_io {
     int fd;
-    unsigned long long bytes;
+    unsigned long long bytes; /* written or skipped, pending not counted */
     bool failed;
     bool sparse;    /* downloads into a regular file: whole zero blocks become holes */
+    size_t pending; /* sparse: the start of the next block, gathered across pieces */
+    char block[HOLE_BLOCK];
 } fd_io;
-
-#define HOLE_BLOCK 4096
 
 static bool all_zero(const char *p, size_t n)
 {
@@ -854,7 +856,7 @@ int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, con
         return rc;
     struct stat st;
     long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
-    fd_io f = {fd, 0, false, false};
+    fd_io f = {.fd = fd};
     rc = data_upload(s, path, user, fd_read, &f, size, err);
     if (rc == 0 && f.failed)
         rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
@@ -930,25 +932,64 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
     return take_read(&m, rc, data, len, err);
 }
 
+/* One whole block of a sparse download: a hole when it is all zeros. */
+static int put_block(fd_io *f, const char *block)
+{
+    int rc = all_zero(block, HOLE_BLOCK) ? (lseek(f->fd, HOLE_BLOCK, SEEK_CUR) < 0 ? -1 : 0)
+                                         : abx__write_all(f->fd, block, HOLE_BLOCK);
+    if (rc == 0)
+        f->bytes += HOLE_BLOCK;
+    return rc;
+}
+
 /* Writes a download to f->fd. Into a regular file, every whole aligned
  * block of zeros is skipped with lseek, so a sparse file in the sandbox
  * (truncate -s 100G) stays sparse on the host instead of filling its disk;
+ * a block split between two pieces is gathered first (pieces fall where
+ * the transport cuts them). flush_pending writes the last part block;
  * abx_sandbox_read_file_to_fd sets the final size. */
 static size_t fd_write(const char *bytes, size_t len, void *ud)
 {
     fd_io *f = ud;
-    for (size_t done = 0; done < len;) {
-        size_t in_block = HOLE_BLOCK - (size_t)(f->bytes % HOLE_BLOCK);
-        size_t piece = len - done < in_block ? len - done : in_block;
-        bool hole = f->sparse && piece == HOLE_BLOCK && all_zero(bytes + done, piece);
-        if (hole ? lseek(f->fd, (off_t)piece, SEEK_CUR) < 0 : abx__write_all(f->fd, bytes + done, piece) < 0) {
+    if (!f->sparse) {
+        if (abx__write_all(f->fd, bytes, len) < 0) {
             f->failed = true;
             return 0;
         }
-        f->bytes += piece;
-        done += piece;
+        f->bytes += len;
+        return len;
+    }
+    for (size_t done = 0; done < len;) {
+        size_t take = len - done < HOLE_BLOCK - f->pending ? len - done : HOLE_BLOCK - f->pending;
+        int rc = 0;
+        if (f->pending == 0 && take == HOLE_BLOCK) {
+            rc = put_block(f, bytes + done);
+        } else {
+            memcpy(f->block + f->pending, bytes + done, take);
+            f->pending += take;
+            if (f->pending == HOLE_BLOCK) {
+                f->pending = 0;
+                rc = put_block(f, f->block);
+            }
+        }
+        if (rc < 0) {
+            f->failed = true;
+            return 0;
+        }
+        done += take;
     }
     return len;
+}
+
+static int flush_pending(fd_io *f)
+{
+    if (f->pending == 0)
+        return 0;
+    if (abx__write_all(f->fd, f->block, f->pending) < 0)
+        return -1;
+    f->bytes += f->pending;
+    f->pending = 0;
+    return 0;
 }
 
 int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
@@ -958,8 +999,10 @@ int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const 
     if (rc < 0)
         return rc;
     struct stat st;
-    fd_io f = {fd, 0, false, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
+    fd_io f = {.fd = fd, .sparse = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
     rc = data_download(s, path, user, NULL, fd_write, &f, err);
+    if (rc == 0 && flush_pending(&f) < 0)
+        rc = abx__error_errno(err, ABX_EIO, errno, "writing the downloaded file");
     if (rc == 0 && f.sparse && ftruncate(fd, (off_t)f.bytes) < 0)
         rc = abx__error_errno(err, ABX_EIO, errno, "setting the downloaded file's size");
     if (read_bytes)

@@ -811,6 +811,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
  * truncate it) ends the transfer with an error (the client sees a short
  * body and a closed connection), never a thread spinning on a short read;
  * a client that leaves frees it at once (file_stream_free). */
+#define FILE_BLOCK (256 * 1024) /* a read and a send per 256 KiB: 1 GiB in 4096 of each */
+
 typedef struct file_stream {
     int fd;
     uint64_t start; /* a range's first byte */
@@ -901,7 +903,7 @@ static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
         last = size ? size - 1 : 0;
     uint64_t count = size ? last - first + 1 : 0;
     file_stream *fs = malloc(sizeof *fs);
-    struct MHD_Response *r = fs ? MHD_create_response_from_callback(count, 65536, file_read, fs, file_stream_free)
+    struct MHD_Response *r = fs ? MHD_create_response_from_callback(count, FILE_BLOCK, file_read, fs, file_stream_free)
                                 : NULL;
     if (fs)
         *fs = (file_stream){.fd = fd, .start = first, .size = count};
