@@ -75,6 +75,36 @@ async function cycles(url, n, out) {
     out.push([ms(t0), Number(t1 - t0) / 1e6, Number(t2 - t1) / 1e6, ms(t2)]);
   }
 }
+// The SDK's own share of the cycle, on this machine, in the same run: the
+// same three calls against a stand-in that answers each at once (no
+// sandbox: a canned create, a Process/Start stream of a start and an end
+// event, a 204 for the kill), in this process.
+const frame = (obj, flags = 0) => { const b = Buffer.from(JSON.stringify(obj)); const h = Buffer.alloc(5); h[0] = flags; h.writeUInt32BE(b.length, 1); return Buffer.concat([h, b]); };
+const standIn = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    if (req.method === 'POST' && /^\/(v2\/)?sandboxes$/.test(req.url)) {
+      res.writeHead(201, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ sandboxID: 'i0standin0000000000000', templateID: 'base', clientID: 'x', envdVersion: '0.6.4', envdAccessToken: 't', domain: 'localhost' }));
+    } else if (req.url === '/process.Process/Start') {
+      res.writeHead(200, { 'Content-Type': 'application/connect+json' });
+      res.end(Buffer.concat([frame({ event: { start: { pid: 1 } } }), frame({ event: { end: { exitCode: 0, exited: true, status: 'exit status 0' } } }), frame({}, 2)]));
+    } else if (req.method === 'DELETE') {
+      res.writeHead(204);
+      res.end();
+    } else {
+      res.writeHead(404, { 'Content-Type': 'application/json' });
+      res.end('{"code":404,"message":"not here"}');
+    }
+  });
+});
+await new Promise((r) => standIn.listen(0, '127.0.0.1', r));
+const standInUrl = `http://127.0.0.1:${standIn.address().port}`;
+const sdkRuns = [];
+await cycles(standInUrl, 10, []);
+await cycles(standInUrl, 30, sdkRuns);
+standIn.close();
+
 const warmRuns = [], coldRuns = [];
 const coldUrl = `http://127.0.0.1:${cold.port}`;
 await cycles(base, 3, []);
@@ -96,6 +126,8 @@ const split = (v) => `create ${median(v.map((x) => x[1])).toFixed(1)}, run ${med
 const cycle = warmRuns.map((x) => x[0]), coldCycle = coldRuns.map((x) => x[0]);
 const inFloors = floor && !Number.isNaN(floor.bwrap) ? `; ${(median(cycle) / floor.bwrap).toFixed(1)}× this machine's floor, ${(median(cycle) / floor.bwrap * REFERENCE_BWRAP_MS).toFixed(1)} ms at the reference floor` : '';
 rows.push(['E2B SDK create → commands.run("true") → kill (abx serve, --warm 8: the default)', cycle.length, `median ${median(cycle).toFixed(1)} ms (${split(warmRuns)})`, `target ≤ 15 ms: ${median(cycle) <= 15 ? 'met' : 'missed'}${inFloors} (E2B's cloud: ~150 ms for create alone)`]);
+const sdkCycle = sdkRuns.map((x) => x[0]);
+rows.push(['the same three calls against a stand-in that answers at once (the SDK and HTTP alone)', sdkCycle.length, `median ${median(sdkCycle).toFixed(1)} ms (${split(sdkRuns)})`, `abx's share of the cycle: ${(median(cycle) - median(sdkCycle)).toFixed(1)} ms`]);
 rows.push(['the same against abx serve --warm 0', coldCycle.length, `median ${median(coldCycle).toFixed(1)} ms (${split(coldRuns)})`, `${(median(coldCycle) / median(cycle)).toFixed(2)}× the warm figure`]);
 
 // 2. 100 concurrent creates
@@ -113,7 +145,6 @@ await new Promise((r) => setTimeout(r, 3000));
 // 3. an exec round trip: through the proxy, and straight to the shim's socket
 const sbx = await Sandbox.create({ timeoutMs: 600000 });
 const token = (await (await api(`/sandboxes/${sbx.sandboxId}`)).json()).envdAccessToken;
-const frame = (obj) => { const b = Buffer.from(JSON.stringify(obj)); const h = Buffer.alloc(5); h.writeUInt32BE(b.length, 1); return Buffer.concat([h, b]); };
 const startBody = frame({ process: { cmd: '/bin/true', args: [] } });
 function rpc(opts) {
   return new Promise((resolve, reject) => {
