@@ -77,14 +77,26 @@ static int request(const char *method, const char *body, size_t len, char *sid, 
     return status;
 }
 
+/* The run's ABX_HOME: no sandbox is made in it (ABX_SHIM is /bin/false), and
+ * it goes at exit. */
+static char home[] = "/tmp/abx-fuzz-http-XXXXXX";
+
+static void remove_home(void)
+{
+    char state[sizeof home + 16];
+    snprintf(state, sizeof state, "%s/sandboxes", home); /* made empty by a lookup */
+    rmdir(state);
+    rmdir(home);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     if (port)
         return 0;
-    static char home[] = "/tmp/abx-fuzz-http-XXXXXX";
     if (!mkdtemp(home))
         abort();
+    atexit(remove_home);
     setenv("ABX_HOME", home, 1);
     setenv("ABX_SHIM", "/bin/false", 1);
     /* a free port: the kernel picks one, the server binds it right after */

@@ -33,15 +33,27 @@ static void on_done(void *ctx)
     (void)ctx;
 }
 
+/* The run's ABX_HOME: no sandbox is made in it (ABX_SHIM is /bin/false), and
+ * it goes at exit. */
+static char home[] = "/tmp/abx-fuzz-mcp-XXXXXX";
+
+static void remove_home(void)
+{
+    char state[sizeof home + 16];
+    snprintf(state, sizeof state, "%s/sandboxes", home); /* made empty by a lookup */
+    rmdir(state);
+    rmdir(home);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    static char home[] = "/tmp/abx-fuzz-mcp-XXXXXX";
     if (getenv("ABX_FUZZ_HOME_SET"))
         return 0;
     setenv("ABX_FUZZ_HOME_SET", "1", 1);
     if (!mkdtemp(home))
         abort();
+    atexit(remove_home);
     setenv("ABX_HOME", home, 1);
     setenv("ABX_SHIM", "/bin/false", 1);
     setenv("ABX_PROVIDER", "local", 1);
