@@ -93,6 +93,17 @@ bool abx__json_depth_ok(const char *text, size_t len, unsigned max)
     return true;
 }
 
+void abx__rfc3339(long long t, char *out, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (len == 0)
+        return;
+    out[0] = '\0';
+    if (gmtime_r(&tt, &tm))
+        strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 long long abx__parse_rfc3339(const char *s)
 {
     struct tm tm;

@@ -26,8 +26,10 @@ bool abx__env_name_valid(const char *name, size_t len);
  * skipped; text need not be valid JSON). Linear, no recursion. */
 bool abx__json_depth_ok(const char *text, size_t len, unsigned max);
 
-/* "YYYY-MM-DDTHH:MM:SS..." (RFC 3339, UTC) as unix seconds; 0 when it
- * is not one. */
+/* Unix seconds t as RFC 3339 in UTC ("2026-12-01T21:33:26Z"; out of at
+ * least 21 bytes), and back: "YYYY-MM-DDTHH:MM:SS..." as unix seconds, 0
+ * when it is not one. The one pair of them for every layer. */
+void abx__rfc3339(long long t, char *out, size_t len);
 long long abx__parse_rfc3339(const char *s);
 
 #endif

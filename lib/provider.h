@@ -19,13 +19,21 @@
 #include <stdatomic.h>
 
 typedef struct abx_provider abx_provider;
+typedef struct abx_quota_book abx_quota_book;
 
+/* A root client (abx_client_new) owns its provider's per-client state; a
+ * tenant's client (abx_client_for_tenant[s]) shares its root's state and
+ * holds a reference to the root, so either may be freed first. */
 struct abx_client {
     char provider[64];
     const char *source;         /* where the provider came from (flag, env, config, default) */
     const abx_provider *ops;
-    void *state;                /* the provider's own per client (a plugin's process); ops->free_state */
+    void *state;                /* the provider's own per client (a plugin's process); ops->free_state, by the root */
     atomic_int refs;            /* the caller's, and each handle's that needs the client (abx__client_ref) */
+    abx_client *root;           /* a tenant's client: the root whose state it uses (a reference); NULL: a root */
+    abx_quota_book *quota;      /* a root's: creates in flight per tenant (tenant.c) */
+    char tenant[ABX_TENANT_MAX + 1]; /* "" : none (or a set) */
+    char **tenant_set;          /* abx_client_for_tenants: NULL-terminated; else NULL */
 };
 
 struct abx_sandbox {
@@ -34,7 +42,15 @@ struct abx_sandbox {
     abx_envd envd;              /* the data plane */
     void *impl;                 /* the provider's own; freed by ops->free_impl */
     char shell[16];             /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
+    char tenant[ABX_TENANT_MAX + 1]; /* whom the provider recorded it for; "": nobody */
+    char *notes;                /* a remote provider's copy of the notes (JSON), or NULL; freed with the handle */
 };
+
+/* One sandbox of a provider's list: its info and its recorded tenant. */
+typedef struct abx__listed {
+    abx_sandbox_info info;
+    char tenant[ABX_TENANT_MAX + 1];
+} abx__listed;
 
 struct abx_provider {
     const char *name;           /* the id prefix: "local" */
@@ -42,7 +58,9 @@ struct abx_provider {
     int (*connect)(abx_client *c, const char *id, abx_sandbox **out, abx_error **err);
     int (*create)(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err);
     int (*get_info)(abx_sandbox *s, abx_sandbox_info *out, abx_error **err);
-    int (*list)(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count, abx_error **err);
+    /* Every sandbox the provider has (status_filter applied), whoever's:
+     * sandbox.c filters by tenant, sorts and pages. *items: free(). */
+    int (*list)(abx_client *c, const char *status_filter, abx__listed **items, size_t *count, abx_error **err);
     int (*set_timeout)(abx_sandbox *s, unsigned seconds, abx_error **err);
     int (*kill)(abx_sandbox *s, abx_error **err);
     int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
@@ -84,6 +102,22 @@ struct abx_provider {
      * capability gates the call (E8004 when undeclared). */
     int (*data_call)(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
                      abx_error **err);
+    /* Optional: the notes given at create (*json: free()); a provider that
+     * keeps them in s->notes leaves this NULL. */
+    int (*notes)(abx_sandbox *s, char **json, abx_error **err);
+    /* Optional: how to reach port (abx_sandbox_endpoint); without it the
+     * envd data plane's own URLs answer. */
+    int (*endpoint)(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err);
+    /* Optional: an unconnected socket in the sandbox's network. */
+    int (*socket)(abx_sandbox *s, int *fd, abx_error **err);
+    /* Optional: the sizes of the host-wide pools a sandbox takes from (uid
+     * ranges, network addresses); 0: no such pool. */
+    void (*pools)(abx_client *c, unsigned *uid_ranges, unsigned *net_addresses);
+    /* Templates: whether name exists (0, or E8002 "template ... not found"),
+     * and the list as a JSON array of {name, ...} (*json: json_decref).
+     * Optional: without them, only "base" exists. */
+    int (*template_exists)(abx_client *c, const char *name, abx_error **err);
+    int (*template_list)(abx_client *c, json_t **json, abx_error **err);
 };
 
 /* The providers built in (lib/local/local_provider.c), and the one that
@@ -114,5 +148,13 @@ int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const cha
 /* "K=V" pairs into obj (field names the error); env_names: keys must be
  * environment variable names. */
 int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names, abx_error **err);
+/* The root client whose per-client state c uses (c itself for a root). */
+abx_client *abx__client_root(abx_client *c);
+/* A remote provider's create: metadata (an object, may be NULL) refusing
+ * the keys it keeps the tenant and notes under, then gaining them from c
+ * and o. A remote provider's answer: *tenant and *notes taken out of
+ * metadata (which no longer shows them). Both in tenant.c. */
+int abx__remote_meta_put(const abx_client *c, const abx_create_options *o, json_t *metadata, abx_error **err);
+void abx__remote_meta_take(json_t *metadata, char tenant[ABX_TENANT_MAX + 1], char **notes);
 
 #endif

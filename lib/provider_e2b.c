@@ -16,6 +16,7 @@
  * E2B_SANDBOX_URL way). The data plane itself is lib/sandbox_envd.c's.
  */
 #include "provider.h"
+#include "tenant.h"
 #include "parse.h"
 #include "buf.h"
 #include "config.h"
@@ -307,6 +308,9 @@ static int handle_from(abx_client *c, json_t *doc, abx_sandbox **out, abx_error 
     snprintf(es->id, sizeof es->id, "%s", sid);
     s->impl = es;
     const char *token = json_string_value(json_object_get(doc, "envdAccessToken"));
+    json_t *meta = json_object_get(doc, "metadata"); /* a detail's: whose it is, its notes */
+    if (json_is_object(meta))
+        abx__remote_meta_take(meta, s->tenant, &s->notes);
     if (ec->domain[0]) {
         const char *scheme = strncmp(ec->base_url, "http://", 7) == 0 ? "http" : "https";
         char envd[400], code[400];
@@ -362,9 +366,15 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     json_t *body = json_pack("{s:s, s:i}", "templateID", o && o->template_id ? o->template_id : "base", "timeout",
                              o && o->timeout_s ? (int)o->timeout_s : 300);
     json_t *meta = pairs(o ? o->metadata : NULL, "metadata", false, err, &rc);
+    if (rc == 0 && !meta)
+        meta = json_object();
+    if (rc == 0)
+        rc = abx__remote_meta_put(c, o, meta, err);
     json_t *envs = rc == 0 ? pairs(o ? o->envs : NULL, "envs", true, err, &rc) : NULL;
-    if (meta)
+    if (meta && json_object_size(meta))
         json_object_set_new(body, "metadata", meta);
+    else
+        json_decref(meta);
     if (envs)
         json_object_set_new(body, "envVars", envs);
     json_t *doc = NULL;
@@ -376,11 +386,16 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     json_decref(body);
     if (rc == 0)
         rc = handle_from(c, doc, out, err);
+    if (rc == 0 && o && o->notes_json && !((*out)->notes = strdup(o->notes_json))) {
+        abx_sandbox_free(*out);
+        *out = NULL;
+        rc = abx__error_set(err, ABX_ENOMEM, "notes");
+    }
     json_decref(doc);
     return rc;
 }
 
-static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out)
+static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out, char tenant[ABX_TENANT_MAX + 1])
 {
     memset(out, 0, sizeof *out);
     snprintf(out->sandbox_id, sizeof out->sandbox_id, "%s:%s", ec->id,
@@ -394,6 +409,9 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out)
     out->memory_mb = (unsigned)json_integer_value(json_object_get(d, "memoryMB"));
     out->disk_size_mb = (unsigned)json_integer_value(json_object_get(d, "diskSizeMB"));
     json_t *m = json_object_get(d, "metadata");
+    char scratch[ABX_TENANT_MAX + 1];
+    if (json_is_object(m))
+        abx__remote_meta_take(m, tenant ? tenant : scratch, NULL);
     out->metadata_json = json_is_object(m) ? json_dumps(m, JSON_COMPACT) : strdup("{}");
     out->env_names_json = strdup("[]");
 }
@@ -406,18 +424,18 @@ static int e2b_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
     json_t *doc = NULL;
     int rc = api(es->client->state, "GET", path, NULL, &doc, NULL, 0, err);
     if (rc == 0)
-        info_from(es->client->state, doc, out);
+        info_from(es->client->state, doc, out, NULL);
     json_decref(doc);
     return rc;
 }
 
-static int e2b_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count,
+static int e2b_list(abx_client *c, const char *status_filter, abx__listed **items, size_t *count,
                     abx_error **err)
 {
     *items = NULL;
     *count = 0;
     size_t n = 0, cap = 0;
-    abx_sandbox_info *all = NULL;
+    abx__listed *all = NULL;
     char token[128] = "";
     int rc = 0;
     for (int page = 0; rc == 0 && page < MAX_LIST_PAGES; page++) {
@@ -430,19 +448,22 @@ static int e2b_list(abx_client *c, const char *status_filter, abx_sandbox_info *
         json_t *d;
         json_array_foreach(doc, i, d) {
             if (n == cap) {
-                abx_sandbox_info *grown = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof *all);
+                abx__listed *grown = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof *all);
                 if (!grown)
                     break;
                 all = grown;
             }
-            info_from(c->state, d, &all[n++]);
+            info_from(c->state, d, &all[n].info, all[n].tenant);
+            n++;
         }
         json_decref(doc);
         if (!token[0] || strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=") != strlen(token))
             break;
     }
     if (rc < 0) {
-        abx_sandbox_info_list_free(all, n);
+        for (size_t i = 0; i < n; i++)
+            abx_sandbox_info_clear(&all[i].info);
+        free(all);
         return rc;
     }
     *items = all;
@@ -496,6 +517,69 @@ static int e2b_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **e
     return rc;
 }
 
+/* Any port: at PORT-ID.DOMAIN when a domain is set, else the base URL
+ * with E2B's routing headers. */
+static int e2b_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err)
+{
+    (void)err;
+    e2b_sandbox *es = s->impl;
+    const e2b_client *ec = es->client->state;
+    if (ec->domain[0]) {
+        const char *scheme = strncmp(ec->base_url, "http://", 7) == 0 ? "http" : "https";
+        snprintf(out->url, sizeof out->url, "%s://%u-%s.%s", scheme, port, es->id, ec->domain);
+    } else {
+        snprintf(out->url, sizeof out->url, "%s", ec->base_url);
+        snprintf(out->headers[0], sizeof out->headers[0], "E2b-Sandbox-Id: %s", es->id);
+        snprintf(out->headers[1], sizeof out->headers[1], "E2b-Sandbox-Port: %u", port);
+    }
+    snprintf(out->token, sizeof out->token, "%s", s->envd.token);
+    return 0;
+}
+
+/* GET /templates: [{templateID, aliases, ...}] as [{name, ...}]. */
+static int e2b_template_list(abx_client *c, json_t **json, abx_error **err)
+{
+    *json = NULL;
+    json_t *doc = NULL;
+    int rc = api(c->state, "GET", "/templates", NULL, &doc, NULL, 0, err);
+    if (rc < 0)
+        return rc;
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(doc, i, t) {
+        const char *id = json_string_value(json_object_get(t, "templateID"));
+        if (!id)
+            continue;
+        json_t *one = json_pack("{s:s, s:s}", "name", id, "template_id", id);
+        json_t *aliases = json_object_get(t, "aliases");
+        if (json_is_array(aliases))
+            json_object_set(one, "aliases", aliases);
+        json_array_append_new(out, one);
+    }
+    json_decref(doc);
+    *json = out;
+    return 0;
+}
+
+/* A template the host lists by id or alias; "base" always exists there. A
+ * host that lists none (no GET /templates) is left to answer the create. */
+static int e2b_template_exists(abx_client *c, const char *name, abx_error **err)
+{
+    json_t *list = NULL;
+    if (strcmp(name, "base") == 0 || e2b_template_list(c, &list, NULL) < 0)
+        return 0;
+    bool found = false;
+    size_t i, j;
+    json_t *t, *a;
+    json_array_foreach(list, i, t) {
+        found |= strcmp(json_string_value(json_object_get(t, "name")), name) == 0;
+        json_array_foreach(json_object_get(t, "aliases"), j, a) found |= json_is_string(a) && strcmp(json_string_value(a), name) == 0;
+    }
+    json_decref(list);
+    return found ? 0 : abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
+}
+
 const abx_provider abx__provider_e2b = {
     .name = "e2b",
     .connect = e2b_connect,
@@ -508,4 +592,7 @@ const abx_provider abx__provider_e2b = {
     .free_impl = e2b_free_impl,
     .free_state = e2b_free_state,
     .task_table = e2b_task_table,
+    .endpoint = e2b_endpoint,
+    .template_exists = e2b_template_exists,
+    .template_list = e2b_template_list,
 };

@@ -12,6 +12,7 @@
  * Sandbox ids are "<plugin id>:<the plugin's sandbox_id>".
  */
 #include "provider.h"
+#include "tenant.h"
 #include "parse.h"
 #include "b64.h"
 #include "capbuf.h"
@@ -156,6 +157,9 @@ static int handle_from(abx_client *c, json_t *record, abx_sandbox **out, abx_err
     es->client = abx__client_ref(c);
     snprintf(es->sandbox_id, sizeof es->sandbox_id, "%s", sid);
     s->impl = es;
+    json_t *meta = json_object_get(record, "metadata"); /* whose it is, its notes */
+    if (json_is_object(meta))
+        abx__remote_meta_take(meta, s->tenant, &s->notes);
     const char *url = json_string_value(json_object_get(record, "envd_url"));
     bool envd = url && (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0);
     abx__envd_init(&s->envd, envd ? url : "", NULL,
@@ -203,6 +207,13 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     int rc = 0;
     json_t *envs = pairs_or_null(o ? o->envs : NULL, "envs", true, err, &rc);
     json_t *meta = rc == 0 ? pairs_or_null(o ? o->metadata : NULL, "metadata", false, err, &rc) : json_null();
+    bool tagged = c->tenant[0] || (o && o->notes_json);
+    if (rc == 0 && tagged && json_is_null(meta)) {
+        json_decref(meta);
+        meta = json_object();
+    }
+    if (rc == 0 && json_is_object(meta))
+        rc = abx__remote_meta_put(c, o, meta, err);
     if (rc < 0) {
         json_decref(envs);
         json_decref(meta);
@@ -236,10 +247,18 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     if (rc == 0)
         rc = handle_from(c, record, out, err);
     json_decref(record);
+    if (rc == 0 && o && o->notes_json) {
+        free((*out)->notes);
+        if (!((*out)->notes = strdup(o->notes_json))) {
+            abx_sandbox_free(*out);
+            *out = NULL;
+            rc = abx__error_set(err, ABX_ENOMEM, "notes");
+        }
+    }
     return rc;
 }
 
-static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info *out)
+static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info *out, char tenant[ABX_TENANT_MAX + 1])
 {
     memset(out, 0, sizeof *out);
     snprintf(out->sandbox_id, sizeof out->sandbox_id, "%s:%s", plugin_id,
@@ -249,6 +268,9 @@ static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info 
     out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "created_at")));
     out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "expires_at")));
     json_t *m = json_object_get(r, "metadata");
+    char scratch[ABX_TENANT_MAX + 1];
+    if (json_is_object(m))
+        abx__remote_meta_take(m, tenant ? tenant : scratch, NULL);
     out->metadata_json = json_is_object(m) ? json_dumps(m, JSON_COMPACT) : strdup("{}");
     out->env_names_json = strdup("[]");
 }
@@ -260,7 +282,7 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
     int rc = call(es->client, "sandbox.lifecycle", "sandbox.get", json_pack("{s:s}", "sandbox_id", es->sandbox_id),
                   &record, err);
     if (rc == 0)
-        info_from_record(((epp_client *)es->client->state)->id, record, out);
+        info_from_record(((epp_client *)es->client->state)->id, record, out, NULL);
     json_decref(record);
     return rc;
 }
@@ -270,9 +292,9 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
 
 /* sandbox.list, page after page while the plugin gives a next_token (at
  * most LIST_PAGES_MAX pages, LIST_ITEMS_MAX sandboxes). */
-static int epp_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count, abx_error **err)
+static int epp_list(abx_client *c, const char *status_filter, abx__listed **items, size_t *count, abx_error **err)
 {
-    abx_sandbox_info *all = NULL;
+    abx__listed *all = NULL;
     size_t kept = 0, cap = 0;
     char token[256] = "";
     int rc = 0;
@@ -289,16 +311,16 @@ static int epp_list(abx_client *c, const char *status_filter, abx_sandbox_info *
             if (!json_is_object(r) || kept >= LIST_ITEMS_MAX)
                 continue;
             if (kept == cap) {
-                abx_sandbox_info *grown = realloc(all, (cap = cap ? cap * 2 : 32) * sizeof *all);
+                abx__listed *grown = realloc(all, (cap = cap ? cap * 2 : 32) * sizeof *all);
                 if (!grown) {
                     rc = abx__error_set(err, ABX_ENOMEM, "list");
                     break;
                 }
                 all = grown;
             }
-            info_from_record(((epp_client *)c->state)->id, r, &all[kept]);
-            if (status_filter && strcmp(all[kept].status, status_filter) != 0)
-                abx_sandbox_info_clear(&all[kept]);
+            info_from_record(((epp_client *)c->state)->id, r, &all[kept].info, all[kept].tenant);
+            if (status_filter && strcmp(all[kept].info.status, status_filter) != 0)
+                abx_sandbox_info_clear(&all[kept].info);
             else
                 kept++;
         }
@@ -311,7 +333,9 @@ static int epp_list(abx_client *c, const char *status_filter, abx_sandbox_info *
             break;
     }
     if (rc < 0) {
-        abx_sandbox_info_list_free(all, kept);
+        for (size_t i = 0; i < kept; i++)
+            abx_sandbox_info_clear(&all[i].info);
+        free(all);
         all = NULL;
         kept = 0;
     }

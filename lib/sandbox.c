@@ -9,6 +9,7 @@
  * empty id E8001; an unknown one E8002 (from the provider).
  */
 #include "provider.h"
+#include "tenant.h"
 #include "config.h"
 #include "error_internal.h"
 #include "parse.h"
@@ -38,7 +39,15 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
     if (!c)
         return abx__error_set(err, ABX_ENOMEM, "client");
     atomic_init(&c->refs, 1);
-    int rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
+    if (opts && opts->tenant && !abx_tenant_valid(opts->tenant)) {
+        free(c);
+        return abx__error_set(err, ABX_EINVAL, "tenant: 1-%u bytes of [A-Za-z0-9._:=-]", ABX_TENANT_MAX);
+    }
+    snprintf(c->tenant, sizeof c->tenant, "%s", opts && opts->tenant ? opts->tenant : "");
+    c->quota = abx__quota_book_new();
+    int rc = c->quota ? 0 : abx__error_set(err, ABX_ENOMEM, "client");
+    if (rc == 0)
+        rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
                                    sizeof c->provider, &c->source, err);
     if (rc == 0 && (strcmp(c->provider, "e2b") == 0 || strcmp(c->provider, "alicloud-express") == 0))
         rc = abx__provider_e2b_attach(c, c->provider, err); /* E2B's protocol, built in */
@@ -64,8 +73,15 @@ void abx_client_free(abx_client *c)
 {
     if (!c || atomic_fetch_sub(&c->refs, 1) > 1)
         return;
-    if (c->ops && c->ops->free_state)
+    if (c->root) { /* a tenant's client: the state is the root's */
+        abx_client_free(c->root);
+    } else if (c->ops && c->ops->free_state) {
         c->ops->free_state(c->state);
+    }
+    for (size_t i = 0; c->tenant_set && c->tenant_set[i]; i++)
+        free(c->tenant_set[i]);
+    free(c->tenant_set);
+    abx__quota_book_free(c->quota);
     free(c);
 }
 int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err)
@@ -90,6 +106,7 @@ int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const 
 const char *abx_client_provider(const abx_client *c) { return c->provider; }
 const char *abx_client_provider_source(const abx_client *c) { return c->source; }
 const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }
+const char *abx_sandbox_tenant(const abx_sandbox *s) { return s->tenant[0] ? s->tenant : NULL; }
 
 abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified)
 {
@@ -109,6 +126,7 @@ void abx_sandbox_free(abx_sandbox *s)
     explicit_bzero(s->envd.token, sizeof s->envd.token);
     if (s->ops && s->ops->free_impl)
         s->ops->free_impl(s->impl);
+    free(s->notes);
     free(s);
 }
 
@@ -147,24 +165,98 @@ static int route(abx_client *c, const char *id, const char **plain, abx_error **
     return 0;
 }
 
+/* Every id c may not reach, and every one that does not exist, answers
+ * with abx__tenant_not_found: the same code and message (providers check
+ * the tenant as early as they can, this is the last word). */
 int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out, abx_error **err)
 {
     *out = NULL;
     const char *plain = NULL;
     int rc = route(c, id, &plain, err);
-    return rc < 0 ? rc : c->ops->connect(c, plain, out, err);
+    if (rc < 0)
+        return rc;
+    abx_error *why = NULL;
+    rc = c->ops->connect(c, plain, out, &why);
+    if (rc == -ABX_ENOTFOUND) {
+        abx_error_free(why);
+        return abx__tenant_not_found(err);
+    }
+    if (rc < 0) {
+        if (err)
+            *err = why;
+        else
+            abx_error_free(why);
+        return rc;
+    }
+    abx_error_free(why);
+    if (!abx__tenant_may_see(c, (*out)->tenant)) {
+        abx_sandbox_free(*out);
+        *out = NULL;
+        return abx__tenant_not_found(err);
+    }
+    return 0;
 }
 
 /* ---- create ------------------------------------------------------------------ */
 
+/* Whether a create of o asks for a network (the lists, else the mode,
+ * else config.toml's default). */
+static bool wants_network(const abx_create_options *o)
+{
+    char def[32];
+    json_t *policy = NULL;
+    if (abx__config_network_default(def, sizeof def, NULL) < 0 ||
+        abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL, def, &policy,
+                              NULL) < 0)
+        return false; /* the provider refuses it */
+    bool on = strcmp(abx__net_policy_mode(policy), "none") != 0;
+    json_decref(policy);
+    return on;
+}
+
+static int check_notes(const char *notes, abx_error **err)
+{
+    if (!notes)
+        return 0;
+    json_t *doc = strlen(notes) <= ABX_NOTES_MAX ? json_loads(notes, 0, NULL) : NULL;
+    bool ok = json_is_object(doc);
+    json_decref(doc);
+    return ok ? 0 : abx__error_set(err, ABX_EINVAL, "notes: a JSON object of at most %u bytes", ABX_NOTES_MAX);
+}
+
 int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     *out = NULL;
-    if (o && o->timeout_s > 86400)
-        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    const char *tenant = NULL;
+    if (o && o->timeout_s > ABX_TIMEOUT_MAX_S)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from %u to %u seconds", ABX_TIMEOUT_MIN_S,
+                              ABX_TIMEOUT_MAX_S);
     abx_limits l = {.memory_mb = o ? o->memory_mb : 0, .cpu_count = o ? o->cpu_count : 0};
     int rc = abx_limits_check(&l, err);
-    return rc < 0 ? rc : c->ops->create(c, o, out, err);
+    if (rc == 0)
+        rc = abx__tenant_for_create(c, &tenant, err);
+    if (rc == 0)
+        rc = check_notes(o ? o->notes_json : NULL, err);
+    bool networked = rc == 0 && wants_network(o);
+    if (rc == 0)
+        rc = abx__quota_reserve(c, networked, err);
+    if (rc < 0)
+        return rc;
+    rc = c->ops->create(c, o, out, err);
+    if (rc == 0)
+        snprintf((*out)->tenant, sizeof (*out)->tenant, "%s", tenant);
+    abx__quota_release(c, networked);
+    return rc;
+}
+
+int abx_sandbox_notes(abx_sandbox *s, char **json, abx_error **err)
+{
+    *json = NULL;
+    if (s->ops->notes)
+        return s->ops->notes(s, json, err);
+    if (!(*json = strdup(s->notes ? s->notes : "{}")))
+        return abx__error_set(err, ABX_ENOMEM, "notes");
+    return 0;
 }
 
 /* ---- info, list, timeout, kill ------------------------------------------------ */
@@ -219,11 +311,21 @@ int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned 
         return abx__error_set(err, ABX_EINVAL, "limit: must be from 1 to 100");
     if (status_filter && strcmp(status_filter, "running") != 0 && strcmp(status_filter, "paused") != 0)
         return abx__error_set(err, ABX_EINVAL, "status: must be running or paused");
-    abx_sandbox_info *all = NULL;
-    size_t n = 0;
-    int rc = c->ops->list(c, status_filter, &all, &n, err);
+    abx__listed *listed = NULL;
+    size_t got = 0, n = 0;
+    int rc = c->ops->list(c, status_filter, &listed, &got, err);
     if (rc < 0)
         return rc;
+    abx_sandbox_info *all = got ? calloc(got, sizeof *all) : NULL;
+    for (size_t i = 0; i < got; i++) {
+        if (all && abx__tenant_may_see(c, listed[i].tenant))
+            all[n++] = listed[i].info;
+        else
+            abx_sandbox_info_clear(&listed[i].info);
+    }
+    free(listed);
+    if (got && !all)
+        return abx__error_set(err, ABX_ENOMEM, "list");
     if (n)
         qsort(all, n, sizeof *all, cmp_started);
     size_t first = offset < n ? offset : n;
@@ -239,17 +341,24 @@ int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned 
     return 0;
 }
 
+static int timeout_range(unsigned seconds, abx_error **err)
+{
+    if (seconds >= ABX_TIMEOUT_MIN_S && seconds <= ABX_TIMEOUT_MAX_S)
+        return 0;
+    return abx__error_set(err, ABX_EINVAL, "timeout: must be from %u to %u seconds", ABX_TIMEOUT_MIN_S,
+                          ABX_TIMEOUT_MAX_S);
+}
+
 int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
 {
-    if (seconds < 1 || seconds > 86400)
-        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
-    return s->ops->set_timeout(s, seconds, err);
+    int rc = timeout_range(seconds, err);
+    return rc < 0 ? rc : s->ops->set_timeout(s, seconds, err);
 }
 
 int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err)
 {
-    if (seconds < 1 || seconds > 86400)
-        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    if (timeout_range(seconds, err) < 0)
+        return -ABX_EINVAL;
     abx_sandbox *s = NULL;
     int rc = abx_sandbox_connect(c, id, &s, err);
     if (rc == 0)
@@ -367,8 +476,8 @@ int abx_sandbox_pause(abx_sandbox *s, abx_error **err)
 
 int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
 {
-    if (timeout_s > 86400)
-        return abx__error_set(err, ABX_EINVAL, "timeout: at most 86400 seconds");
+    if (timeout_s > ABX_TIMEOUT_MAX_S)
+        return abx__error_set(err, ABX_EINVAL, "timeout: at most %u seconds", ABX_TIMEOUT_MAX_S);
     if (!s->ops->pause)
         return abx__error_set(err, ABX_ENOTSUP, "resuming: provider '%s' cannot", s->ops->name);
     return s->ops->pause(s, false, timeout_s, err);
@@ -390,4 +499,71 @@ int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error *
     if (!s->ops->connect_port)
         return abx__error_set(err, ABX_ENOTSUP, "ports: provider '%s' cannot reach them", s->ops->name);
     return s->ops->connect_port(s, port, fd, err);
+}
+
+/* ---- the data plane's endpoints ------------------------------------------------------- */
+
+/* From the envd data plane: its base URL and routing (an E2B host reached
+ * by headers), or the code interpreter's own URL. */
+static int envd_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err)
+{
+    const abx_envd *e = &s->envd;
+    if (!e->base_url[0] || e->unix_socket[0])
+        return abx__error_set(err, ABX_ENOTSUP, "provider '%s' has no data plane to relay", s->ops->name);
+    if (e->route_id[0]) {
+        snprintf(out->url, sizeof out->url, "%s", e->base_url);
+        snprintf(out->headers[0], sizeof out->headers[0], "E2b-Sandbox-Id: %s", e->route_id);
+        snprintf(out->headers[1], sizeof out->headers[1], "E2b-Sandbox-Port: %u", port);
+    } else if (port == ABX_PORT_ENVD) {
+        snprintf(out->url, sizeof out->url, "%s", e->base_url);
+    } else if (port == ABX_PORT_CODE && e->code_url[0]) {
+        snprintf(out->url, sizeof out->url, "%s", e->code_url);
+    } else {
+        return abx__error_set(err, ABX_ENOTSUP, "provider '%s': port %u cannot be relayed", s->ops->name, port);
+    }
+    snprintf(out->token, sizeof out->token, "%s", e->token);
+    return 0;
+}
+
+int abx_sandbox_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (port < 1 || port > 65535)
+        return abx__error_set(err, ABX_EINVAL, "port: expected 1-65535");
+    return s->ops->endpoint ? s->ops->endpoint(s, port, out, err) : envd_endpoint(s, port, out, err);
+}
+
+int abx_sandbox_socket(abx_sandbox *s, int *fd, abx_error **err)
+{
+    *fd = -1;
+    if (!s->ops->socket)
+        return abx__error_set(err, ABX_ENOTSUP, "provider '%s' makes no sockets in its sandboxes: use its endpoint URL",
+                              s->ops->name);
+    return s->ops->socket(s, fd, err);
+}
+
+/* ---- templates ---------------------------------------------------------------------------- */
+
+int abx_template_exists(abx_client *c, const char *name, abx_error **err)
+{
+    if (!name || !*name || strlen(name) > 64)
+        return abx__error_set(err, ABX_EINVAL, "template: a name of 1-64 characters");
+    if (c->ops->template_exists)
+        return c->ops->template_exists(c, name, err);
+    if (strcmp(name, "base") == 0)
+        return 0;
+    return abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
+}
+
+int abx_templates(abx_client *c, char **json, abx_error **err)
+{
+    *json = NULL;
+    json_t *list = NULL;
+    int rc = c->ops->template_list ? c->ops->template_list(c, &list, err) : 0;
+    if (rc == 0 && !list)
+        list = json_pack("[{s:s}]", "name", "base");
+    if (rc == 0 && !(*json = json_dumps(list, JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "templates");
+    json_decref(list);
+    return rc;
 }

@@ -55,28 +55,12 @@ int mcp_session_init(mcp_session *s, const char *template_name, const char *prov
     int rc = mcp_output_limit_get(&s->output_limit, err);
     if (rc < 0)
         return rc;
-    abx_client_options o = {.cli_provider = provider};
+    abx_client_options o = {.cli_provider = provider, .tenant = s->tenant[0] ? s->tenant : NULL};
     return abx_client_new(&o, &s->client, err);
 }
 
-bool mcp_session_may_see(const mcp_session *s, const char *metadata_json)
-{
-    if (!s->tenant[0])
-        return true;
-    json_t *m = metadata_json ? json_loads(metadata_json, 0, NULL) : NULL;
-    const char *t = json_string_value(json_object_get(m, MCP_TENANT_KEY));
-    bool mine = t && strcmp(t, s->tenant) == 0;
-    json_decref(m);
-    return mine;
-}
-
-/* The answer for an id that does not exist (or is another tenant's). */
-static int no_such_sandbox(abx_error **err)
-{
-    return fail(err, ABX_ENOTFOUND);
-}
-
-/* Connects to an id the session did not create, if its tenant may reach it. */
+/* Connects to an id the session did not create (libabx answers another
+ * tenant's id as one that does not exist). */
 static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, abx_sandbox_info *info, bool *have_info,
                             abx_error **err)
 {
@@ -85,14 +69,7 @@ static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, a
     if (rc < 0)
         return rc;
     *have_info = abx_sandbox_get_info(*out, info, NULL) == 0;
-    if (!s->tenant[0] || (*have_info && mcp_session_may_see(s, info->metadata_json)))
-        return 0;
-    if (*have_info)
-        abx_sandbox_info_clear(info);
-    *have_info = false;
-    abx_sandbox_free(*out);
-    *out = NULL;
-    return no_such_sandbox(err);
+    return 0;
 }
 
 static void box_free(mcp_sandbox *b)
@@ -154,11 +131,7 @@ static mcp_sandbox *find_locked(mcp_session *s, const char *id)
 
 static int create_box(mcp_session *s, const mcp_create_args *a, mcp_sandbox **out, abx_error **err)
 {
-    char tag[sizeof MCP_TENANT_KEY + sizeof s->tenant + 1];
-    snprintf(tag, sizeof tag, "%s=%s", MCP_TENANT_KEY, s->tenant);
-    const char *metadata[] = {tag, NULL};
     abx_create_options o = {
-        .metadata = s->tenant[0] ? metadata : NULL,
         .template_id = a && a->template_name ? a->template_name : s->template_name,
         .timeout_s = a && a->timeout_s ? a->timeout_s : ABX_DEFAULT_TIMEOUT_S,
         .envs = a ? a->envs : NULL,

@@ -35,9 +35,9 @@ typedef struct mcp_session {
     bool creating_default;
     bool ended;
     /* The tenant the session acts for ("" on STDIO: the user's own
-     * sandboxes). With a tenant, the session creates sandboxes tagged with
-     * it (metadata MCP_TENANT_KEY) and sees, uses, re-times and kills only
-     * those: any other id answers as one that does not exist. */
+     * sandboxes), its client's (libabx): it sees, uses, re-times and kills
+     * only that tenant's sandboxes; any other id answers as one that does
+     * not exist. */
     char tenant[80];
     /* Bytes of each output stream a result shows (text.h's policy):
      * ABX_MCP_OUTPUT_LIMIT, else config.toml [mcp] output_limit, else
@@ -45,15 +45,10 @@ typedef struct mcp_session {
     size_t output_limit;
 } mcp_session;
 
-#define MCP_TENANT_KEY "abx.tenant"
-
 /* Creates a session using template_name for sandboxes it creates, acting
  * for tenant (NULL or "": no tenant). */
 int mcp_session_init(mcp_session *s, const char *template_name, const char *provider, const char *tenant,
                      abx_error **err);
-/* Whether a sandbox with these metadata (a JSON object) belongs to the
- * session's tenant; always true without a tenant. */
-bool mcp_session_may_see(const mcp_session *s, const char *metadata_json);
 /* Destroys every sandbox the session created, then frees the session. */
 void mcp_session_end(mcp_session *s);
 

@@ -16,6 +16,7 @@
  * stack trace, and a validation error names its field without echoing it.
  */
 #include "tools.h"
+#include "parse.h"
 #include "bounds.h"
 #include "kernel.h"
 #include "text.h"
@@ -508,9 +509,7 @@ static json_t *iso_time(long long t)
     if (t <= 0)
         return json_null();
     char buf[32];
-    time_t tt = (time_t)t;
-    struct tm tm;
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tt, &tm));
+    abx__rfc3339(t, buf, sizeof buf);
     return json_string(buf);
 }
 
@@ -565,10 +564,10 @@ static bool arg_network(mcp_call *c, abx_net_egress *out, arg_fail *f)
     return false;
 }
 
-static bool template_known(const char *name)
+/* The provider's answer (a remote host's templates, not this machine's). */
+static bool template_known(mcp_call *c, const char *name)
 {
-    char tree[4096];
-    return abx__template_builtin(name) || abx__template_root(name, tree, sizeof tree) == 0;
+    return abx_template_exists(c->session->client, name, NULL) == 0;
 }
 
 static json_t *tool_create_sandbox(mcp_call *c)
@@ -584,8 +583,8 @@ static json_t *tool_create_sandbox(mcp_call *c)
         !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
         !arg_int(c, "memory", 16, max.memory_mb, 0, &memory, false, &f) ||
         !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f) ||
-        (tmpl && *tmpl && !template_known(tmpl) &&
-         !fail_arg(&f, "template", "must be a template this server has: base, code-interpreter-v1 or one "
+        (tmpl && *tmpl && !template_known(c, tmpl) &&
+         !fail_arg(&f, "template", "must be a template the provider has: base, code-interpreter-v1 or one "
                                    "'abx template list' shows"))) {
         free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
@@ -935,28 +934,17 @@ static json_t *tool_kill_sandbox(mcp_call *c)
     return ok(json_pack("{s:b}", "success", 1));
 }
 
-/* Appends to arr the sandboxes the session may see, offset and limit
- * counted among those only (a tenant's listing pages through its own). */
+/* Appends to arr a page of the sandboxes the session's client sees (its
+ * tenant's only: libabx filters). */
 static int list_visible(mcp_session *ses, const char *status, size_t limit, size_t offset, json_t *arr, abx_error **err)
 {
-    size_t seen = 0;
-    for (unsigned page = 0;; page += 100) {
-        abx_sandbox_info *items = NULL;
-        size_t n = 0;
-        unsigned want = ses->tenant[0] ? 100 : (unsigned)limit, at = ses->tenant[0] ? page : (unsigned)offset;
-        int rc = abx_list(ses->client, status, want, at, &items, &n, err);
-        if (rc < 0)
-            return rc;
-        for (size_t i = 0; i < n && json_array_size(arr) < limit; i++) {
-            if (!mcp_session_may_see(ses, items[i].metadata_json))
-                continue;
-            if (!ses->tenant[0] || seen++ >= offset)
-                json_array_append_new(arr, sandbox_meta(&items[i]));
-        }
-        abx_sandbox_info_list_free(items, n);
-        if (!ses->tenant[0] || n < 100 || json_array_size(arr) >= limit)
-            return 0;
-    }
+    abx_sandbox_info *items = NULL;
+    size_t n = 0;
+    int rc = abx_list(ses->client, status, (unsigned)limit, (unsigned)offset, &items, &n, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        json_array_append_new(arr, sandbox_meta(&items[i]));
+    abx_sandbox_info_list_free(items, n);
+    return rc;
 }
 
 static json_t *tool_list_sandboxes(mcp_call *c)
@@ -993,11 +981,7 @@ static json_t *tool_get_sandbox(mcp_call *c)
     abx_sandbox_info info;
     int rc;
     if (id) {
-        rc = abx_get_info_by_id(c->session->client, id, &info, &err);
-        if (rc == 0 && !mcp_session_may_see(c->session, info.metadata_json)) {
-            abx_sandbox_info_clear(&info); /* another tenant's: as if it did not exist */
-            rc = -ABX_ENOTFOUND;
-        }
+        rc = abx_get_info_by_id(c->session->client, id, &info, &err); /* another tenant's: E8002 */
     } else {
         rc = use_sandbox(c, NULL, false, false, &b, &err);
         if (rc == 0) {

@@ -19,6 +19,7 @@
  * another token's), protocol version header (400).
  */
 #include "transport_http.h"
+#include "http_listener.h"
 #include "buf.h"
 #include "text.h"
 #include "bounds.h"
@@ -63,20 +64,8 @@ typedef struct http_session {
     bool ended;
 } http_session;
 
-/* One TCP connection, from accept to close (NOTIFY_CONNECTION): until the
- * headers of its current request are in, it is on a deadline. */
-typedef struct http_conn {
-    int fd;
-    uint64_t since_ms;     /* accept, or the end of its last request */
-    bool headers_in;       /* the access handler has seen this request */
-    struct http_conn *next;
-} http_conn;
-
 typedef struct http_server {
     const mcp_http_config *cfg;
-    pthread_mutex_t conn_mu;
-    http_conn *conns;      /* live connections (conn_mu) */
-    unsigned header_deadline_s;
     size_t ntokens;
     char listen_host[256];
     pthread_mutex_t mu;
@@ -262,22 +251,17 @@ static void session_end(http_session *hs)
     free(hs);
 }
 
-/* The tenant a token stands for: "t" + the first 128 bits of its SHA-256
- * (the token itself is never stored with a sandbox); "noauth" when the
- * server runs without authentication. */
+/* The tenant a token stands for (abx_tenant_from_secret: the token itself
+ * is never stored with a sandbox); "noauth" when the server runs without
+ * authentication. */
 static void tenant_of(const http_server *s, int token, char *out, size_t len)
 {
-    if (token < 0) {
-        snprintf(out, len, "noauth");
-        return;
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    const char *t = s->cfg->tokens[token];
-    EVP_Digest(t, strlen(t), md, &mdlen, EVP_sha256(), NULL);
-    size_t o = (size_t)snprintf(out, len, "t");
-    for (unsigned i = 0; i < 16 && i < mdlen && o + 3 <= len; i++)
-        o += (size_t)snprintf(out + o, len - o, "%02x", md[i]);
+    char t[34];
+    if (token < 0)
+        snprintf(t, sizeof t, "noauth");
+    else
+        abx_tenant_from_secret(s->cfg->tokens[token], t);
+    snprintf(out, len, "%s", t);
 }
 
 /* Creates a session bound to token; NULL when the limit is reached. */
@@ -366,76 +350,11 @@ static void session_kill(http_server *s, http_session *hs)
     session_put(s, hs);
 }
 
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    http_server *s = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        http_conn *hc = calloc(1, sizeof *hc);
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!hc)
-            return;
-        hc->fd = ci ? ci->connect_fd : -1;
-        hc->since_ms = now_ms();
-        pthread_mutex_lock(&s->conn_mu);
-        hc->next = s->conns;
-        s->conns = hc;
-        pthread_mutex_unlock(&s->conn_mu);
-        *socket_context = hc;
-        return;
-    }
-    http_conn *hc = *socket_context;
-    pthread_mutex_lock(&s->conn_mu);
-    for (http_conn **p = &s->conns; hc && *p; p = &(*p)->next) {
-        if (*p == hc) {
-            *p = hc->next;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&s->conn_mu);
-    free(hc);
-    *socket_context = NULL;
-}
-
-/* Marks the connection's request as having its headers in (in = true), or
- * starts the deadline for the next one (in = false). */
-static void connection_headers(http_server *s, struct MHD_Connection *c, bool in)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    http_conn *hc = ci ? ci->socket_context : NULL;
-    if (!hc)
-        return;
-    pthread_mutex_lock(&s->conn_mu);
-    hc->headers_in = in;
-    if (!in)
-        hc->since_ms = now_ms();
-    pthread_mutex_unlock(&s->conn_mu);
-}
-
-/* Cuts connections that took longer than the deadline to send a request's
- * headers (a slow loris holding a connection slot before any auth). The
- * fd is shut down, not closed: libmicrohttpd's thread sees the end and
- * closes it, and the CLOSED notification (same lock) removes the entry
- * before the fd can be reused. */
-static void sweep_slow_headers(http_server *s)
-{
-    uint64_t now = now_ms(), limit = (uint64_t)s->header_deadline_s * 1000u;
-    pthread_mutex_lock(&s->conn_mu);
-    for (http_conn *hc = s->conns; hc; hc = hc->next) {
-        if (!hc->headers_in && hc->fd >= 0 && now - hc->since_ms >= limit) {
-            shutdown(hc->fd, SHUT_RDWR);
-            hc->fd = -1;
-        }
-    }
-    pthread_mutex_unlock(&s->conn_mu);
-}
-
 static void *reaper(void *arg)
 {
     http_server *s = arg;
     for (;;) {
         sleep(1);
-        sweep_slow_headers(s);
         uint64_t now = now_ms();
         http_session *expired = NULL;
         pthread_mutex_lock(&s->mu);
@@ -792,7 +711,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     http_server *s = cls;
     http_req *rq = *con_cls;
     if (!rq) {
-        connection_headers(s, c, true);
         if (!headers_unambiguous(c))
             return reply_error(c, 400, -32600, "Bad request: a duplicate Host or conflicting Content-Length");
         if (strcmp(url, "/mcp") != 0)
@@ -830,7 +748,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
     (void)t;
-    connection_headers(cls, c, false); /* the next request on it is on the clock */
+    (void)cls;
+    (void)c;
     http_req *rq = *con_cls;
     if (rq) {
         abx__buf_free(&rq->body);
@@ -840,59 +759,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 
 /* ---- start and stop ------------------------------------------------------------------ */
-
-static bool is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6)
-        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-    return false;
-}
-
-/* Binds listen ("HOST:PORT", "[V6]:PORT"); fills the printable host. */
-static int bind_listen(http_server *s, int *fd_out, bool *loopback, int *port_out, abx_error **err)
-{
-    const char *spec = s->cfg->listen && *s->cfg->listen ? s->cfg->listen : "127.0.0.1:8080";
-    char host[256], port[16];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec || strlen(colon + 1) >= sizeof port)
-        return abx__error_set(err, ABX_EINVAL, "--listen: expected HOST:PORT");
-    size_t hl = (size_t)(colon - spec);
-    if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']')
-        snprintf(host, sizeof host, "%.*s", (int)(hl - 2), spec + 1);
-    else
-        snprintf(host, sizeof host, "%.*s", (int)hl, spec);
-    snprintf(port, sizeof port, "%s", colon + 1);
-    unsigned port_number = 0;
-    if (abx__parse_uint(port, 0, 65535, &port_number) < 0)
-        return abx__error_set(err, ABX_EINVAL, "--listen: the port must be a number from 0 to 65535");
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
-        return abx__error_set(err, ABX_EINVAL, "--listen: cannot resolve the address");
-    *loopback = is_loopback(ai->ai_addr);
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 256) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        return abx__error_errno(err, e == EADDRINUSE ? ABX_ELIMIT : ABX_ESYS, e, "listening");
-    }
-    freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                               : ((struct sockaddr_in *)&ss)->sin_port);
-    bool wildcard = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || !*host;
-    snprintf(s->listen_host, sizeof s->listen_host, "%s", wildcard ? "" : host);
-    *fd_out = fd;
-    return 0;
-}
 
 int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
 {
@@ -905,67 +771,38 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     s.max_sessions = cfg->max_sessions ? cfg->max_sessions : 256;
     s.sessions = calloc(s.max_sessions, sizeof *s.sessions);
     pthread_mutex_init(&s.mu, NULL);
-    int fd = -1, port = 0;
-    bool loopback = false;
-    int rc = s.sessions ? bind_listen(&s, &fd, &loopback, &port, err) : -ABX_ENOMEM;
+    if (!s.sessions)
+        return abx__error_set(err, ABX_ENOMEM, "sessions");
+    int sigfd = abx__stop_signals_block();
+    /* a client that stops sending loses its connection after IDLE_CONNECTION_S,
+     * one that takes longer than HEADER_DEADLINE_S to send a request's
+     * headers (a slow loris, before any auth) at once; ABX_MCP_CONNECTION_TIMEOUT,
+     * ABX_MCP_HEADER_TIMEOUT and ABX_MCP_CLIENT_CONNECTIONS change them */
+    abx_http_service svc = {.listen = cfg->listen && *cfg->listen ? cfg->listen : "127.0.0.1:8080",
+                            .handler = on_request, .handler_cls = &s, .completed = on_completed,
+                            .env_prefix = "ABX_MCP", .idle_s = IDLE_CONNECTION_S,
+                            .header_deadline_s = HEADER_DEADLINE_S, .per_client = PER_CLIENT_CONNECTIONS,
+                            .max_connections = 1024};
+    abx_http_listener *listener = NULL;
+    int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd") : abx__http_start(&svc, &listener, err);
+    if (rc == 0 && !abx__http_loopback(listener) && s.ntokens == 0)
+        rc = abx__error_set(err, ABX_EAUTH,
+                            "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
+                            "or --auth-token-file)");
     if (rc < 0) {
+        abx__http_stop(listener);
+        if (sigfd >= 0)
+            close(sigfd);
         free(s.sessions);
         return rc;
     }
-    if (!loopback && s.ntokens == 0) {
-        close(fd);
-        free(s.sessions);
-        return abx__error_set(err, ABX_EAUTH,
-                              "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
-                              "or --auth-token-file)");
-    }
-    if (!abx__mhd()) {
-        close(fd);
-        free(s.sessions);
-        return abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
-    }
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    /* a client that stops sending (slow loris) loses its connection after
-     * this long; ABX_MCP_CONNECTION_TIMEOUT (seconds) changes it */
-    unsigned idle_s = IDLE_CONNECTION_S;
-    const char *idle_env = getenv("ABX_MCP_CONNECTION_TIMEOUT");
-    if (idle_env && abx__parse_uint(idle_env, 1, 3600, &idle_s) < 0)
-        idle_s = IDLE_CONNECTION_S;
-    s.header_deadline_s = HEADER_DEADLINE_S;
-    const char *hd_env = getenv("ABX_MCP_HEADER_TIMEOUT");
-    if (hd_env && abx__parse_uint(hd_env, 1, 3600, &s.header_deadline_s) < 0)
-        s.header_deadline_s = HEADER_DEADLINE_S;
-    pthread_mutex_init(&s.conn_mu, NULL);
-    unsigned per_client = PER_CLIENT_CONNECTIONS;
-    const char *pc_env = getenv("ABX_MCP_CLIENT_CONNECTIONS");
-    if (pc_env && abx__parse_uint(pc_env, 1, 1024, &per_client) < 0)
-        per_client = PER_CLIENT_CONNECTIONS;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, &s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!d || sigfd < 0) {
-        close(fd);
-        free(s.sessions);
-        return abx__error_set(err, ABX_ESYS, "starting the HTTP server");
-    }
+    const char *host = abx__http_host(listener);
+    snprintf(s.listen_host, sizeof s.listen_host, "%s", strcmp(host, "0.0.0.0") == 0 ? "" : host);
     pthread_t reaper_thread;
     pthread_create(&reaper_thread, NULL, reaper, &s);
-    fprintf(stderr, "abx mcp: listening on http://%s:%d/mcp%s\n",
-            s.listen_host[0] ? (strchr(s.listen_host, ':') ? "[::1]" : s.listen_host) : "0.0.0.0", port,
-            s.ntokens ? " (Bearer token required)" : "");
-    struct pollfd p = {.fd = sigfd, .events = POLLIN};
-    while (poll(&p, 1, -1) < 0 && errno == EINTR)
-        ;
+    fprintf(stderr, "abx mcp: listening on http://%s:%d/mcp%s\n", strchr(host, ':') ? "[::1]" : host,
+            abx__http_port(listener), s.ntokens ? " (Bearer token required)" : "");
+    abx__stop_signal_wait(sigfd);
     fprintf(stderr, "abx mcp: shutting down: ending %zu session(s) and their sandboxes\n", s.nsessions);
     pthread_mutex_lock(&s.mu);
     s.stopping = true;
@@ -980,11 +817,10 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     for (size_t i = 0; all && i < n; i++) /* cancels calls, destroys sandboxes, answers waiting requests */
         mcp_server_shutdown(all[i]->srv);
     pthread_join(reaper_thread, NULL);
-    MHD_stop_daemon(d);
+    abx__http_stop(listener);
     for (size_t i = 0; all && i < n; i++)
         session_put(&s, all[i]);
     free(all);
     free(s.sessions);
-    close(sigfd);
     return 0;
 }

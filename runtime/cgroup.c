@@ -414,7 +414,7 @@ void abx__cgroup_sweep_stale(unsigned grace_s)
     }
 }
 
-void abx__cgroup_reap_id(const char *id)
+void abx__cgroup_reap_name(const char *id)
 {
     abx_cgroup cg;
     memset(&cg, 0, sizeof cg);

@@ -32,8 +32,9 @@ unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg);
 /* Removes the cgroups of sandboxes whose supervisor died without cleaning
  * up: empty leaves created at least grace_s seconds ago. */
 void abx__cgroup_sweep_stale(unsigned grace_s);
-/* Kills what is left in sandbox id's cgroups and removes them. */
-void abx__cgroup_reap_id(const char *id);
+/* Kills what is left in the cgroups named name (a sandbox's host name,
+ * abx_jail_config.host_name) and removes them. */
+void abx__cgroup_reap_name(const char *name);
 /* Freezes (stops every process, memory kept) or thaws the cgroup, and
  * waits until it is so: v2 cgroup.freeze, v1 the freezer leaf. E8004
  * where the host has no freezer. */

@@ -8,6 +8,8 @@
  *                 {"op":"spawned","seq":N,"code":8009,"message":"..."}
  *   shim -> init  {"op":"signal","pid":P,"sig":S}  (sent to P's process group)
  *   init -> shim  {"op":"exit","pid":P,"status":W}  (W: a wait status)
+ *   shim -> init  {"op":"killall","seq":N}  every process but init is killed and reaped
+ *   init -> shim  {"op":"killed","seq":N}
  * When the shim's end closes, init exits, which ends the pid namespace.
  */
 #ifndef ABX_INIT_PROTO_H

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +215,34 @@ static void handle_spawn(int ctl, json_t *msg, const int fds[3], bool full_id_ra
     free(r);
 }
 
+/* Every process of the sandbox but init: SIGKILL to all of them at once
+ * (kill(-1) from a namespace's init spares only init; a process being
+ * forked meanwhile is not made), then reaps them, reporting each exit as
+ * usual, until none is left or KILLALL_WAIT_MS passed; then "killed". */
+#define KILLALL_WAIT_MS 3000
+static void kill_all(int ctl, json_int_t seq)
+{
+    (void)kill(-1, SIGKILL); /* ESRCH: there was nobody */
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid > 0) {
+            send_json(ctl, json_pack("{s:s, s:i, s:i}", "op", "exit", "pid", (int)pid, "status", st));
+            continue;
+        }
+        if (pid < 0 && errno == ECHILD)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 > KILLALL_WAIT_MS)
+            break;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    send_json(ctl, json_pack("{s:s, s:I}", "op", "killed", "seq", seq));
+}
+
 static void handle_message(int ctl, const char *text, const int fds[3], int nfds, bool full_id_range, bool root_caps)
 {
     json_t *msg = json_loads(text, 0, NULL);
@@ -225,6 +254,8 @@ static void handle_message(int ctl, const char *text, const int fds[3], int nfds
         int sig = (int)json_integer_value(json_object_get(msg, "sig"));
         if (pid > 1 && sig > 0 && sig < NSIG && kill(-pid, sig) < 0)
             kill(pid, sig);
+    } else if (op && strcmp(op, "killall") == 0) {
+        kill_all(ctl, json_integer_value(json_object_get(msg, "seq")));
     }
     json_decref(msg);
 }

@@ -536,7 +536,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         return rc;
     if (full_id_range && (rc = abx__uid_range_take(&jail->host_id_base, &jail->uid_range_fd, err)) < 0)
         return rc;
-    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->id, &cfg->limits, cfg->argv == NULL, err)) < 0) {
+    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->host_name ? cfg->host_name : cfg->id, &cfg->limits, cfg->argv == NULL, err)) < 0) {
         abx__jail_release_ids(jail);
         return rc;
     }

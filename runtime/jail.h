@@ -15,6 +15,10 @@
 
 typedef struct abx_jail_config {
     const char *id;          /* sandbox id; also the hostname */
+    /* The sandbox's name on the host (its cgroups): one that does not tell
+     * its id to other host users, who can read every process's cgroup in
+     * /proc. NULL: the id. */
+    const char *host_name;
     abx_limits limits;
     const char *const *argv; /* the command, resolved with the sandbox's PATH; NULL for a
                                 persistent sandbox whose init serves abx__jail's control socket */

@@ -153,6 +153,14 @@ static int pool_of(char cidr[32], uint32_t *base, unsigned *slots, abx_error **e
     return 0;
 }
 
+unsigned abx__netf_pool_slots(void)
+{
+    char cidr[32];
+    uint32_t base = 0;
+    unsigned slots = 0;
+    return pool_of(cidr, &base, &slots, NULL) == 0 ? slots : 0;
+}
+
 static unsigned long netns_inode(void)
 {
     struct stat st;
@@ -166,7 +174,7 @@ int abx__netf_claim(const char *id, abx_net_slot *n, abx_error **err)
     int rc = pool_of(n->pool, &base, &slots, err);
     if (rc < 0)
         return rc;
-    if (mkdir("/run/abx", 0755) < 0 && errno != EEXIST)
+    if (mkdir("/run/abx", 0700) < 0 && errno != EEXIST)
         return abx__error_errno(err, ABX_EPERM, errno, "network: /run/abx (sandbox networking needs root)");
     if (mkdir(NET_DIR, 0700) < 0 && errno != EEXIST)
         return abx__error_errno(err, ABX_EPERM, errno, "network: " NET_DIR);

@@ -23,6 +23,8 @@ typedef struct abx_net_slot {
 /* A libnftables context, or NULL when the library is missing. */
 struct nft_ctx *abx__netf_ctx(void);
 void abx__netf_ctx_free(struct nft_ctx *c);
+/* How many sandboxes the pool has addresses for (0: ABX_NET_POOL is wrong). */
+unsigned abx__netf_pool_slots(void);
 /* Takes a free /30 of the pool for sandbox id. */
 int abx__netf_claim(const char *id, abx_net_slot *s, abx_error **err);
 void abx__netf_release(unsigned slot);

@@ -53,18 +53,12 @@ uint64_t abx__shim_now_ms(void)
     return abx__now_ns() / 1000000ull;
 }
 
-static void rfc3339(time_t t, char out[32])
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 json_t *abx__shim_info_locked(shim *sh)
 {
     char started[32], end[32];
-    rfc3339(sh->started_at, started);
-    rfc3339(sh->end_at, end);
+    abx__rfc3339((long long)sh->started_at, started, sizeof started);
+    abx__rfc3339((long long)sh->end_at, end, sizeof end);
     json_t *names = json_array();
     const char *k;
     json_t *v;
@@ -182,13 +176,24 @@ static void to_foreground(shim *sh)
         abx__cgroup_set_background(&sh->jail.cgroup, false, NULL);
 }
 
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, abx_error **err)
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token, abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
-    int rc = 0;
+    bool waiting = sh->standby && !sh->ending;
+    pthread_mutex_unlock(&sh->mu);
+    if (!waiting)
+        return abx__error_set(err, ABX_EINVAL, "the sandbox is not waiting to be claimed");
+    /* whatever was started in it while it stood by goes: its first user
+     * gets a fresh process tree and a token nobody held before */
+    int rc = abx__shim_kill_all(sh, err);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&sh->mu);
     if (!sh->standby || sh->ending)
         rc = abx__error_set(err, ABX_EINVAL, "the sandbox is not waiting to be claimed");
     if (rc == 0) {
+        explicit_bzero(sh->token, sizeof sh->token);
+        snprintf(sh->token, sizeof sh->token, "%s", token);
         json_decref(sh->envs);
         json_decref(sh->metadata);
         sh->envs = json_incref(envs);
@@ -318,6 +323,11 @@ static int read_config(shim *sh, abx_error **err)
     const char *id = json_string_value(json_object_get(cfg, "sandbox_id"));
     const char *tmpl = json_string_value(json_object_get(cfg, "template"));
     snprintf(sh->id, sizeof sh->id, "%s", id ? id : "");
+    const char *host_name = json_string_value(json_object_get(cfg, "host_name"));
+    snprintf(sh->host_name, sizeof sh->host_name, "%s",
+             host_name && strlen(host_name) < sizeof sh->host_name && strspn(host_name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(host_name) && *host_name
+                 ? host_name
+                 : sh->id);
     snprintf(sh->template_name, sizeof sh->template_name, "%s", tmpl ? tmpl : "base");
     const char *troot = json_string_value(json_object_get(cfg, "template_root"));
     snprintf(sh->template_root, sizeof sh->template_root, "%s", troot ? troot : "");
@@ -360,20 +370,30 @@ static int read_config(shim *sh, abx_error **err)
     return 0;
 }
 
+/* The data plane's socket, $state_dir/envd.sock, bound through a
+ * descriptor of the directory: the name the kernel keeps for it (and shows
+ * every host user in /proc/net/unix) is "/proc/self/fd/N/envd.sock",
+ * which names no sandbox. */
 static int listen_socket(shim *sh, abx_error **err)
 {
+    int dirfd = open(sh->state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "opening the state directory");
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/envd.sock", sh->state_dir);
-    if (n < 0 || (size_t)n >= sizeof sa.sun_path)
-        return abx__error_set(err, ABX_ECONFIG, "ABX_HOME is too long for a socket path");
+    snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/envd.sock", dirfd);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return abx__error_errno(err, ABX_ESYS, errno, "socket");
+    if (fd < 0) {
+        int e = errno;
+        close(dirfd);
+        return abx__error_errno(err, ABX_ESYS, e, "socket");
+    }
     mode_t old = umask(077);
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
+    int e = errno;
+    close(dirfd);
     if (rc < 0 || listen(fd, 128) < 0) {
-        int e = errno;
+        e = rc < 0 ? e : errno;
         close(fd);
         return abx__error_errno(err, ABX_EIO, e, "binding the data-plane socket");
     }
@@ -392,7 +412,7 @@ static int start(shim *sh, abx_error **err)
     /* blocking: a reconciling abx holds it only for a moment */
     if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX) < 0)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
-    abx_jail_config cfg = {.id = sh->id, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
+    abx_jail_config cfg = {.id = sh->id, .host_name = sh->host_name, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
                            .as_root = true, .template_root = sh->template_root[0] ? sh->template_root : NULL,
                            .root_caps = sh->template_root[0] != '\0'};
     if (runs_in_background(sh))
@@ -543,8 +563,11 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
 
 int abx__shim_main(int argc, char **argv)
 {
-    if (argc != 2 || fcntl(READY_FD, F_GETFD) < 0) {
-        fprintf(stderr, "abx-shim: started by abx only (abx-shim STATE_DIR, ready pipe on fd 3)\n");
+    (void)argv;
+    const char *state_dir = getenv("ABX_SHIM_STATE_DIR");
+    if (argc != 1 || !state_dir || !*state_dir || strlen(state_dir) >= sizeof ((shim *)0)->state_dir ||
+        fcntl(READY_FD, F_GETFD) < 0) {
+        fprintf(stderr, "abx-shim: started by abx only (ABX_SHIM_STATE_DIR set, ready pipe on fd 3)\n");
         return 2;
     }
     if (getenv("ABX_SHIM_BACKGROUND")) /* a standby sandbox: from the start (see runs_in_background) */
@@ -562,7 +585,7 @@ int abx__shim_main(int argc, char **argv)
     static shim sh; /* the one shim of this process; its threads share it */
     memset(&sh, 0, sizeof sh);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;
-    snprintf(sh.state_dir, sizeof sh.state_dir, "%s", argv[1]);
+    snprintf(sh.state_dir, sizeof sh.state_dir, "%s", state_dir);
     sh.ring_pool = ABX_BOUND_SHIM_RINGS;
     pthread_mutex_init(&sh.mu, NULL);
     pthread_mutex_init(&sh.code_mu, NULL);

@@ -88,6 +88,7 @@ typedef struct abx_watchers abx_watchers;
 
 typedef struct shim {
     char id[32];
+    char host_name[32];  /* its cgroups' name on the host (config "host_name", else the id) */
     char state_dir[512];
     char token[80];
     char template_name[64];
@@ -140,7 +141,7 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
 /* Hands a standby sandbox to its first user: a fresh lifetime of timeout
  * seconds from now, the create's envs and metadata (string maps; the shim
  * takes its own references). E8001 when it is not standby (claimed once). */
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, abx_error **err);
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token, abx_error **err);
 /* Applies a new network policy (normal form): gives the sandbox its
  * network the first time it is not "none". */
 int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err);
@@ -203,6 +204,9 @@ size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream);
 void abx__shim_wake(shim *sh);
 /* Event loop helpers: handle a message from init; read one output fd. */
 void abx__shim_on_init_message(shim *sh, json_t *msg);
+/* Kills every process in the sandbox but its init and waits until they
+ * are reaped (a claimed standby starts with nothing of what ran before). */
+int abx__shim_kill_all(shim *sh, abx_error **err);
 void abx__shim_on_output(shim *sh, int fd);
 
 /* shim_http.c */

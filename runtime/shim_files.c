@@ -17,6 +17,7 @@
  * belong to that user.
  */
 #include "shim_files.h"
+#include "parse.h"
 #include "error_internal.h"
 
 #include <dirent.h>
@@ -246,9 +247,7 @@ static json_t *entry_info(shim *sh, int dirfd, const char *name, const char *abs
         if (tfd >= 0)
             close(tfd);
     }
-    struct tm tm;
-    gmtime_r(&st.st_mtim.tv_sec, &tm);
-    strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    abx__rfc3339((long long)st.st_mtim.tv_sec, mtime, sizeof mtime);
     snprintf(size, sizeof size, "%lld", (long long)st.st_size);
     const char *slash = strrchr(abs_path, '/');
     json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "name",

@@ -13,7 +13,9 @@
  *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range: bytes=A-B)
  *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
  *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
- *   POST /abx/claim {timeout, envs, metadata}         a standby sandbox's first user (warm pool)
+ *   POST /abx/claim {timeout, envs, metadata, token}  a standby sandbox's first user (warm pool):
+ *                                                      nothing that ran before survives it, and
+ *                                                      the token is the sandbox's from then on
  *   POST /abx/network {mode, allow_out, deny_out}      a new network policy (netpolicy.h), now
  *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
  *   POST /execute, GET|POST /contexts, DELETE /contexts/ID, POST /contexts/ID/restart
@@ -781,12 +783,14 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
     if (strcmp(url, "/abx/claim") == 0) {
         json_t *t = json_object_get(req, "timeout"), *envs = json_object_get(req, "envs"),
                *meta = json_object_get(req, "metadata");
-        if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400 ||
-            !json_is_object(envs) || !json_is_object(meta) || !abx__shim_string_map_ok(envs) ||
-            !abx__shim_string_map_ok(meta))
-            return send_error(c, ABX_EINVAL, "claim: timeout 1-86400, envs and metadata string maps");
+        const char *token = json_string_value(json_object_get(req, "token"));
+        if (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S ||
+            json_integer_value(t) > ABX_TIMEOUT_MAX_S || !json_is_object(envs) || !json_is_object(meta) ||
+            !abx__shim_string_map_ok(envs) || !abx__shim_string_map_ok(meta) || !token || strlen(token) < 32 ||
+            strlen(token) >= sizeof sh->token)
+            return send_error(c, ABX_EINVAL, "claim: timeout 1-86400, envs and metadata string maps, a new token");
         abx_error *err = NULL;
-        int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, &err);
+        int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, token, &err);
         return info_or_error(sh, c, rc, err);
     }
     if (strcmp(url, "/abx/kill") == 0) {

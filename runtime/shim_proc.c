@@ -507,6 +507,35 @@ static int spawn_and_wait(shim *sh, shim_proc *p, json_t *msg, const int child_f
     return pid;
 }
 
+int abx__shim_kill_all(shim *sh, abx_error **err)
+{
+    pthread_mutex_lock(&sh->mu);
+    unsigned seq = 0;
+    int slot = alloc_reply_locked(sh, &seq);
+    pthread_mutex_unlock(&sh->mu);
+    if (slot < 0)
+        return abx__error_set(err, ABX_ELIMIT, "the sandbox's init is busy");
+    json_t *msg = json_pack("{s:s, s:i}", "op", "killall", "seq", (int)seq);
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    ssize_t n = -1;
+    if (text) {
+        do
+            n = send(sh->jail.control_fd, text, strlen(text), MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+    }
+    free(text);
+    if (n < 0) {
+        pthread_mutex_lock(&sh->mu);
+        sh->replies[slot] = (shim_reply){0};
+        pthread_mutex_unlock(&sh->mu);
+        return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is not running");
+    }
+    json_t *reply = wait_reply(sh, slot);
+    json_decref(reply);
+    return reply ? 0 : abx__error_set(err, ABX_ENOTRUNNING, "the sandbox's init did not answer");
+}
+
 /* The event loop: a message from init. */
 void abx__shim_on_init_message(shim *sh, json_t *msg)
 {
@@ -514,7 +543,7 @@ void abx__shim_on_init_message(shim *sh, json_t *msg)
     if (!op)
         return;
     pthread_mutex_lock(&sh->mu);
-    if (strcmp(op, "spawned") == 0) {
+    if (strcmp(op, "spawned") == 0 || strcmp(op, "killed") == 0) {
         unsigned seq = (unsigned)json_integer_value(json_object_get(msg, "seq"));
         for (size_t i = 0; i < sizeof sh->replies / sizeof sh->replies[0]; i++) {
             shim_reply *r = &sh->replies[i];

@@ -37,10 +37,15 @@ static unsigned env_uint(const char *name, unsigned min, unsigned max, unsigned 
     return out;
 }
 
+unsigned abx__uid_pool_slots(void)
+{
+    return env_uint("ABX_UID_POOL_SLOTS", 1, 65535, ABX_UID_POOL_SLOTS_DEFAULT);
+}
+
 int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
 {
     unsigned pool_base = env_uint("ABX_UID_POOL_BASE", 100000, 4000000000u, ABX_UID_POOL_BASE_DEFAULT);
-    unsigned slots = env_uint("ABX_UID_POOL_SLOTS", 1, 65535, ABX_UID_POOL_SLOTS_DEFAULT);
+    unsigned slots = abx__uid_pool_slots();
     if ((unsigned long long)pool_base + (unsigned long long)slots * ABX_HOST_ID_COUNT > 4294967294ull)
         return abx__error_set(err, ABX_ECONFIG, "ABX_UID_POOL_BASE + ABX_UID_POOL_SLOTS ranges pass the last uid");
     if ((mkdir("/run/abx", 0700) < 0 && errno != EEXIST) || (mkdir(ABX_UID_POOL_DIR, 0700) < 0 && errno != EEXIST))

@@ -12,6 +12,8 @@
 #define ABX_UID_POOL_SLOTS_DEFAULT 1024u
 #define ABX_UID_POOL_DIR "/run/abx/uid-slots"
 
+/* How many ranges the pool has. */
+unsigned abx__uid_pool_slots(void);
 /* Takes a free range: *base is its first host id; *lock_fd holds it (an
  * flock on ABX_UID_POOL_DIR/<base>) until closed, by the caller after the
  * sandbox's last process is gone. Returns 0, or -ABX_ELIMIT when every

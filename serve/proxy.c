@@ -1,25 +1,27 @@
 /* proxy.c: the data plane of `abx serve`: a request routed to a sandbox
- * (serve.c) is forwarded to that sandbox's shim (its envd and code
- * interpreter, ports 49983 and 49999, on the state directory's envd.sock;
- * any other port: that TCP port inside the sandbox's network namespace,
- * where a server bound to its own loopback is reached too)
+ * (serve.c, which found the sandbox through a tenant's client and checked
+ * the path against what the port is for) is relayed to that port's
+ * endpoint as libabx gives it (abx_sandbox_endpoint: connections the
+ * library opens for a local sandbox, its shim's socket or a port inside
+ * its network namespace; a URL with routing headers for a remote host)
  * and the answer streamed back, both ways without holding a body: a
  * worker thread drives libcurl, the request body reaches it through one
  * pipe and the answer leaves through another, read by libmicrohttpd as it
- * comes (Connect streams, 1 GiB files).
+ * comes (Connect streams, 1 GiB files). What one request holds in flight
+ * is bounded (SERVE_PROXY_BUFFER); serve.c bounds the requests per tenant.
  *
  * Owns: the proxy's state (refcounted by the connection, the worker and
- * the response), which headers pass (not hop-by-hop ones, not routing or
- * API-key headers), and 502 with E2B's body for a sandbox that is gone.
- * The sandbox's own access token check stays the shim's for envd (49983).
- * The code interpreter's port (49999) is, as on E2B, reached by the
- * sandbox's id alone (E2B's SDK sends no access token for /contexts): the
- * proxy adds the sandbox's token when the request has none.
+ * the response), which headers pass (not hop-by-hop ones, not routing,
+ * API-key or traffic-token headers), the traffic token a sandbox created
+ * with allowPublicTraffic false needs on every port but envd's, and which
+ * token reaches the sandbox: envd (49983) gets only the client's own
+ * X-Access-Token, never one added here; the code interpreter (49999) gets
+ * the sandbox's for /contexts and /health, which E2B's SDK sends without
+ * one, but /execute only with the client's.
  */
 #include "serve.h"
 #include "buf.h"
 #include "netlibs.h"
-#include "state.h"
 #include "sysutil.h"
 
 #include <errno.h>
@@ -36,18 +38,18 @@
 #include <unistd.h>
 
 #define MAX_ANSWER_HEADERS 32
-#define PIPE_BYTES (1 << 20)
 #define SMALL_BODY (1u << 20)
 
 struct serve_proxy {
     atomic_int refs;             /* the connection's, the worker's, the response's */
     CURL *curl;
     struct curl_slist *req_headers;
-    char sock[760];
+    abx_sandbox *sandbox;        /* the proxy's (freed with it) */
     char url[8192];
     bool upload;
+    bool discard;                /* a body the method does not carry (GET, DELETE): read and dropped */
     long long length;            /* the request body's, -1 unknown */
-    int netns;                   /* a user port: the sandbox's network namespace, entered by the worker; else -1 */
+    int conn;                    /* a socket of the sandbox's network (sandbox_socket), until curl takes it; else -1 */
     int up[2];                   /* request body: the connection writes up[1], curl reads up[0] */
     int down[2];                 /* answer body: curl writes down[1], the response reads down[0] */
     pthread_t worker;
@@ -79,7 +81,7 @@ static void unref(serve_proxy *p)
 {
     if (atomic_fetch_sub(&p->refs, 1) != 1)
         return;
-    int *fds[] = {&p->up[0], &p->up[1], &p->down[0], &p->down[1], &p->netns};
+    int *fds[] = {&p->up[0], &p->up[1], &p->down[0], &p->down[1], &p->conn};
     for (size_t i = 0; i < 5; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);
@@ -91,6 +93,7 @@ static void unref(serve_proxy *p)
         curl_easy_cleanup(p->curl);
     abx__buf_free(&p->small_body);
     curl_slist_free_all(p->req_headers);
+    abx_sandbox_free(p->sandbox);
     pthread_cond_destroy(&p->headed);
     pthread_mutex_destroy(&p->mu);
     free(p);
@@ -166,13 +169,24 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
     }
 }
 
+/* An endpoint with sandbox_socket: curl's one socket is the one libabx
+ * made in the sandbox's network; curl connects it. */
+static curl_socket_t open_dialed(void *ud, curlsocktype purpose, struct curl_sockaddr *address)
+{
+    (void)purpose;
+    (void)address;
+    serve_proxy *p = ud;
+    pthread_mutex_lock(&p->mu);
+    int fd = p->conn;
+    p->conn = -1; /* curl's now: it closes it */
+    pthread_mutex_unlock(&p->mu);
+    return fd >= 0 ? fd : CURL_SOCKET_BAD;
+}
+
 static void *worker_main(void *arg)
 {
     serve_proxy *p = arg;
-    /* a user port: this thread (it ends with the request) joins the
-     * sandbox's network namespace, so 127.0.0.1 is the sandbox's own */
-    CURLcode cc = p->netns >= 0 && setns(p->netns, CLONE_NEWNET) < 0 ? CURLE_COULDNT_CONNECT
-                                                                       : curl_easy_perform(p->curl);
+    CURLcode cc = curl_easy_perform(p->curl);
     pthread_mutex_lock(&p->mu);
     (void)cc; /* an answer cut short ends its stream; one never begun is a 502 */
     p->failed = !p->headers_done;
@@ -193,7 +207,7 @@ static enum MHD_Result add_request_header(void *cls, enum MHD_ValueKind kind, co
     serve_proxy *p = cls;
     static const char *const drop[] = {"host", "connection", "content-length", "transfer-encoding", "expect",
                                        "e2b-sandbox-id", "e2b-sandbox-port", "x-api-key", "keep-alive",
-                                       "upgrade", "proxy-connection", "te"};
+                                       "upgrade", "proxy-connection", "te", "e2b-traffic-access-token"};
     for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
         if (strcasecmp(key, drop[i]) == 0)
             return MHD_YES;
@@ -221,120 +235,140 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-/* A sandbox created with network.allowPublicTraffic false (abx serve
- * keeps its traffic token beside it): the request must carry it. */
-static bool traffic_allowed(struct MHD_Connection *c, const char *dir)
+/* A sandbox created with network.allowPublicTraffic false (its notes keep
+ * the traffic token): the request must carry it. */
+static bool traffic_allowed(struct MHD_Connection *c, abx_sandbox *sb)
 {
-    char path[760], text[16384];
-    snprintf(path, sizeof path, "%s/serve-options.json", dir);
-    if (abx__read_small_file(path, text, sizeof text) < 0)
-        return true;
-    json_t *opts = json_loads(text, 0, NULL);
-    const char *want = json_string_value(json_object_get(opts, "traffic_token"));
+    char *text = NULL;
+    json_t *notes = abx_sandbox_notes(sb, &text, NULL) == 0 ? json_loads(text, 0, NULL) : NULL;
+    abx_free(text);
+    const char *want = json_string_value(json_object_get(notes, "traffic_token"));
     const char *got = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "e2b-traffic-access-token");
     bool ok = !want || (got && strlen(got) == strlen(want) && CRYPTO_memcmp(got, want, strlen(want)) == 0);
-    json_decref(opts);
+    json_decref(notes);
     return ok;
 }
 
-static void add_sandbox_token(serve_proxy *p, const char *dir)
+static void add_header_line(serve_proxy *p, const char *name, const char *value)
 {
-    char path[760], token[128], line[160];
-    snprintf(path, sizeof path, "%s/token", dir);
-    if (abx__read_small_file(path, token, sizeof token) < 0)
+    char line[1100];
+    if (snprintf(line, sizeof line, "%s: %s", name, value) >= (int)sizeof line)
         return;
-    snprintf(line, sizeof line, "X-Access-Token: %s", token);
     struct curl_slist *l = curl_slist_append(p->req_headers, line);
     if (l)
         p->req_headers = l;
-    explicit_bzero(token, sizeof token);
     explicit_bzero(line, sizeof line);
 }
 
-serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, unsigned port, const char *url,
-                                    const char *method, unsigned *status, char **body)
+/* The headers the relayed request carries besides the client's: the
+ * endpoint's routing, the Host a user port's app was called by, and the
+ * code interpreter's token where E2B's SDK sends none. */
+static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const abx_endpoint *ep, unsigned port,
+                                 const char *url)
+{
+    for (size_t i = 0; i < sizeof ep->headers / sizeof ep->headers[0] && ep->headers[i][0]; i++) {
+        struct curl_slist *l = curl_slist_append(p->req_headers, ep->headers[i]);
+        if (l)
+            p->req_headers = l;
+    }
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    bool user_port = port != ABX_PORT_ENVD && port != ABX_PORT_CODE;
+    if (ep->sandbox_socket && user_port && host && strlen(host) < 512) /* the app inside sees the name it was called by */
+        add_header_line(p, "Host", host);
+    bool client_token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token") != NULL;
+    if (port == ABX_PORT_CODE && !client_token && ep->token[0] && strcmp(url, "/execute") != 0)
+        add_header_line(p, "X-Access-Token", ep->token);
+}
+
+/* libcurl set up for the request (the worker starts later). */
+static void setup_curl(serve_proxy *p, const char *method, const abx_endpoint *ep)
+{
+    if (ep->unix_socket[0])
+        curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, ep->unix_socket); /* copied by curl */
+    if (ep->sandbox_socket) {
+        curl_easy_setopt(p->curl, CURLOPT_OPENSOCKETFUNCTION, open_dialed);
+        curl_easy_setopt(p->curl, CURLOPT_OPENSOCKETDATA, p);
+    }
+    curl_easy_setopt(p->curl, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+    curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->req_headers);
+    curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, p);
+    curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
+    curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, (long)SERVE_PROXY_BUFFER);
+    curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(p->curl, CURLOPT_NOBODY, 1L);
+    if (p->upload && !p->small) {
+        curl_easy_setopt(p->curl, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(p->curl, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(p->curl, CURLOPT_READDATA, p);
+        curl_easy_setopt(p->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)p->length);
+        curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method); /* UPLOAD means PUT unless told */
+    }
+}
+
+serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsigned port, const char *url,
+                               const char *method, unsigned *status, char **body)
 {
     *status = 502;
     *body = NULL;
-    char dir[700];
-    if (abx__state_dir(id, dir, sizeof dir, NULL) < 0 || !abx__state_shim_alive(dir) || !abx__curl())
-        return NULL; /* gone, or never there: E2B's proxy answers 502 */
-    bool user_port = port != 49983 && port != 49999;
-    if (port != 49983 && !traffic_allowed(c, dir)) {
+    abx_endpoint ep;
+    int conn = -1;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_endpoint(sb, port, &ep, &err);
+    if (rc == 0 && port != ABX_PORT_ENVD && !traffic_allowed(c, sb)) {
         *status = 403;
         *body = strdup("this sandbox's ports need its e2b-traffic-access-token");
-        return NULL;
+        rc = -ABX_EPERM;
+    } else if (rc == -ABX_ENOTSUP) {
+        *status = 501;
+        *body = strdup("this provider's sandboxes have no data plane abx serve can relay");
     }
-    int netns = user_port ? abx__state_netns(dir) : -1;
-    if (user_port && netns < 0)
-        return NULL;
-    serve_proxy *p = calloc(1, sizeof *p);
+    abx_error_free(err);
+    if (rc == 0 && ep.sandbox_socket)
+        rc = abx_sandbox_socket(sb, &conn, NULL); /* gone: E2B's 502 */
+    serve_proxy *p = rc == 0 && abx__curl() ? calloc(1, sizeof *p) : NULL;
     if (!p) {
-        if (netns >= 0)
-            close(netns);
+        if (conn >= 0)
+            close(conn);
+        explicit_bzero(&ep, sizeof ep);
+        abx_sandbox_free(sb);
         return NULL;
     }
     atomic_init(&p->refs, 2);
     p->up[0] = p->up[1] = p->down[0] = p->down[1] = -1;
-    p->netns = netns;
+    p->conn = conn;
+    p->sandbox = sb;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->headed, NULL);
-    snprintf(p->sock, sizeof p->sock, "%s/envd.sock", dir);
     p->curl = curl_easy_init();
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     p->length = cl ? strtoll(cl, NULL, 10) : -1;
     p->upload = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    p->discard = !p->upload;
     p->small = p->upload && p->length >= 0 && p->length <= (long long)SMALL_BODY;
     abx__buf_init(&p->small_body, SMALL_BODY);
     bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (p->small || !p->upload || pipe2(p->up, O_CLOEXEC) == 0);
-    if (ok) { /* larger pipes: fewer wake-ups per megabyte (best effort) */
-        fcntl(p->down[1], F_SETPIPE_SZ, PIPE_BYTES);
-        if (p->upload)
-            fcntl(p->up[1], F_SETPIPE_SZ, PIPE_BYTES);
-    }
-    if (ok) {
-        if (user_port)
-            snprintf(p->url, sizeof p->url, "http://127.0.0.1:%u%s", port, url);
-        else
-            snprintf(p->url, sizeof p->url, "http://localhost%s", url);
+    if (ok) { /* what one request holds in flight: its pipes' and curl's buffers */
+        fcntl(p->down[1], F_SETPIPE_SZ, (int)SERVE_PROXY_BUFFER);
+        if (p->up[1] >= 0)
+            fcntl(p->up[1], F_SETPIPE_SZ, (int)SERVE_PROXY_BUFFER);
+        snprintf(p->url, sizeof p->url, "%s%s", ep.url, url);
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, p);
         MHD_get_connection_values(c, MHD_HEADER_KIND, add_request_header, p);
         p->req_headers = curl_slist_append(p->req_headers, "Expect:");
-        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-        if (user_port && host && strlen(host) < 512) { /* the app inside sees the name it was called by */
-            char line[600];
-            snprintf(line, sizeof line, "Host: %s", host);
-            struct curl_slist *l = curl_slist_append(p->req_headers, line);
-            if (l)
-                p->req_headers = l;
-        }
-        if (port == 49999 && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"))
-            add_sandbox_token(p, dir);
-        if (!user_port)
-            curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->sock);
-        curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
-        curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->req_headers);
-        curl_easy_setopt(p->curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(p->curl, CURLOPT_HEADERDATA, p);
-        curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
-        curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, 256L * 1024);
-        if (strcmp(method, "HEAD") == 0)
-            curl_easy_setopt(p->curl, CURLOPT_NOBODY, 1L);
-        if (p->upload && !p->small) {
-            curl_easy_setopt(p->curl, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(p->curl, CURLOPT_READFUNCTION, on_read);
-            curl_easy_setopt(p->curl, CURLOPT_READDATA, p);
-            curl_easy_setopt(p->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)p->length);
-            curl_easy_setopt(p->curl, CURLOPT_CUSTOMREQUEST, method); /* UPLOAD means PUT unless told */
-        }
+        add_endpoint_headers(p, c, &ep, port, url);
+        setup_curl(p, method, &ep);
         ok = p->small || pthread_create(&p->worker, NULL, worker_main, p) == 0; /* small: at finish */
         p->started = ok && !p->small;
         if (p->started)
             pthread_detach(p->worker);
     }
+    explicit_bzero(&ep, sizeof ep);
     if (!ok) {
         atomic_store(&p->refs, 1);
         unref(p);
@@ -345,8 +379,10 @@ serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, un
     return p;
 }
 
-bool abx__serve_proxy_upload(serve_proxy *p, const char *data, size_t len)
+bool serve_proxy_upload(serve_proxy *p, const char *data, size_t len)
 {
+    if (p->discard)
+        return true;
     if (p->small) /* more than its Content-Length said: refused */
         return abx__buf_append(&p->small_body, data, len) == 0;
     return p->up[1] >= 0 && abx__write_all(p->up[1], data, len) == 0;
@@ -374,7 +410,7 @@ static void answer_done(void *cls)
     unref(p);
 }
 
-int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
+int serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
 {
     close_fd(p, &p->up[1]); /* the request's end */
     if (p->small) { /* the whole body is here: send it in one piece */
@@ -397,7 +433,7 @@ int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
     pthread_mutex_unlock(&p->mu);
     struct MHD_Response *r = NULL;
     if (failed) {
-        static const char gone[] = "{\"code\":502,\"message\":\"the sandbox is not running\"}";
+        static const char gone[] = "{\"code\":502,\"message\":\"The sandbox was not found\"}";
         r = MHD_create_response_from_buffer(sizeof gone - 1, (void *)gone, MHD_RESPMEM_PERSISTENT);
         if (r)
             MHD_add_response_header(r, "Content-Type", "application/json");
@@ -419,7 +455,7 @@ int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
     return ok == MHD_YES ? 0 : -1;
 }
 
-void abx__serve_proxy_release(serve_proxy *p)
+void serve_proxy_release(serve_proxy *p)
 {
     if (!p)
         return;

@@ -1,62 +1,65 @@
 /* serve.c: `abx serve`, this machine as an E2B-protocol sandbox host
- * (../shared/e2b-protocol.md §1): E2B's SDKs, unmodified, create and drive
- * local sandboxes through it.
+ * (../shared/e2b-protocol.md §1) in front of any provider: E2B's SDKs,
+ * unmodified, create and drive its sandboxes through it.
  *
- * Owns: the listener (libmicrohttpd, a thread per connection), the API
- * keys and their tenants (a key sees and touches only the sandboxes it
- * created: another key's id answers 404 exactly as an unknown one; the
- * tenant is kept in the sandbox's state directory, never shown), routing
- * (a request with E2b-Sandbox-Id / E2b-Sandbox-Port headers, or a Host
- * "PORT-ID.DOMAIN", is data plane: proxy.c), and the REST control plane:
- * create (v1 and v2), connect, list (v2 and v1, filters, paging), info,
- * timeout, kill, health. Errors are E2B's body {code, message}.
+ * Owns: the keys and their tenants (each API key is a tenant of libabx,
+ * abx_tenant_from_secret: a key's client sees and touches only the
+ * sandboxes it created, and another key's id answers exactly as an
+ * unknown one, because libabx answers so), routing (a request with
+ * E2b-Sandbox-Id / E2b-Sandbox-Port headers, or a Host "PORT-ID.DOMAIN",
+ * is data plane: proxy.c, reaching only the sandboxes of this server's
+ * keys), the REST control plane (create v1 and v2, connect, list with
+ * filters and paging, info, timeout, pause, resume, network, metrics,
+ * kill, templates, health), E2B's create options kept as the sandbox's
+ * notes (abx_create_options.notes_json), and errors as E2B's body {code,
+ * message} with the status of abx's error table. Built on abx.h and the
+ * base layer: it never reads a provider's state.
  */
 #include "serve.h"
-#include "netpolicy.h"
 #include "buf.h"
 #include "error_internal.h"
+#include "http_listener.h"
 #include "netlibs.h"
+#include "netpolicy.h"
 #include "parse.h"
-#include "provider.h"
-#include "state.h"
-#include "sysutil.h"
-#include "template_store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
-#include <netdb.h>
-#include <openssl/evp.h>
-#include <signal.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_CONTROL_BODY (1u << 20)
 #define MAX_KEYS 256
-#define TENANT_LEN 32
 #define ENVD_VERSION "0.6.4"
 #define CLIENT_ID "6532622b"
+#define DEFAULT_CREATE_TIMEOUT_S 15 /* E2B's API, when the body names none */
+
+typedef struct serve_key {
+    char tenant[34];
+    abx_client *client;           /* acting for that tenant */
+    unsigned inflight;            /* data-plane requests in flight for its sandboxes (serve_ctx.mu) */
+} serve_key;
 
 typedef struct serve_ctx {
-    abx_client *local;
+    abx_client *root;             /* the provider's client (its warm pool) */
+    abx_client *data;             /* acting for every key's tenant: the keyless data plane */
     char domain[128];
-    char tenants[MAX_KEYS][TENANT_LEN + 1];
-    char keys_hash_of[MAX_KEYS][TENANT_LEN + 1];
+    serve_key keys[MAX_KEYS];
     size_t nkeys;
+    pthread_mutex_t mu;
 } serve_ctx;
 
 typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ANSWERED } req_kind;
 
 typedef struct serve_req {
     req_kind kind;
-    char tenant[TENANT_LEN + 1];
+    serve_key *key;               /* the control plane's caller; the data plane's budget */
     abx_buf body;
     bool too_big;
     serve_proxy *proxy;
@@ -90,95 +93,60 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
     return ok;
 }
 
-/* E2B's error body. */
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *message)
 {
     return send_json(c, status, json_pack("{s:i, s:s}", "code", (int)status, "message", message), NULL);
 }
 
-/* An abx error as E2B's status and body: the message says what, never a path or a key. */
+int serve_send_error(struct MHD_Connection *c, unsigned status, const char *message)
+{
+    return send_error(c, status, message) == MHD_YES ? 0 : -1;
+}
+
+/* An abx error as E2B's status (abx's table) and body: a request's own
+ * mistake says which (our validation's words); anything else only its
+ * code and the table's text: no path, no errno, no upstream message. */
 static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_error *err)
 {
-    int code = -rc;
-    unsigned status = code == ABX_ENOTFOUND ? 404 : code == ABX_EINVAL ? 400 : code == ABX_ELIMIT ? 429
-                      : code == ABX_EAUTH ? 401 : code == ABX_ETIMEOUT ? 504 : 500;
-    /* a request's own mistake says which (our validation's words); a fault
-     * of this host only its code and the generic text: no path, no errno */
-    const char *detail = status == 404 ? "sandbox not found"
-                         : status == 400 && abx_error_message(err) ? abx_error_message(err)
-                                                                   : abx_strerror(code);
-    char message[300];
-    snprintf(message, sizeof message, "%s: %s", abx_err_name(code) ? abx_err_name(code) : "E8000", detail);
+    int code = rc < 0 ? -rc : rc;
+    unsigned status = (unsigned)abx_err_http_status(code);
+    const char *detail = code == ABX_ENOTFOUND                            ? "sandbox not found"
+                         : (status == 400 || status == 429) && abx_error_message(err) ? abx_error_message(err)
+                                                                                      : abx_strerror(code);
+    char message[600];
+    snprintf(message, sizeof message, "%s: %s", abx_err_name(code), detail);
     abx_error_free(err);
-    return send_error(c, status, message);
+    return send_error(c, status < 400 || status > 599 ? 500 : status, message);
 }
 
 /* ---- keys and tenants --------------------------------------------------------------- */
 
-static void sha256_hex(const char *text, char *out, size_t hex_len)
-{
-    unsigned char md[32];
-    unsigned int n = 0;
-    EVP_Digest(text, strlen(text), md, &n, EVP_sha256(), NULL);
-    for (size_t i = 0; i < hex_len / 2 && i < n; i++)
-        snprintf(out + i * 2, 3, "%02x", md[i]); /* out holds hex_len + 1 */
-    out[hex_len] = '\0';
-}
-
-/* The tenant of the request's X-API-Key, or false. Keys are compared by
- * their hashes (no early exit on a prefix of a stored key). */
-static bool tenant_of(serve_ctx *s, struct MHD_Connection *c, char tenant[TENANT_LEN + 1])
+/* The key of the request's X-API-Key, or NULL. Every key is compared (in
+ * constant time), so the answer's time says nothing of which matched. */
+static serve_key *key_of(serve_ctx *s, struct MHD_Connection *c)
 {
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
     if (!key || strlen(key) > 200)
-        return false;
-    char h[TENANT_LEN + 1];
-    sha256_hex(key, h, TENANT_LEN);
-    bool found = false;
+        return NULL;
+    char t[34];
+    abx_tenant_from_secret(key, t);
+    serve_key *found = NULL;
     for (size_t i = 0; i < s->nkeys; i++)
-        found |= CRYPTO_memcmp(h, s->keys_hash_of[i], TENANT_LEN) == 0;
-    if (found)
-        memcpy(tenant, h, TENANT_LEN + 1);
+        if (CRYPTO_memcmp(t, s->keys[i].tenant, sizeof t) == 0)
+            found = &s->keys[i];
     return found;
 }
 
-static bool id_valid(const char *id)
+/* The key whose tenant tenant is (the data plane's budget), or NULL. */
+static serve_key *key_of_tenant(serve_ctx *s, const char *tenant)
 {
-    if (!id || strlen(id) != 21 || id[0] != 'i')
-        return false;
-    for (size_t i = 1; i < 21; i++)
-        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9')))
-            return false;
-    return true;
-}
-
-static bool tenant_file(const char *id, char *path, size_t len)
-{
-    char dir[700];
-    if (!id_valid(id) || abx__state_dir(id, dir, sizeof dir, NULL) < 0)
-        return false;
-    return snprintf(path, len, "%s/serve-tenant", dir) < (int)len;
-}
-
-/* Whether sandbox id (bare) belongs to tenant: created through this
- * listener with that key. */
-static bool owned_by(const char *id, const char *tenant)
-{
-    char path[760], stored[TENANT_LEN + 8] = "";
-    if (!tenant_file(id, path, sizeof path) || abx__read_small_file(path, stored, sizeof stored) < 0)
-        return false;
-    return strlen(stored) == TENANT_LEN && CRYPTO_memcmp(stored, tenant, TENANT_LEN) == 0;
+    for (size_t i = 0; tenant && i < s->nkeys; i++)
+        if (strcmp(s->keys[i].tenant, tenant) == 0)
+            return &s->keys[i];
+    return NULL;
 }
 
 /* ---- the control plane ----------------------------------------------------------------- */
-
-static void rfc3339(long long t, char *out, size_t len)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static const char *bare(const char *qualified)
 {
@@ -186,34 +154,62 @@ static const char *bare(const char *qualified)
     return colon ? colon + 1 : qualified;
 }
 
-/* Sandbox (create / connect answer): ids, versions, the data plane's token. */
-static void add_traffic_token(const char *id, json_t *answer);
+/* The sandbox's notes (E2B's create options), or an empty object. */
+static json_t *notes_of(abx_sandbox *sb)
+{
+    char *text = NULL;
+    json_t *notes = abx_sandbox_notes(sb, &text, NULL) == 0 ? json_loads(text, 0, NULL) : NULL;
+    abx_free(text);
+    return json_is_object(notes) ? notes : (json_decref(notes), json_object());
+}
 
+/* Sandbox (create / connect answer): ids, versions, the data plane's tokens. */
 static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_id)
 {
+    abx_endpoint ep;
+    const char *token = abx_sandbox_endpoint(sb, ABX_PORT_ENVD, &ep, NULL) == 0 ? ep.token : "";
     json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)), "templateID",
-                     template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION, "envdAccessToken",
-                     sb->envd.token, "domain", s->domain);
-    add_traffic_token(bare(abx_sandbox_id(sb)), answer);
+                               template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION, "envdAccessToken",
+                               token, "domain", s->domain);
+    explicit_bzero(&ep, sizeof ep);
+    json_t *notes = notes_of(sb);
+    json_t *traffic = json_object_get(notes, "traffic_token");
+    if (answer && json_is_string(traffic))
+        json_object_set(answer, "trafficAccessToken", traffic);
+    json_decref(notes);
     return answer;
 }
 
-/* ListedSandbox; detail adds the token and the domain. */
-static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, const char *token)
+/* ListedSandbox; with a handle (detail) also the token, the domain and
+ * E2B's options as the create gave them. */
+static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox *detail_of)
 {
     char started[40], end[40];
-    rfc3339(in->started_at, started, sizeof started);
-    rfc3339(in->end_at, end, sizeof end);
+    abx__rfc3339(in->started_at, started, sizeof started);
+    abx__rfc3339(in->end_at, end, sizeof end);
     json_t *meta = json_loads(in->metadata_json ? in->metadata_json : "{}", 0, NULL);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:s}", "templateID", in->template_id,
                           "sandboxID", bare(in->sandbox_id), "clientID", CLIENT_ID, "startedAt", started, "endAt", end,
                           "state", in->status, "cpuCount", (int)in->cpu_count, "memoryMB", (int)in->memory_mb,
                           "diskSizeMB", (int)in->disk_size_mb, "metadata", meta ? meta : json_object(), "envdVersion",
                           ENVD_VERSION);
-    if (token) {
-        json_object_set_new(o, "envdAccessToken", json_string(token));
-        json_object_set_new(o, "domain", json_string(s->domain));
-    }
+    if (!o || !detail_of)
+        return o;
+    abx_endpoint ep;
+    if (abx_sandbox_endpoint(detail_of, ABX_PORT_ENVD, &ep, NULL) == 0)
+        json_object_set_new(o, "envdAccessToken", json_string(ep.token));
+    explicit_bzero(&ep, sizeof ep);
+    json_object_set_new(o, "domain", json_string(s->domain));
+    json_t *notes = notes_of(detail_of);
+    json_t *net = json_object_get(notes, "network");
+    json_t *allow = json_object_get(notes, "allow_internet_access");
+    json_object_set_new(o, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
+    if (json_is_object(net))
+        json_object_set(o, "network", net);
+    json_object_set_new(o, "lifecycle", json_pack("{s:b, s:s}", "autoResume",
+                                                 json_is_true(json_object_get(notes, "autoResume")), "onTimeout",
+                                                 json_is_true(json_object_get(notes, "autoPause")) ? "pause" : "kill"));
+    json_decref(notes);
     return o;
 }
 
@@ -247,31 +243,35 @@ static void free_pairs(char **p)
     free(p);
 }
 
-/* timeout in the body: absent (def), or an integer 1..86400; -1 when wrong. */
+/* timeout in the body: absent (def), or an integer in abx's range; -1 when wrong. */
 static long body_timeout(json_t *body, long def)
 {
     json_t *t = json_object_get(body, "timeout");
     if (!t)
         return def;
-    return json_is_integer(t) && json_integer_value(t) >= 1 && json_integer_value(t) <= 86400
+    return json_is_integer(t) && json_integer_value(t) >= ABX_TIMEOUT_MIN_S &&
+                   json_integer_value(t) <= ABX_TIMEOUT_MAX_S
                ? (long)json_integer_value(t)
                : -1;
 }
 
-/* What create accepted but abx does not act on yet (issue 12's network,
- * autoPause), kept beside the sandbox and shown by its detail. */
-/* network.allowPublicTraffic false: the sandbox's ports need the
- * e2b-traffic-access-token header (proxy.c); *traffic (33 bytes) gets a
- * new token, "" otherwise. */
-static void save_options(const char *id, json_t *body, char *traffic)
+static enum MHD_Result bad_timeout(struct MHD_Connection *c)
 {
-    char path[760];
-    traffic[0] = '\0';
-    if (!tenant_file(id, path, sizeof path))
-        return;
-    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
+    char message[120];
+    snprintf(message, sizeof message, "invalid body: timeout must be an integer from %u to %u", ABX_TIMEOUT_MIN_S,
+             ABX_TIMEOUT_MAX_S);
+    return send_error(c, 400, message);
+}
+
+/* E2B's create options abx serve answers for later (notes): the traffic
+ * token (network.allowPublicTraffic false: every port but envd's needs it,
+ * proxy.c), the network as given, autoPause, autoResume. NULL without
+ * memory. */
+static char *notes_for(json_t *body)
+{
     json_t *keep = json_object();
     unsigned char raw[16];
+    char traffic[33] = "";
     if (json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic")) &&
         getrandom(raw, sizeof raw, 0) == (ssize_t)sizeof raw) {
         for (size_t i = 0; i < sizeof raw; i++)
@@ -285,42 +285,13 @@ static void save_options(const char *id, json_t *body, char *traffic)
             json_object_set(keep, keys[i], v);
     }
     char *text = json_dumps(keep, JSON_COMPACT);
-    if (text && strlen(text) < 16384)
-        abx__create_file(path, text, 0600);
-    free(text);
     json_decref(keep);
-}
-
-/* trafficAccessToken, for a sandbox created with allowPublicTraffic false. */
-static void add_traffic_token(const char *id, json_t *answer)
-{
-    char path[760], text[16384];
-    if (!answer || !tenant_file(id, path, sizeof path))
-        return;
-    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
-    json_t *opts = abx__read_small_file(path, text, sizeof text) >= 0 ? json_loads(text, 0, NULL) : NULL;
-    json_t *t = json_object_get(opts, "traffic_token");
-    if (json_is_string(t))
-        json_object_set(answer, "trafficAccessToken", t);
-    json_decref(opts);
-}
-
-static void add_options(const char *id, json_t *detail)
-{
-    char path[760], text[16384];
-    if (!tenant_file(id, path, sizeof path))
-        return;
-    snprintf(strrchr(path, '/') + 1, sizeof path - (size_t)(strrchr(path, '/') + 1 - path), "serve-options.json");
-    json_t *opts = abx__read_small_file(path, text, sizeof text) >= 0 ? json_loads(text, 0, NULL) : NULL;
-    json_t *net = json_object_get(opts, "network");
-    json_t *allow = json_object_get(opts, "allow_internet_access");
-    json_object_set_new(detail, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
-    if (json_is_object(net))
-        json_object_set(detail, "network", net);
-    json_object_set_new(detail, "lifecycle", json_pack("{s:b, s:s}", "autoResume",
-                                                      json_is_true(json_object_get(opts, "autoResume")), "onTimeout",
-                                                      json_is_true(json_object_get(opts, "autoPause")) ? "pause" : "kill"));
-    json_decref(opts);
+    explicit_bzero(traffic, sizeof traffic);
+    if (text && strlen(text) > ABX_NOTES_MAX) { /* a network object too big to keep: its lists are the policy's */
+        free(text);
+        text = strdup("{}");
+    }
+    return text;
 }
 
 /* E2B's egress fields as create options; false with why (E2B's 400 text). */
@@ -336,26 +307,34 @@ static bool egress_of(json_t *access, json_t *allow, json_t *deny, abx_net_egres
 
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
+    (void)s;
     json_t *tmpl = json_object_get(body, "templateID");
-    long timeout = body_timeout(body, 15);
+    long timeout = body_timeout(body, DEFAULT_CREATE_TIMEOUT_S);
     bool bad = !json_is_object(body) || (tmpl && !json_is_string(tmpl)) || timeout < 0;
     char **meta = bad ? NULL : pairs_of(json_object_get(body, "metadata"), &bad);
     char **envs = bad ? NULL : pairs_of(json_object_get(body, "envVars"), &bad);
     if (bad) {
         free_pairs(meta);
         free_pairs(envs);
-        return send_error(c, 400, "invalid body: templateID must be a string, timeout an integer from 1 to 86400, "
-                                  "metadata and envVars objects of strings");
+        char message[200];
+        snprintf(message, sizeof message, "invalid body: templateID must be a string, timeout an integer from %u to "
+                                          "%u, metadata and envVars objects of strings",
+                 ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
+        return send_error(c, 400, message);
     }
     const char *template_id = tmpl ? json_string_value(tmpl) : "base";
-    char tree[PATH_MAX];
-    if (!abx__template_builtin(template_id) && abx__template_root(template_id, tree, sizeof tree) < 0) {
+    abx_error *err = NULL;
+    int rc = abx_template_exists(rq->key->client, template_id, &err); /* the provider's, not this machine's */
+    if (rc == -ABX_ENOTFOUND) {
+        abx_error_free(err);
         free_pairs(meta);
         free_pairs(envs);
         char message[120]; /* E2B's API: 404 and these words */
         snprintf(message, sizeof message, "template '%.64s' not found", template_id);
         return send_error(c, 404, message);
     }
+    abx_error_free(err);
+    err = NULL;
     json_t *net = json_object_get(body, "network");
     abx_net_egress e;
     char why[300];
@@ -365,40 +344,32 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         free_pairs(envs);
         return send_error(c, 400, why);
     }
+    char *notes = notes_for(body);
     abx_create_options o = {.template_id = template_id, .timeout_s = (unsigned)timeout,
                             .metadata = (const char *const *)meta, .envs = (const char *const *)envs,
                             .network = e.mode, .allow_out = (const char *const *)e.allow,
-                            .deny_out = (const char *const *)e.deny};
+                            .deny_out = (const char *const *)e.deny, .notes_json = notes};
     abx_sandbox *sb = NULL;
-    abx_error *err = NULL;
-    int rc = abx_sandbox_create(s->local, &o, &sb, &err);
+    rc = notes ? abx_sandbox_create(rq->key->client, &o, &sb, &err) : -ABX_ENOMEM;
     free_pairs(meta);
     free_pairs(envs);
     abx__net_egress_free(&e);
+    if (notes)
+        explicit_bzero(notes, strlen(notes));
+    free(notes);
     if (rc < 0)
         return send_abx_error(c, rc, err);
-    char path[760];
-    if (!tenant_file(bare(abx_sandbox_id(sb)), path, sizeof path) || abx__create_file(path, rq->tenant, 0600) < 0) {
-        abx_kill_by_id(s->local, abx_sandbox_id(sb), NULL); /* a sandbox nobody could reach */
-        abx_sandbox_free(sb);
-        return send_error(c, 500, "the sandbox could not be recorded");
-    }
-    char traffic[33];
-    save_options(bare(abx_sandbox_id(sb)), body, traffic);
-    explicit_bzero(traffic, sizeof traffic);
     json_t *answer = sandbox_json(s, sb, template_id);
     abx_sandbox_free(sb);
     return send_json(c, 201, answer, NULL);
 }
 
-/* The caller's sandbox id (bare) as a local handle, or an answer sent. */
-static abx_sandbox *own_sandbox(serve_ctx *s, serve_req *rq, const char *id, struct MHD_Connection *c,
-                                enum MHD_Result *sent)
+/* The caller's sandbox id (bare) as a handle, or an answer sent (another
+ * key's id answers as an unknown one: libabx says so). */
+static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connection *c, enum MHD_Result *sent)
 {
     abx_sandbox *sb = NULL;
-    char qualified[64];
-    snprintf(qualified, sizeof qualified, "local:%.40s", id);
-    if (!owned_by(id, rq->tenant) || abx_sandbox_connect(s->local, qualified, &sb, NULL) < 0) {
+    if (abx_sandbox_connect(rq->key->client, id, &sb, NULL) < 0) {
         *sent = send_error(c, 404, "sandbox not found");
         return NULL;
     }
@@ -408,7 +379,7 @@ static abx_sandbox *own_sandbox(serve_ctx *s, serve_req *rq, const char *id, str
 static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
 {
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_sandbox_info in;
@@ -418,18 +389,17 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
         abx_sandbox_free(sb);
         return send_abx_error(c, rc, err);
     }
-    json_t *answer = listed_json(s, &in, sb->envd.token);
-    add_options(id, answer);
+    json_t *answer = listed_json(s, &in, sb);
     abx_sandbox_info_clear(&in);
     abx_sandbox_free(sb);
     return send_json(c, 200, answer, NULL);
 }
 
 /* metrics: [SandboxMetric], one sample: now. */
-static enum MHD_Result metrics(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
+static enum MHD_Result metrics(struct MHD_Connection *c, serve_req *rq, const char *id)
 {
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_sandbox_metrics m;
@@ -440,7 +410,7 @@ static enum MHD_Result metrics(serve_ctx *s, struct MHD_Connection *c, serve_req
         return send_abx_error(c, rc, err);
     char now[40];
     long long t = (long long)time(NULL);
-    rfc3339(t, now, sizeof now);
+    abx__rfc3339(t, now, sizeof now);
     return send_json(c, 200,
                      json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]", "timestamp", now, "timestampUnix",
                                (json_int_t)t, "cpuCount", (int)m.cpu_count, "cpuUsedPct", m.cpu_used_pct, "memUsed",
@@ -450,10 +420,10 @@ static enum MHD_Result metrics(serve_ctx *s, struct MHD_Connection *c, serve_req
 }
 
 /* pause: 204; 409 when it already is. */
-static enum MHD_Result pause_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
+static enum MHD_Result pause_one(struct MHD_Connection *c, serve_req *rq, const char *id)
 {
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_error *err = NULL;
@@ -472,9 +442,9 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
 {
     long timeout = body_timeout(body, 0);
     if (timeout < 0)
-        return send_error(c, 400, "invalid body: timeout must be an integer from 1 to 86400");
+        return bad_timeout(c);
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_sandbox_info in;
@@ -482,7 +452,7 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
     abx_error *err = NULL;
     int rc = abx_sandbox_get_info(sb, &in, &err);
     if (rc == 0 && strcmp(in.status, "paused") != 0)
-        rc = abx__error_set(&err, ABX_EINVAL, "not paused");
+        rc = -ABX_EINVAL;
     if (rc == 0)
         rc = abx_sandbox_resume(sb, (unsigned)timeout, &err);
     json_t *answer = rc == 0 ? sandbox_json(s, sb, in.template_id) : NULL;
@@ -500,9 +470,9 @@ static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_
 {
     long timeout = body_timeout(body, 0);
     if (timeout < 0 || (body && !json_is_object(body)))
-        return send_error(c, 400, "invalid body: timeout must be an integer from 1 to 86400");
+        return bad_timeout(c);
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_sandbox_info in;
@@ -521,14 +491,13 @@ static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_
     return answer ? send_json(c, 200, answer, NULL) : send_error(c, 404, "sandbox not found");
 }
 
-static enum MHD_Result set_timeout(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
-                                   json_t *body)
+static enum MHD_Result set_timeout(struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
 {
     long timeout = body_timeout(body, -1);
     if (timeout < 0)
-        return send_error(c, 400, "invalid body: timeout must be an integer from 1 to 86400");
+        return bad_timeout(c);
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_error *err = NULL;
@@ -539,8 +508,7 @@ static enum MHD_Result set_timeout(serve_ctx *s, struct MHD_Connection *c, serve
 
 /* PUT /sandboxes/ID/network {allowOut, denyOut, allow_internet_access}:
  * replaces the policy (what is omitted is cleared, as on E2B); 204. */
-static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
-                                      json_t *body)
+static enum MHD_Result update_network(struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
 {
     abx_net_egress e;
     char why[300];
@@ -550,7 +518,7 @@ static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, se
                    json_object_get(body, "denyOut"), &e, why, sizeof why))
         return send_error(c, 400, why);
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb) {
         abx__net_egress_free(&e);
         return sent;
@@ -562,10 +530,10 @@ static enum MHD_Result update_network(serve_ctx *s, struct MHD_Connection *c, se
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
-static enum MHD_Result kill_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id)
+static enum MHD_Result kill_one(struct MHD_Connection *c, serve_req *rq, const char *id)
 {
     enum MHD_Result sent = MHD_NO;
-    abx_sandbox *sb = own_sandbox(s, rq, id, c, &sent);
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_error *err = NULL;
@@ -596,64 +564,62 @@ static bool metadata_matches(const char *filter, const char *metadata_json)
     return all;
 }
 
-static bool state_matches(const char *filter, const char *status)
+/* A state filter names running, paused or both (E2B's enum),
+ * comma-separated; *only is the one named, or NULL for both. */
+static bool state_filter(const char *filter, const char **only)
 {
-    if (!filter || !*filter)
-        return true;
-    char copy[128];
-    snprintf(copy, sizeof copy, "%s", filter);
-    char *save = NULL;
-    for (char *one = strtok_r(copy, ",", &save); one; one = strtok_r(NULL, ",", &save))
-        if (strcmp(one, status) == 0)
-            return true;
-    return false;
-}
-
-/* A state filter names running, paused or both (E2B's enum), comma-separated. */
-static bool state_filter_valid(const char *filter)
-{
+    *only = NULL;
     if (!filter || !*filter)
         return true;
     if (strlen(filter) >= 64)
         return false;
+    bool running = false, paused = false;
     char copy[64];
     snprintf(copy, sizeof copy, "%s", filter);
     char *save = NULL;
-    for (char *one = strtok_r(copy, ",", &save); one; one = strtok_r(NULL, ",", &save))
-        if (strcmp(one, "running") != 0 && strcmp(one, "paused") != 0)
+    for (char *one = strtok_r(copy, ",", &save); one; one = strtok_r(NULL, ",", &save)) {
+        if (strcmp(one, "running") == 0)
+            running = true;
+        else if (strcmp(one, "paused") == 0)
+            paused = true;
+        else
             return false;
+    }
+    *only = running && !paused ? "running" : paused && !running ? "paused" : NULL;
     return true;
 }
 
+#define LIST_PAGES_MAX 10000
+
+/* GET /v2/sandboxes (and v1): the key's own sandboxes (its client lists
+ * no others), filtered by state and metadata, paged by nextToken. */
 static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
 {
     const char *state = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
     const char *meta = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
     const char *limit_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
     const char *next = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nextToken");
-    unsigned limit = 100, skip = 0;
-    if ((limit_s && abx__parse_uint(limit_s, 1, 100, &limit) < 0) ||
+    unsigned limit = ABX_LIST_LIMIT_MAX, skip = 0;
+    const char *only = NULL;
+    if ((limit_s && abx__parse_uint(limit_s, 1, ABX_LIST_LIMIT_MAX, &limit) < 0) ||
         (next && *next && abx__parse_uint(next, 0, 1000000, &skip) < 0))
         return send_error(c, 400, "invalid query: limit is 1 to 100, nextToken one this server gave");
-    if (!state_filter_valid(state))
+    if (!state_filter(state, &only))
         return send_error(c, 400, "invalid query: state is running, paused or both (comma-separated)");
     json_t *out = json_array();
     size_t matched = 0;
     bool more = false;
-    for (unsigned page = 0; !more && page < 10000; page++) { /* every local sandbox, a page at a time */
+    for (unsigned page = 0; !more && page < LIST_PAGES_MAX; page++) {
         abx_sandbox_info *items = NULL;
         size_t n = 0;
         abx_error *err = NULL;
-        int rc = abx_list(s->local, NULL, 100, page * 100, &items, &n, &err);
+        int rc = abx_list(rq->key->client, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
         if (rc < 0) {
             json_decref(out);
             return send_abx_error(c, rc, err);
         }
         for (size_t i = 0; i < n && !more; i++) {
-            if (!owned_by(bare(items[i].sandbox_id), rq->tenant) || !state_matches(state, items[i].status) ||
-                !metadata_matches(meta, items[i].metadata_json))
-                continue;
-            if (matched++ < skip)
+            if (!metadata_matches(meta, items[i].metadata_json) || matched++ < skip)
                 continue;
             if (json_array_size(out) == limit)
                 more = true;
@@ -661,12 +627,34 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
                 json_array_append_new(out, listed_json(s, &items[i], NULL));
         }
         abx_sandbox_info_list_free(items, n);
-        if (n < 100)
+        if (n < ABX_LIST_LIMIT_MAX)
             break;
     }
     char token[24];
     snprintf(token, sizeof token, "%u", skip + limit);
     return send_json(c, 200, out, more ? token : NULL);
+}
+
+/* GET /templates: the provider's templates, as E2B's Template list. */
+static enum MHD_Result templates(struct MHD_Connection *c, serve_req *rq)
+{
+    char *text = NULL;
+    abx_error *err = NULL;
+    int rc = abx_templates(rq->key->client, &text, &err);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    json_t *all = json_loads(text, 0, NULL), *out = json_array();
+    abx_free(text);
+    size_t i;
+    json_t *t;
+    json_array_foreach(all, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (name)
+            json_array_append_new(out, json_pack("{s:s, s:s, s:[s], s:b, s:s}", "templateID", name, "buildID", name,
+                                                 "aliases", name, "public", 1, "buildStatus", "ready"));
+    }
+    json_decref(all);
+    return send_json(c, 200, out, NULL);
 }
 
 /* /sandboxes/{id}[/verb], /v2/sandboxes/{id}[/verb]: id and verb ("" when none). */
@@ -699,24 +687,26 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = create(s, c, rq, body);
     else if (get && (strcmp(url, "/sandboxes") == 0 || strcmp(url, "/v2/sandboxes") == 0))
         r = list(s, c, rq);
+    else if (get && strcmp(url, "/templates") == 0)
+        r = templates(c, rq);
     else if (!split_path(url, id, sizeof id, verb, sizeof verb))
         r = send_error(c, 404, "no such endpoint");
     else if (get && !*verb)
         r = info(s, c, rq, id);
     else if (strcmp(method, "DELETE") == 0 && !*verb)
-        r = kill_one(s, c, rq, id);
+        r = kill_one(c, rq, id);
     else if (post && strcmp(verb, "timeout") == 0)
-        r = set_timeout(s, c, rq, id, body);
+        r = set_timeout(c, rq, id, body);
     else if (post && strcmp(verb, "connect") == 0)
         r = connect_to(s, c, rq, id, body);
     else if (get && strcmp(verb, "metrics") == 0)
-        r = metrics(s, c, rq, id);
+        r = metrics(c, rq, id);
     else if (post && strcmp(verb, "pause") == 0)
-        r = pause_one(s, c, rq, id);
+        r = pause_one(c, rq, id);
     else if (post && strcmp(verb, "resume") == 0)
         r = resume_one(s, c, rq, id, body);
     else if (strcmp(method, "PUT") == 0 && strcmp(verb, "network") == 0)
-        r = update_network(s, c, rq, id, body);
+        r = update_network(c, rq, id, body);
     else
         r = send_error(c, 404, "no such endpoint");
     json_decref(body);
@@ -725,62 +715,157 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
 
 /* ---- routing ---------------------------------------------------------------------------- */
 
+typedef enum target_kind { TARGET_NONE, TARGET_BAD, TARGET_SANDBOX } target_kind;
+
+/* An id as E2B makes them (and as a remote provider may): 1-63 of
+ * [A-Za-z0-9_-]. */
+static bool id_shaped(const char *id, size_t n)
+{
+    if (n == 0 || n >= 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
+            return false;
+    }
+    return true;
+}
+
 /* A data-plane request: the sandbox and port from E2b-Sandbox-Id /
- * E2b-Sandbox-Port, or from a Host "PORT-ID.DOMAIN[:listener port]". */
-static bool data_plane_target(serve_ctx *s, struct MHD_Connection *c, char *id, size_t id_len, unsigned *port)
+ * E2b-Sandbox-Port, or from a Host "PORT-ID.DOMAIN[:listener port]".
+ * TARGET_BAD: it names one, malformed (400). */
+static target_kind data_plane_target(serve_ctx *s, struct MHD_Connection *c, char id[64], unsigned *port)
 {
     const char *hid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id");
     const char *hport = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Port");
     if (hid) {
-        snprintf(id, id_len, "%s", hid);
-        return hport && abx__parse_uint(hport, 1, 65535, port) == 0;
+        if (!id_shaped(hid, strlen(hid)) || !hport || abx__parse_uint(hport, 1, 65535, port) < 0)
+            return TARGET_BAD;
+        snprintf(id, 64, "%s", hid);
+        return TARGET_SANDBOX;
     }
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
     if (!host)
-        return false;
-    const char *dash = strchr(host, '-'), *dot = dash ? strchr(dash, '.') : NULL;
-    if (!dash || !dot || (size_t)(dot - dash - 1) >= id_len)
-        return false;
-    size_t dl = strlen(s->domain);
-    const char *rest = dot + 1;
-    if (strncmp(rest, s->domain, dl) != 0 || (rest[dl] != '\0' && rest[dl] != ':'))
-        return false;
+        return TARGET_NONE;
+    size_t hl = strcspn(host, ":"), dl = strlen(s->domain);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, s->domain, dl) != 0)
+        return TARGET_NONE; /* not a sandbox's name: the control plane */
+    const char *label = host, *dash = memchr(label, '-', hl - dl - 1);
+    size_t label_len = hl - dl - 1;
     char port_s[8];
-    if ((size_t)(dash - host) >= sizeof port_s)
+    if (!dash || (size_t)(dash - label) >= sizeof port_s)
+        return TARGET_BAD;
+    snprintf(port_s, sizeof port_s, "%.*s", (int)(dash - label), label);
+    size_t id_len = label_len - (size_t)(dash - label) - 1;
+    if (abx__parse_uint(port_s, 1, 65535, port) < 0 || !id_shaped(dash + 1, id_len))
+        return TARGET_BAD;
+    snprintf(id, 64, "%.*s", (int)id_len, dash + 1);
+    return TARGET_SANDBOX;
+}
+
+/* What each port is for: envd's API on 49983, the code interpreter's on
+ * 49999, anything on a user port; abx's own control routes (/abx/...)
+ * never, on any port. */
+static bool route_allowed(unsigned port, const char *url)
+{
+    if (strncmp(url, "/abx/", 5) == 0 || strcmp(url, "/abx") == 0)
         return false;
-    snprintf(port_s, sizeof port_s, "%.*s", (int)(dash - host), host);
-    snprintf(id, id_len, "%.*s", (int)(dot - dash - 1), dash + 1);
-    return abx__parse_uint(port_s, 1, 65535, port) == 0;
+    if (port == ABX_PORT_CODE)
+        return strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0 ||
+               strcmp(url, "/health") == 0;
+    if (port == ABX_PORT_ENVD) {
+        static const char *const exact[] = {"/health", "/files", "/envs", "/metrics"};
+        for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+            if (strcmp(url, exact[i]) == 0)
+                return true;
+        return strncmp(url, "/process.Process/", 17) == 0 || strncmp(url, "/filesystem.Filesystem/", 23) == 0;
+    }
+    return true;
+}
+
+/* E2B's proxy's answer for a sandbox it does not have (gone, never there,
+ * another tenant's: all alike). */
+static enum MHD_Result send_gone(struct MHD_Connection *c)
+{
+    return send_error(c, 502, "The sandbox was not found");
+}
+
+/* Counts a data-plane request against its tenant's budget; false: full. */
+static bool inflight_take(serve_ctx *s, serve_key *k)
+{
+    pthread_mutex_lock(&s->mu);
+    bool ok = k->inflight < SERVE_INFLIGHT_PER_TENANT;
+    k->inflight += ok;
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static void inflight_put(serve_ctx *s, serve_key *k)
+{
+    pthread_mutex_lock(&s->mu);
+    k->inflight -= k->inflight > 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
+                                  serve_req *rq, const char *id, unsigned port)
+{
+    rq->kind = REQ_ANSWERED;
+    /* a request with a key reaches that key's sandboxes only; without one,
+     * those of any key of this server (E2B's SDKs send none here) */
+    bool keyed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key") != NULL;
+    serve_key *key = keyed ? key_of(s, c) : NULL;
+    abx_client *who = keyed ? (key ? key->client : NULL) : s->data;
+    abx_sandbox *sb = NULL;
+    if (!who || abx_sandbox_connect(who, id, &sb, NULL) < 0)
+        return send_gone(c);
+    if (!route_allowed(port, url)) {
+        abx_sandbox_free(sb);
+        return send_error(c, 404, "no such endpoint on this port");
+    }
+    serve_key *budget = key_of_tenant(s, abx_sandbox_tenant(sb));
+    if (!budget || !inflight_take(s, budget)) {
+        abx_sandbox_free(sb);
+        return budget ? send_error(c, 429, "too many requests in flight for this tenant's sandboxes")
+                      : send_gone(c);
+    }
+    unsigned status = 502;
+    char *text = NULL;
+    rq->proxy = serve_proxy_begin(c, sb, port, url, method, &status, &text);
+    if (!rq->proxy) {
+        inflight_put(s, budget);
+        enum MHD_Result r = status == 502 ? send_gone(c) : send_error(c, status, text ? text : "bad request");
+        free(text);
+        return r;
+    }
+    rq->key = budget;
+    rq->kind = REQ_DATA;
+    return MHD_YES;
 }
 
 static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
                              serve_req *rq)
 {
+    if (url[0] != '/') { /* absolute-form, authority-form, "@host...": never a relay */
+        rq->kind = REQ_ANSWERED;
+        return send_error(c, 400, "the request target must be a path (origin-form)");
+    }
     char id[64];
     unsigned port = 0;
-    bool routed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id") != NULL;
-    if (routed && !data_plane_target(s, c, id, sizeof id, &port)) {
+    target_kind t = data_plane_target(s, c, id, &port);
+    if (t == TARGET_BAD) {
         rq->kind = REQ_ANSWERED;
-        return send_error(c, 400, "E2b-Sandbox-Port: expected a port from 1 to 65535 with E2b-Sandbox-Id");
+        return send_error(c, 400, "E2b-Sandbox-Id and E2b-Sandbox-Port (or a Host PORT-ID.DOMAIN): expected a "
+                                  "sandbox id and a port from 1 to 65535");
     }
-    if (routed || data_plane_target(s, c, id, sizeof id, &port)) {
-        unsigned status = 502;
-        char *text = NULL;
-        rq->proxy = id_valid(id) ? abx__serve_proxy_begin(c, id, port, url, method, &status, &text) : NULL;
-        if (rq->proxy) {
-            rq->kind = REQ_DATA;
-            return MHD_YES;
-        }
-        rq->kind = REQ_ANSWERED;
-        enum MHD_Result r = send_error(c, status, text ? text : "sandbox not found or not running");
-        free(text);
-        return r;
-    }
+    if (t == TARGET_SANDBOX)
+        return begin_data(s, c, url, method, rq, id, port);
     if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
         rq->kind = REQ_ANSWERED;
         return send_text(c, 204, NULL, NULL, NULL);
     }
-    if (!tenant_of(s, c, rq->tenant)) {
+    if (!(rq->key = key_of(s, c))) {
         rq->kind = REQ_ANSWERED;
         return send_error(c, 401, "missing or invalid X-API-Key");
     }
@@ -806,14 +891,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         size_t n = *upload_size;
         *upload_size = 0;
         if (rq->kind == REQ_DATA)
-            return abx__serve_proxy_upload(rq->proxy, upload, n) ? MHD_YES : MHD_NO;
+            return serve_proxy_upload(rq->proxy, upload, n) ? MHD_YES : MHD_NO;
         if (rq->kind == REQ_CONTROL && abx__buf_append(&rq->body, upload, n) < 0)
             rq->too_big = true;
-        return MHD_YES;
+        return MHD_YES; /* an answered request's body: read and dropped */
     }
     if (rq->kind == REQ_DATA) {
         rq->kind = REQ_ANSWERED;
-        return abx__serve_proxy_finish(rq->proxy, c) == 0 ? MHD_YES : MHD_NO;
+        return serve_proxy_finish(rq->proxy, c) == 0 ? MHD_YES : MHD_NO;
     }
     if (rq->kind != REQ_CONTROL)
         return MHD_YES;
@@ -825,114 +910,85 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
-    (void)cls;
     (void)c;
     (void)t;
+    serve_ctx *s = cls;
     serve_req *rq = *con_cls;
     if (!rq)
         return;
-    abx__serve_proxy_release(rq->proxy);
+    if (rq->proxy) {
+        serve_proxy_release(rq->proxy);
+        inflight_put(s, rq->key);
+    }
     abx__buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
 }
 
-/* ---- the listener ------------------------------------------------------------------------- */
+/* ---- start and stop ------------------------------------------------------------------------- */
 
-static int listen_on(const char *addr, int *fd_out, bool *loopback, int *port, abx_error **err)
+static void ctx_free(serve_ctx *s)
 {
-    char host[256];
-    const char *colon = strrchr(addr, ':');
-    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host)
-        return abx__error_set(err, ABX_EINVAL, "--listen: expected ADDR:PORT");
-    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-    unsigned p = 0;
-    if (abx__parse_uint(colon + 1, 0, 65535, &p) < 0)
-        return abx__error_set(err, ABX_EINVAL, "--listen: the port must be 0 to 65535");
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
-    struct addrinfo *ai = NULL;
-    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai)
-        return abx__error_set(err, ABX_EINVAL, "--listen: '%s' is not a numeric address", host);
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    int rc = fd < 0 ? -1 : setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (rc == 0)
-        rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc == 0)
-        rc = listen(fd, 512);
-    if (rc < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        return abx__error_errno(err, ABX_ESYS, e, "--listen");
-    }
-    *loopback = strcmp(host, "127.0.0.1") == 0 || strcmp(host, "::1") == 0 || strncmp(host, "127.", 4) == 0;
-    freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    *fd_out = fd;
-    return 0;
+    for (size_t i = 0; i < s->nkeys; i++)
+        abx_client_free(s->keys[i].client);
+    abx_client_free(s->data);
+    abx_client_free(s->root);
+    pthread_mutex_destroy(&s->mu);
+    explicit_bzero(s, sizeof *s);
+    free(s);
 }
 
-int abx_serve_run(const abx_serve_config *cfg, abx_error **err)
+/* The provider's client, one per key's tenant, and the data plane's (all
+ * keys' tenants). */
+static int clients_new(serve_ctx *s, const serve_config *cfg, abx_error **err)
+{
+    abx_client_options co = {.cli_provider = cfg->provider};
+    int rc = abx_client_new(&co, &s->root, err);
+    if (rc == 0 && cfg->warm && strcmp(abx_client_provider(s->root), "local") == 0)
+        rc = abx_client_keep_warm(s->root, cfg->warm, err);
+    const char *tenants[MAX_KEYS + 1] = {NULL};
+    for (size_t i = 0; rc == 0 && i < s->nkeys; i++) {
+        rc = abx_client_for_tenant(s->root, s->keys[i].tenant, &s->keys[i].client, err);
+        tenants[i] = s->keys[i].tenant;
+    }
+    if (rc == 0 && s->nkeys)
+        rc = abx_client_for_tenants(s->root, tenants, &s->data, err);
+    return rc;
+}
+
+int serve_run(const serve_config *cfg, abx_error **err)
 {
     serve_ctx *s = calloc(1, sizeof *s);
     if (!s)
         return abx__error_set(err, ABX_ENOMEM, "serve");
+    pthread_mutex_init(&s->mu, NULL);
     snprintf(s->domain, sizeof s->domain, "%s", cfg->domain && *cfg->domain ? cfg->domain : "localhost");
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
-        sha256_hex(cfg->api_keys[i], s->keys_hash_of[s->nkeys++], TENANT_LEN);
-    int fd = -1, port = 0;
-    bool loopback = false;
-    int rc = listen_on(cfg->listen ? cfg->listen : "127.0.0.1:3000", &fd, &loopback, &port, err);
-    if (rc == 0 && !loopback && s->nkeys == 0)
+        abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
+    int sigfd = abx__stop_signals_block();
+    abx_http_service svc = {.listen = cfg->listen ? cfg->listen : "127.0.0.1:3000", .handler = on_request,
+                            .handler_cls = s, .completed = on_completed, .env_prefix = "ABX_SERVE", .idle_s = 600,
+                            .header_deadline_s = 10, .per_client = 256, .max_connections = 2048};
+    abx_http_listener *listener = NULL;
+    int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd") : clients_new(s, cfg, err);
+    if (rc == 0)
+        rc = abx__http_start(&svc, &listener, err);
+    if (rc == 0 && !abx__http_loopback(listener) && s->nkeys == 0)
         rc = abx__error_set(err, ABX_EAUTH, "refusing to serve a non-loopback address without API keys "
                                             "(--api-key-file or ABX_SERVE_API_KEYS)");
-    abx_client_options co = {.provider = "local"};
-    if (rc == 0)
-        rc = abx_client_new(&co, &s->local, err);
-    if (rc == 0 && cfg->warm)
-        rc = abx_client_keep_warm(s->local, cfg->warm, err);
-    if (rc == 0 && !abx__mhd())
-        rc = abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
     if (rc < 0) {
-        if (fd >= 0)
-            close(fd);
-        abx_client_free(s->local);
-        free(s);
+        abx__http_stop(listener);
+        if (sigfd >= 0)
+            close(sigfd);
+        ctx_free(s);
         return rc;
     }
-    signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is a write error, not a death */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)600, MHD_OPTION_CONNECTION_LIMIT, (unsigned)2048, MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!d || sigfd < 0) {
-        close(fd);
-        abx_client_free(s->local);
-        free(s);
-        return abx__error_set(err, ABX_ESYS, "starting the HTTP server");
-    }
-    fprintf(stderr, "abx serve: listening on http://%s:%d (sandbox domain %s; %zu API key%s)\n",
-            loopback ? "127.0.0.1" : "0.0.0.0", port, s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
-    struct signalfd_siginfo si;
-    while (read(sigfd, &si, sizeof si) < 0 && errno == EINTR) {
-    }
+    fprintf(stderr, "abx serve: listening on http://%s:%d (provider %s; sandbox domain %s; %zu API key%s)\n",
+            abx__http_loopback(listener) ? "127.0.0.1" : abx__http_host(listener), abx__http_port(listener),
+            abx_client_provider(s->root), s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
+    abx__stop_signal_wait(sigfd);
     fprintf(stderr, "abx serve: stopping\n");
-    MHD_stop_daemon(d);
-    close(sigfd);
-    abx_client_free(s->local);
-    free(s);
+    abx__http_stop(listener);
+    ctx_free(s);
     return 0;
 }

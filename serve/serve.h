@@ -1,6 +1,10 @@
-/* serve.h: `abx serve`, this machine as an E2B-protocol sandbox host
- * (serve/serve.c: listener, keys and tenants, the REST control plane;
- * serve/proxy.c: the data plane, forwarded to each sandbox's envd). */
+/* serve.h: `abx serve`, this machine as an E2B-protocol sandbox host, in
+ * front of any provider (serve/serve.c: the listener, keys and their
+ * tenants, the REST control plane; serve/proxy.c: the data plane, relayed
+ * to each sandbox's endpoint as libabx gives it; serve/envd_front.c: the
+ * data plane of a provider that has no envd, answered through libabx).
+ * Built on include/abx/abx.h and the base layer only.
+ */
 #ifndef ABX_SERVE_H
 #define ABX_SERVE_H
 
@@ -8,32 +12,41 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct abx_serve_config {
+typedef struct serve_config {
     const char *listen;           /* "ADDR:PORT" (port 0: a free one) */
     const char *const *api_keys;  /* "e2b_" + 40 hex each, NULL-terminated */
     const char *domain;           /* sandbox domain; NULL: "localhost" */
-    unsigned warm;                /* sandboxes kept started ahead (abx_client_keep_warm) */
+    unsigned warm;                /* sandboxes kept started ahead (abx_client_keep_warm; the local provider) */
+    const char *provider;         /* the provider fronted; NULL: resolved as every abx command resolves it */
     void *reserved[4];
-} abx_serve_config;
+} serve_config;
 
 /* Serves until SIGTERM/SIGINT; prints "abx serve: listening on http://H:P"
  * on stderr once ready. The caller checked the keys' shape. */
-int abx_serve_run(const abx_serve_config *cfg, abx_error **err);
+int serve_run(const serve_config *cfg, abx_error **err);
 
-/* ---- shared between serve.c and proxy.c ---- */
+/* ---- shared between serve.c, proxy.c and envd_front.c ---- */
 
 struct MHD_Connection;
 typedef struct serve_proxy serve_proxy;
 
-/* A data-plane request for sandbox id (bare) and port: the proxy's state
- * (NULL with *status and *body set for an answer to send instead). */
-serve_proxy *abx__serve_proxy_begin(struct MHD_Connection *c, const char *id, unsigned port, const char *url,
-                                    const char *method, unsigned *status, char **body);
+/* E2B's answers: an error body {code, message} with that status. */
+int serve_send_error(struct MHD_Connection *c, unsigned status, const char *message);
+/* A data-plane request to sb's port (sb taken: the proxy frees it), its
+ * path already checked against what the port is for. NULL with *status
+ * and *body set for an answer to send instead. */
+serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsigned port, const char *url,
+                               const char *method, unsigned *status, char **body);
 /* The request's body bytes, as they come. false: stop (the sandbox went away). */
-bool abx__serve_proxy_upload(serve_proxy *p, const char *data, size_t len);
+bool serve_proxy_upload(serve_proxy *p, const char *data, size_t len);
 /* The request is whole: queue the sandbox's answer. */
-int abx__serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c);
+int serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c);
 /* The connection is done with p. */
-void abx__serve_proxy_release(serve_proxy *p);
+void serve_proxy_release(serve_proxy *p);
+
+/* The most proxied requests one tenant may have in flight at once (each
+ * holds at most SERVE_PROXY_BUFFER bytes of its stream in abx serve). */
+#define SERVE_INFLIGHT_PER_TENANT 64
+#define SERVE_PROXY_BUFFER (256u << 10)
 
 #endif

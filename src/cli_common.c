@@ -255,10 +255,8 @@ abx_sandbox *cli_connect(cli_ctx *ctx, const char *id, int *exit_status)
 json_t *cli_info_json(const abx_sandbox_info *i)
 {
     char started[32], end[32];
-    time_t s = (time_t)i->started_at, e = (time_t)i->end_at;
-    struct tm tm;
-    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&s, &tm));
-    strftime(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&e, &tm));
+    abx__rfc3339(i->started_at, started, sizeof started);
+    abx__rfc3339(i->end_at, end, sizeof end);
     json_t *meta = json_loads(i->metadata_json ? i->metadata_json : "{}", 0, NULL);
     json_t *envs = json_loads(i->env_names_json ? i->env_names_json : "[]", 0, NULL);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "sandbox_id", i->sandbox_id,

@@ -13,12 +13,14 @@
 #define MAX_KEYS 256
 
 const char cmd_serve_help[] =
-    "Usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
+    "Usage: abx [--provider ID] serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
     "\n"
-    "Serve this machine's sandboxes over E2B's protocol: E2B's SDKs (and\n"
-    "another machine's abx with --provider e2b) create and drive local\n"
-    "sandboxes through it. Set E2B_API_URL and E2B_SANDBOX_URL to\n"
-    "http://ADDR:PORT and E2B_API_KEY to one of the keys.\n"
+    "Serve a provider's sandboxes over E2B's protocol: E2B's SDKs (and\n"
+    "another machine's abx with --provider e2b) create and drive them\n"
+    "through it. The provider is resolved as for every abx command (local\n"
+    "by default); --provider fronts another one (an exec plugin, another\n"
+    "E2B host). Set E2B_API_URL and E2B_SANDBOX_URL to http://ADDR:PORT and\n"
+    "E2B_API_KEY to one of the keys.\n"
     "\n"
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:3000; port 0: a free one)\n"
     "  --api-key-file F    API keys, one per line ('e2b_' + 40 hex characters);\n"
@@ -28,15 +30,24 @@ const char cmd_serve_help[] =
     "  --domain D          the sandboxes' domain in answers (default localhost):\n"
     "                      data-plane requests come as PORT-ID.D, or with the\n"
     "                      E2b-Sandbox-Id and E2b-Sandbox-Port headers\n"
-    "  --warm N            sandboxes kept started ahead, in the shape of the last\n"
-    "                      create (0-16, default 8): a create takes one (about 1 ms)\n"
-    "                      instead of starting one (5-25 ms); nobody's until taken,\n"
-    "                      they end with abx serve\n"
+    "  --warm N            local provider: sandboxes kept started ahead, in the shape\n"
+    "                      of the last create (0-16, default 8): a create takes one\n"
+    "                      (about 1 ms) instead of starting one (5-25 ms); nobody's\n"
+    "                      until taken (nothing reaches them), they end with abx serve\n"
     "\n"
     "Control plane: POST /sandboxes and /v2/sandboxes, GET /v2/sandboxes,\n"
-    "GET|DELETE /sandboxes/ID, POST /sandboxes/ID/timeout, POST\n"
-    "/sandboxes/ID/connect, GET /health. Stops on SIGTERM or SIGINT (its\n"
-    "sandboxes live on until their timeout).\n";
+    "GET|DELETE /sandboxes/ID, POST /sandboxes/ID/timeout|connect|pause|resume,\n"
+    "GET /sandboxes/ID/metrics, PUT /sandboxes/ID/network, GET /templates,\n"
+    "GET /health. Each key's tenant reaches only its own sandboxes, at most\n"
+    "[limits] sandboxes_per_tenant of them (429 past it).\n"
+    "Data plane (E2b-Sandbox-Id and E2b-Sandbox-Port, or Host PORT-ID.DOMAIN):\n"
+    "49983 envd's API with the sandbox's X-Access-Token, 49999 the code\n"
+    "interpreter's (/execute, /contexts, /health), any other port the\n"
+    "sandbox's own service. Limits before authentication: ABX_SERVE_HEADER_TIMEOUT\n"
+    "(seconds to send a request's headers, default 10), ABX_SERVE_CLIENT_CONNECTIONS\n"
+    "(connections per client address, default 256), ABX_SERVE_CONNECTION_TIMEOUT\n"
+    "(idle seconds, default 600). Stops on SIGTERM or SIGINT (its sandboxes\n"
+    "live on until their timeout).\n";
 
 static bool key_valid(const char *k)
 {
@@ -121,9 +132,10 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
             free(keys[i]);
         return CLI_EXIT_FAILED;
     }
-    abx_serve_config cfg = {.listen = listen, .api_keys = (const char *const *)keys, .domain = domain, .warm = warm};
+    serve_config cfg = {.listen = listen, .api_keys = (const char *const *)keys, .domain = domain, .warm = warm,
+                        .provider = ctx->provider};
     abx_error *err = NULL;
-    rc = abx_serve_run(&cfg, &err);
+    rc = serve_run(&cfg, &err);
     for (size_t i = 0; i < n; i++) {
         explicit_bzero(keys[i], strlen(keys[i]));
         free(keys[i]);

@@ -60,6 +60,18 @@ ABX_API void abx_free(void *p);
 
 ABX_API const char *abx_version(void);
 
+/* ---- bounds ---------------------------------------------------------------
+ * One constant per limit a client meets; every surface (CLI flags, MCP tool
+ * schemas, abx serve's REST API, the shim) checks against these. */
+
+#define ABX_TIMEOUT_MIN_S 1u          /* a sandbox's lifetime, in seconds */
+#define ABX_TIMEOUT_MAX_S 86400u
+#define ABX_LIST_LIMIT_MAX 100u       /* abx_list's page */
+#define ABX_TENANT_MAX 128u           /* bytes of a tenant string */
+#define ABX_NOTES_MAX 16384u          /* bytes of a front end's notes (abx_create_options.notes_json) */
+#define ABX_SANDBOXES_PER_TENANT_DEFAULT 64u /* [limits] sandboxes_per_tenant */
+#define ABX_TENANT_POOL_SHARE_DEFAULT 50u    /* [limits] tenant_pool_share: percent of a host-wide pool */
+
 /* ---- one-shot sandbox run (abx run) ------------------------------------ */
 
 #define ABX_DEFAULT_MEMORY_MB 512u
@@ -131,7 +143,11 @@ typedef struct abx_sandbox abx_sandbox;
 typedef struct abx_client_options {
     const char *provider;     /* the caller's explicit choice (a tool argument); NULL: resolve */
     const char *cli_provider; /* --provider; NULL: resolve further */
-    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
+    /* Whom the client acts for (abx_tenant_valid; abx_tenant_from_secret
+     * and abx_tenant_from_uid make one). NULL: nobody in particular, the
+     * machine's administrator, who sees and touches every sandbox. */
+    const char *tenant;
+    void *reserved[3];          /* room to grow without breaking the layout: leave zero */
 } abx_client_options;
 
 /* Resolves the provider (argument > --provider > ABX_PROVIDER > ./.env >
@@ -154,6 +170,39 @@ ABX_API int abx_client_keep_warm(abx_client *c, unsigned count, abx_error **err)
  * NULL: decided by the lists); the next connections follow it. */
 ABX_API int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const *allow_out,
                                     const char *const *deny_out, abx_error **err);
+/* ---- tenants ------------------------------------------------------------
+ *
+ * A client with a tenant sees and touches only the sandboxes created
+ * through a client of that tenant: every call (list, connect, info,
+ * timeout, pause, network, kill, exec, files, the data plane) on another
+ * tenant's sandbox fails exactly as for an id that does not exist (E8002,
+ * the same message). The provider records each sandbox's tenant (the local
+ * provider in its state, a remote one in metadata it never shows). Each
+ * tenant's live sandboxes are bounded ([limits] sandboxes_per_tenant,
+ * default ABX_SANDBOXES_PER_TENANT_DEFAULT), and so is its share of each
+ * host-wide pool (uid ranges, network addresses: [limits]
+ * tenant_pool_share percent, default ABX_TENANT_POOL_SHARE_DEFAULT): past
+ * either a create fails with E8030. */
+
+/* A tenant is 1-ABX_TENANT_MAX bytes of [A-Za-z0-9._:=-]. */
+ABX_API bool abx_tenant_valid(const char *tenant);
+/* The tenant of a secret (an HTTP token, an API key): "k" and the first
+ * 128 bits of its SHA-256 in hex, so one secret is one tenant at every
+ * front end and the secret itself is never stored. out holds 34 bytes. */
+ABX_API void abx_tenant_from_secret(const char *secret, char out[34]);
+/* The tenant of a host user: "uid:N". out holds 16 bytes. */
+ABX_API void abx_tenant_from_uid(unsigned uid, char out[16]);
+/* A client of c's provider and per-client state (its warm pool, a
+ * plugin's process) acting for tenant; *out is freed with abx_client_free
+ * (before or after c). */
+ABX_API int abx_client_for_tenant(abx_client *c, const char *tenant, abx_client **out, abx_error **err);
+/* The same for a set of tenants (NULL-terminated, 1-1024): it reaches the
+ * sandboxes of any of them and creates none (E8001): a server's keyless
+ * data plane, which must reach the sandboxes of its own tenants only. */
+ABX_API int abx_client_for_tenants(abx_client *c, const char *const *tenants, abx_client **out, abx_error **err);
+/* The client's tenant; NULL without one (or with a set). Owned by c. */
+ABX_API const char *abx_client_tenant(const abx_client *c);
+
 /* The resolved provider id ("local", ...), and where it came from. Owned by c. */
 ABX_API const char *abx_client_provider(const abx_client *c);
 ABX_API const char *abx_client_provider_source(const abx_client *c);
@@ -162,7 +211,7 @@ ABX_API const char *abx_client_provider_source(const abx_client *c);
 
 typedef struct abx_create_options {
     const char *template_id;     /* NULL: "base" */
-    unsigned timeout_s;          /* lifetime, 1-86400; 0: 300 */
+    unsigned timeout_s;          /* lifetime, ABX_TIMEOUT_MIN_S-ABX_TIMEOUT_MAX_S; 0: 300 */
     const char *const *envs;     /* "K=V", NULL-terminated; may be NULL */
     const char *const *metadata; /* "K=V", NULL-terminated; may be NULL */
     unsigned cpu_count;          /* 0: 1 */
@@ -180,6 +229,11 @@ typedef struct abx_create_options {
     const char *network;
     const char *const *allow_out;
     const char *const *deny_out;
+    /* A front end's own notes on this sandbox (a JSON object of at most
+     * ABX_NOTES_MAX bytes; NULL: none), kept by the provider beside it and
+     * never shown by info or list: read back with abx_sandbox_notes
+     * (abx serve keeps E2B's create options there). */
+    const char *notes_json;
     void *reserved[1];          /* room to grow without breaking the layout: leave zero */
 } abx_create_options;
 
@@ -191,6 +245,12 @@ ABX_API int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out
 ABX_API void abx_sandbox_free(abx_sandbox *s);
 /* The qualified id, "provider:id". Owned by s. */
 ABX_API const char *abx_sandbox_id(const abx_sandbox *s);
+/* Whom the sandbox was created for (its tenant as the provider recorded
+ * it); NULL: nobody (the administrator's). Owned by s. */
+ABX_API const char *abx_sandbox_tenant(const abx_sandbox *s);
+/* The notes given at create (abx_create_options.notes_json) as a JSON
+ * object (*json: abx_free; "{}" when there are none). */
+ABX_API int abx_sandbox_notes(abx_sandbox *s, char **json, abx_error **err);
 
 typedef struct abx_sandbox_info {
     char sandbox_id[96];        /* qualified */
@@ -214,7 +274,7 @@ ABX_API int abx_get_info_by_id(abx_client *c, const char *id, abx_sandbox_info *
 ABX_API int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset,
                      abx_sandbox_info **items, size_t *count, abx_error **err);
 ABX_API void abx_sandbox_info_list_free(abx_sandbox_info *items, size_t count);
-/* New lifetime: seconds (1-86400) from now. */
+/* New lifetime: seconds (ABX_TIMEOUT_MIN_S-ABX_TIMEOUT_MAX_S) from now. */
 ABX_API int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err);
 ABX_API int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err);
 /* Destroys the sandbox and everything in it. */
@@ -238,6 +298,16 @@ ABX_API int abx_sandbox_pause(abx_sandbox *s, abx_error **err);
  * last one it was given). E8001 when it is not paused. */
 ABX_API int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err);
 ABX_API int abx_kill_by_id(abx_client *c, const char *id, abx_error **err);
+
+/* ---- templates (the provider's) ------------------------------------------ */
+
+/* 0 when the client's provider has template name (the local provider: a
+ * built-in one, or one built or imported here; a remote one: the host's);
+ * E8002 "template 'NAME' not found" otherwise. */
+ABX_API int abx_template_exists(abx_client *c, const char *name, abx_error **err);
+/* The provider's templates as a JSON array of objects, each with at least
+ * "name" (*json: abx_free). */
+ABX_API int abx_templates(abx_client *c, char **json, abx_error **err);
 
 /* ---- processes ----------------------------------------------------------- */
 
@@ -362,6 +432,45 @@ ABX_API int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx
  * reached from outside (*url: abx_free). E8004 where the provider offers
  * none (an exec plugin without ports.url). */
 ABX_API int abx_sandbox_port_url(abx_sandbox *s, unsigned port, char **url, abx_error **err);
+
+/* ---- the data plane, for a front end that relays it (abx serve) ----------
+ *
+ * Port ABX_PORT_ENVD is the sandbox's envd (E2B's process and filesystem
+ * API, /files), ABX_PORT_CODE its code interpreter (/execute,
+ * /contexts), any other port a TCP service inside. The endpoint says how
+ * to reach one: a Unix socket to send the requests to (the local
+ * provider's supervisor), sockets the library makes in the sandbox's own
+ * network (a port on a local sandbox's loopback) or a URL with the
+ * headers the far side needs (an E2B-protocol host). */
+
+#define ABX_PORT_ENVD 49983u
+#define ABX_PORT_CODE 49999u
+
+typedef struct abx_endpoint {
+    /* true: make each connection's socket with abx_sandbox_socket (it
+     * lives in the sandbox's network), then connect it to url's host. */
+    bool sandbox_socket;
+    /* "": none; else the Unix socket every connection goes to (url then
+     * names only the scheme and host): valid while the handle lives. */
+    char unix_socket[108];
+    char url[512];        /* the base URL requests go to (no trailing slash) */
+    /* Headers each request must carry to reach this sandbox's port (an
+     * E2B host's routing: "E2b-Sandbox-Id: ..."); "" after the last. */
+    char headers[4][160];
+    /* The access token envd and the code interpreter expect in
+     * X-Access-Token ("" none): a relay adds it only where it must. */
+    char token[128];
+    void *reserved[4];
+} abx_endpoint;
+
+/* How to reach port of the sandbox; E8004 where the provider has no such
+ * data plane (an exec plugin's sandbox has no envd). */
+ABX_API int abx_sandbox_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err);
+/* A TCP socket (IPv4, not connected) in the sandbox's own network
+ * namespace, for an endpoint with sandbox_socket: connecting it to
+ * 127.0.0.1:PORT reaches what listens on the sandbox's loopback. *fd is
+ * the caller's to close. The local provider needs root (E8010). */
+ABX_API int abx_sandbox_socket(abx_sandbox *s, int *fd, abx_error **err);
 
 /* ---- code (a code interpreter in the sandbox) --------------------------- */
 

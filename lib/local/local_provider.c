@@ -12,16 +12,20 @@
  * (lib/sandbox_envd.c).
  */
 #include "provider.h"
+#include "tenant.h"
 #include "b64.h"
 #include "config.h"
 #include "error_internal.h"
 #include "sandbox_id.h"
 #include "state.h"
 #include "sysutil.h"
+#include "parse.h"
 #include "warm_pool.h"
 #include "template_build.h"
 #include "template_store.h"
 #include "netpolicy.h"
+#include "net_filter.h"
+#include "uid_pool.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -61,6 +65,7 @@
 typedef struct local_sandbox {
     char id[ABX_SANDBOX_ID_LEN + 1];
     char dir[700];
+    int dirfd;            /* O_PATH of dir once an endpoint named it (local_endpoint); else -1 */
 } local_sandbox;
 
 static local_sandbox *local_of(abx_sandbox *s)
@@ -89,7 +94,7 @@ static void shell_of(const char *dir, char *shell, size_t len)
     close(rootfd);
 }
 
-static abx_sandbox *handle_new(const char *id, const char *dir, const char *token)
+static abx_sandbox *handle_new(const char *id, const char *dir, const char *token, const char *tenant)
 {
     char qualified[96];
     snprintf(qualified, sizeof qualified, "local:%s", id);
@@ -101,16 +106,60 @@ static abx_sandbox *handle_new(const char *id, const char *dir, const char *toke
     }
     snprintf(l->id, sizeof l->id, "%s", id);
     snprintf(l->dir, sizeof l->dir, "%s", dir);
+    l->dirfd = -1;
     s->impl = l;
     char sock[760];
     snprintf(sock, sizeof sock, "%s/envd.sock", dir);
     abx__envd_init(&s->envd, "http://localhost", sock, token);
     shell_of(dir, s->shell, sizeof s->shell);
+    snprintf(s->tenant, sizeof s->tenant, "%s", tenant ? tenant : "");
     return s;
+}
+
+/* ---- whose a sandbox is: the `tenant` file of its state directory --------------------- */
+
+/* The tenant recorded in dir ("" when none or unreadable: nobody's but
+ * the administrator's). */
+static void tenant_read(const char *dir, char out[ABX_TENANT_MAX + 1])
+{
+    char path[760], text[ABX_TENANT_MAX + 2] = "";
+    snprintf(path, sizeof path, "%s/tenant", dir);
+    out[0] = '\0';
+    if (abx__read_small_file(path, text, sizeof text) >= 0 && abx_tenant_valid(text))
+        snprintf(out, ABX_TENANT_MAX + 1, "%s", text);
+}
+
+/* Writes path (0600, replacing it) through a temporary name. */
+static int replace_private(const char *dir, const char *name, const char *text)
+{
+    char tmp[760], path[760];
+    snprintf(tmp, sizeof tmp, "%s/.%s.new", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(tmp);
+    int rc = abx__create_file(tmp, text, 0600);
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -1;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+/* Records whose the sandbox in dir is and the front end's notes (before
+ * anyone can reach it: its create, or its claim from a warm pool). */
+static int owner_write(const char *dir, const char *tenant, const char *notes, abx_error **err)
+{
+    if (tenant && *tenant && replace_private(dir, "tenant", tenant) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "recording the sandbox's tenant");
+    if (notes && *notes && replace_private(dir, "notes.json", notes) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "recording the sandbox's notes");
+    return 0;
 }
 
 static void local_free_impl(void *impl)
 {
+    local_sandbox *l = impl;
+    if (l && l->dirfd >= 0)
+        close(l->dirfd);
     free(impl);
 }
 
@@ -155,27 +204,25 @@ static void reconcile_now_and_then(abx_client *c)
     abx__state_reconcile();
 }
 
+/* Every way an id fails here (malformed, unknown, ended, a standby,
+ * another tenant's) is the same E8002, after the same few file probes. */
 static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, abx_error **err)
 {
-    (void)c;
-    char dir[700], path[760], token[128];
-    if (!abx__sandbox_id_valid(plain))
-        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
-    int rc = abx__state_dir(plain, dir, sizeof dir, err);
-    if (rc < 0)
-        return rc;
+    char dir[700], path[760], token[128], tenant[ABX_TENANT_MAX + 1];
+    if (!abx__sandbox_id_valid(plain) || abx__state_dir(plain, dir, sizeof dir, NULL) < 0)
+        return abx__tenant_not_found(err);
+    tenant_read(dir, tenant);
     snprintf(path, sizeof path, "%s/standby", dir);
-    if (access(path, F_OK) == 0) /* a warm pool's, nobody's yet */
-        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
+    bool standby = access(path, F_OK) == 0; /* a warm pool's, nobody's yet */
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    if (access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
-        abx__state_reconcile();
-        return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it may have timed out or been killed)");
+    if (standby || !abx__tenant_may_see(c, tenant) || access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
+        reconcile_now_and_then(c);
+        return abx__tenant_not_found(err);
     }
     snprintf(path, sizeof path, "%s/token", dir);
     if (abx__read_small_file(path, token, sizeof token) < 0)
         return abx__error_set(err, ABX_EPERM, "cannot read the sandbox's access token");
-    *out = handle_new(plain, dir, token);
+    *out = handle_new(plain, dir, token, tenant);
     explicit_bzero(token, sizeof token);
     return *out ? 0 : abx__error_set(err, ABX_ENOMEM, "sandbox handle");
 }
@@ -285,21 +332,23 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
         return abx__error_errno(err, ABX_ESYS, errno, "pipe");
     char log_path[760];
     snprintf(log_path, sizeof log_path, "%s/shim.log", dir);
-    const char *cgroup_parent = getenv("ABX_CGROUP_PARENT");
-    char cg_env[600] = "";
-    if (cgroup_parent)
-        snprintf(cg_env, sizeof cg_env, "ABX_CGROUP_PARENT=%s", cgroup_parent);
-    char *const argv[] = {(char *)"abx-shim", (char *)dir, NULL};
-    /* the shim's whole environment: the network's settings pass (runtime/net.h) */
-    char *envp[7] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
-    char net_dns[300], net_pool[64];
-    size_t ne = 2;
-    if (cgroup_parent)
-        envp[ne++] = cg_env;
-    if (getenv("ABX_NET_DNS") && snprintf(net_dns, sizeof net_dns, "ABX_NET_DNS=%s", getenv("ABX_NET_DNS")) < (int)sizeof net_dns)
-        envp[ne++] = net_dns;
-    if (getenv("ABX_NET_POOL") && snprintf(net_pool, sizeof net_pool, "ABX_NET_POOL=%s", getenv("ABX_NET_POOL")) < (int)sizeof net_pool)
-        envp[ne++] = net_pool;
+    /* the shim's whole environment: where its sandbox's state is (not in
+     * its argv, which every host user can read in /proc), and the
+     * settings of the runtime's host-wide pools (runtime/net.h, uid_pool.h) */
+    char *const argv[] = {(char *)"abx-shim", NULL};
+    static const char *const passed[] = {"ABX_CGROUP_PARENT", "ABX_NET_DNS", "ABX_NET_POOL", "ABX_UID_POOL_BASE",
+                                         "ABX_UID_POOL_SLOTS"};
+    enum { NPASSED = sizeof passed / sizeof passed[0] };
+    char vars[NPASSED + 1][720];
+    char *envp[NPASSED + 5] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
+    size_t ne = 2, nv = 0;
+    snprintf(vars[nv], sizeof vars[nv], "ABX_SHIM_STATE_DIR=%s", dir);
+    envp[ne++] = vars[nv++];
+    for (size_t i = 0; i < NPASSED; i++) {
+        const char *v = getenv(passed[i]);
+        if (v && snprintf(vars[nv], sizeof vars[nv], "%s=%s", passed[i], v) < (int)sizeof vars[nv])
+            envp[ne++] = vars[nv++];
+    }
     if (background && geteuid() == 0) /* a standby sandbox starts at nice 19 (runtime/shim.c) */
         envp[ne++] = (char *)"ABX_SHIM_BACKGROUND=1";
     pid_t child = -1;
@@ -351,15 +400,16 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
 static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta,
-                         json_t *network, bool standby, abx_sandbox **out, abx_error **err)
+                         json_t *network, const char *tenant, const char *notes, bool standby, abx_sandbox **out,
+                         abx_error **err)
 {
     char shim_path[PATH_MAX];
     if (find_shim(shim_path, sizeof shim_path) < 0)
         return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
     int rc = 0;
-    char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65];
+    char id[ABX_SANDBOX_ID_LEN + 1], root[560], dir[700], path[760], token[65], host_name[65];
     json_t *cfg = NULL;
-    if (abx__sandbox_id_new(id) < 0 || random_token(token) < 0) {
+    if (abx__sandbox_id_new(id) < 0 || random_token(token) < 0 || random_token(host_name) < 0) {
         rc = abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
         goto out;
     }
@@ -376,6 +426,10 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
                     (int)shape->cpu_count, "memory_mb", (int)memory, "disk_size_mb",
                     (int)(memory / 2 > 16 ? memory / 2 : 16), "pids", (int)ABX_DEFAULT_PIDS, "standby", standby,
                     "owner_pid", (int)getpid());
+    host_name[0] = 's'; /* its cgroups' name: random, unrelated to the id (runtime/jail.h) */
+    host_name[21] = '\0';
+    if (cfg)
+        json_object_set_new(cfg, "host_name", json_string(host_name));
     if (cfg && network)
         json_object_set(cfg, "network", network);
     char tree[PATH_MAX];
@@ -400,12 +454,16 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
         abx__state_reap(id);
         goto out;
     }
+    if ((rc = owner_write(dir, tenant, notes, err)) < 0) {
+        abx__state_reap(id);
+        goto out;
+    }
     if ((rc = start_shim(shim_path, dir, standby, err)) < 0) {
         rc = abx__error_wrap(err, rc, "starting sandbox %s", id);
         abx__state_reap(id);
         goto out;
     }
-    *out = handle_new(id, dir, token);
+    *out = handle_new(id, dir, token, tenant);
     if (!*out)
         rc = abx__error_set(err, ABX_ENOMEM, "sandbox handle");
 out:
@@ -419,7 +477,8 @@ out:
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
     json_t *none = json_object();
-    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, NULL, true, out, NULL) : -ABX_ENOMEM;
+    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, NULL, NULL, NULL, true, out, NULL)
+                  : -ABX_ENOMEM;
     json_decref(none);
     if (rc == 0) {
         /* a sandbox's first process costs about a millisecond more than the
@@ -455,20 +514,36 @@ static int local_keep_warm(abx_client *c, unsigned count, abx_error **err)
 }
 
 /* A standby sandbox of this create's shape, claimed for it; NULL when the
- * pool has none (or the one it had could not be claimed: ended, say). */
+ * pool has none (or the one it had could not be claimed: ended, say).
+ * Claiming records its tenant and notes first, then makes it a
+ * sandbox (no standby marker: connect and list see it), then has its shim
+ * kill whatever ran in it and take a new token, which nobody held before. */
 static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, unsigned timeout_s, json_t *envs,
-                               json_t *meta)
+                               json_t *meta, const char *tenant, const char *notes)
 {
     abx_sandbox *s = lc && lc->pool ? abx__warm_pool_take(lc->pool, shape) : NULL;
     if (!s)
         return NULL;
-    char marker[760];
-    snprintf(marker, sizeof marker, "%s/standby", local_of(s)->dir);
-    json_t *body = json_pack("{s:i, s:O, s:O}", "timeout", (int)timeout_s, "envs", envs, "metadata", meta);
-    json_t *resp = NULL;
-    int rc = body && unlink(marker) == 0 ? abx__envd_json(&s->envd, "POST", "/abx/claim", body, &resp, NULL) : -1;
+    const char *dir = local_of(s)->dir;
+    char marker[760], token[65];
+    snprintf(marker, sizeof marker, "%s/standby", dir);
+    json_t *body = NULL, *resp = NULL;
+    int rc = random_token(token) == 0 && owner_write(dir, tenant, notes, NULL) == 0 &&
+                     replace_private(dir, "token", token) == 0 && unlink(marker) == 0
+                 ? 0
+                 : -1;
+    if (rc == 0 && !(body = json_pack("{s:i, s:O, s:O, s:s}", "timeout", (int)timeout_s, "envs", envs, "metadata",
+                                      meta, "token", token)))
+        rc = -1;
+    if (rc == 0)
+        rc = abx__envd_json(&s->envd, "POST", "/abx/claim", body, &resp, NULL);
     json_decref(body);
     json_decref(resp);
+    if (rc == 0) {
+        snprintf(s->envd.token, sizeof s->envd.token, "%s", token);
+        snprintf(s->tenant, sizeof s->tenant, "%s", tenant ? tenant : "");
+    }
+    explicit_bzero(token, sizeof token);
     if (rc < 0) {
         kill_standby(s);
         return NULL;
@@ -524,9 +599,10 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     unsigned timeout_s = o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S;
     reconcile_now_and_then(c);
     bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
-    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, envs, meta);
+    const char *notes = o ? o->notes_json : NULL;
+    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, envs, meta, c->tenant, notes);
     if (!*out)
-        rc = start_sandbox(&shape, timeout_s, envs, meta, network, false, out, err);
+        rc = start_sandbox(&shape, timeout_s, envs, meta, network, c->tenant, notes, false, out, err);
     json_decref(network);
     json_decref(envs);
     json_decref(meta);
@@ -542,15 +618,6 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
 
 /* ---- info, list, timeout, kill ------------------------------------------ */
 
-static long long parse_time(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-        return 0;
-    return (long long)timegm(&tm);
-}
-
 static void info_from_json(json_t *doc, abx_sandbox_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -559,8 +626,8 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     snprintf(out->template_id, sizeof out->template_id, "%s",
              json_string_value(json_object_get(doc, "template")) ?: "");
     snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(doc, "status")) ?: "");
-    out->started_at = parse_time(json_string_value(json_object_get(doc, "started_at")));
-    out->end_at = parse_time(json_string_value(json_object_get(doc, "end_at")));
+    out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(doc, "started_at")));
+    out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(doc, "end_at")));
     out->cpu_count = (unsigned)json_integer_value(json_object_get(doc, "cpu_count"));
     out->memory_mb = (unsigned)json_integer_value(json_object_get(doc, "memory_mb"));
     out->disk_size_mb = (unsigned)json_integer_value(json_object_get(doc, "disk_size_mb"));
@@ -583,8 +650,9 @@ static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err
     return 0;
 }
 
-/* Every live sandbox (status_filter applied); sandbox.c sorts and pages. */
-static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info **items, size_t *count,
+/* Every live sandbox (status_filter applied) with its tenant; sandbox.c
+ * filters, sorts and pages. */
+static int local_list(abx_client *c, const char *status_filter, abx__listed **items, size_t *count,
                       abx_error **err)
 {
     *items = NULL;
@@ -597,7 +665,7 @@ static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info
     if (!d)
         return 0;
     size_t cap = 16, n = 0;
-    abx_sandbox_info *all = calloc(cap, sizeof *all);
+    abx__listed *all = calloc(cap, sizeof *all);
     struct dirent *e;
     while (all && (e = readdir(d))) {
         if (!abx__sandbox_id_valid(e->d_name))
@@ -614,7 +682,7 @@ static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info
             continue;
         }
         if (n == cap) {
-            abx_sandbox_info *grown = realloc(all, 2 * cap * sizeof *all);
+            abx__listed *grown = realloc(all, 2 * cap * sizeof *all);
             if (!grown) {
                 json_decref(doc);
                 break;
@@ -622,10 +690,11 @@ static int local_list(abx_client *c, const char *status_filter, abx_sandbox_info
             all = grown;
             cap *= 2;
         }
-        info_from_json(doc, &all[n]);
+        info_from_json(doc, &all[n].info);
+        tenant_read(dir, all[n].tenant);
         json_decref(doc);
-        if (status_filter && strcmp(all[n].status, status_filter) != 0)
-            abx_sandbox_info_clear(&all[n]);
+        if (status_filter && strcmp(all[n].info.status, status_filter) != 0)
+            abx_sandbox_info_clear(&all[n].info);
         else
             n++;
     }
@@ -669,7 +738,7 @@ static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **e
  * the socket there, and ends; the socket stays in that namespace. */
 typedef struct port_dial {
     int netns;
-    unsigned port;
+    unsigned port;  /* 0: the socket only, not connected */
     int fd, err;
 } port_dial;
 
@@ -684,7 +753,7 @@ static void *dial_main(void *arg)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof to) < 0) {
+    if (fd < 0 || (d->port && connect(fd, (struct sockaddr *)&to, sizeof to) < 0)) {
         d->err = errno;
         if (fd >= 0)
             close(fd);
@@ -694,6 +763,14 @@ static void *dial_main(void *arg)
     return NULL;
 }
 
+static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err);
+
+static int local_socket(abx_sandbox *s, int *fd, abx_error **err)
+{
+    return local_connect_port(s, 0, fd, err);
+}
+
+/* port 0: the socket only (local_socket). */
 static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)
 {
     *fd = -1;
@@ -783,6 +860,62 @@ static int local_read_output(abx_sandbox *s, int pid, unsigned long long stdout_
     return 0;
 }
 
+/* ---- what a front end relays: notes, endpoints, connections ------------------------------ */
+
+static int local_notes(abx_sandbox *s, char **json, abx_error **err)
+{
+    char path[760], text[ABX_NOTES_MAX + 2];
+    snprintf(path, sizeof path, "%s/notes.json", local_of(s)->dir);
+    int n = abx__read_small_file(path, text, sizeof text);
+    if (!(*json = strdup(n >= 0 ? text : "{}")))
+        return abx__error_set(err, ABX_ENOMEM, "notes");
+    return 0;
+}
+
+/* envd and the code interpreter: the shim's socket, named through a
+ * descriptor of the state directory that the handle holds (the name says
+ * nothing of where state lives, and fits a socket address whatever
+ * ABX_HOME is); any other port: sockets made inside the sandbox's network
+ * namespace (local_socket). */
+static int local_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_error **err)
+{
+    local_sandbox *l = local_of(s);
+    snprintf(out->token, sizeof out->token, "%s", s->envd.token);
+    if (port != ABX_PORT_ENVD && port != ABX_PORT_CODE) {
+        out->sandbox_socket = true;
+        snprintf(out->url, sizeof out->url, "http://127.0.0.1:%u", port);
+        return 0;
+    }
+    if (l->dirfd < 0 && (l->dirfd = open(l->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return abx__tenant_not_found(err); /* it has ended */
+    snprintf(out->unix_socket, sizeof out->unix_socket, "/proc/self/fd/%d/envd.sock", l->dirfd);
+    snprintf(out->url, sizeof out->url, "http://localhost");
+    return 0;
+}
+
+
+
+static void local_pools(abx_client *c, unsigned *uid_ranges, unsigned *net_addresses)
+{
+    (void)c;
+    *uid_ranges = geteuid() == 0 ? abx__uid_pool_slots() : 0; /* without root: no ranges taken */
+    *net_addresses = abx__netf_pool_slots();
+}
+
+static int local_template_exists(abx_client *c, const char *name, abx_error **err)
+{
+    (void)c;
+    char tree[PATH_MAX];
+    if (abx__template_builtin(name) || abx__template_root(name, tree, sizeof tree) == 0)
+        return 0;
+    return abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
+}
+
+static int local_template_list(abx_client *c, json_t **json, abx_error **err)
+{
+    (void)c;
+    return abx__template_list(json, err);
+}
 
 const abx_provider abx__provider_local = {
     .name = "local",
@@ -801,4 +934,10 @@ const abx_provider abx__provider_local = {
     .set_network = local_set_network,
     .metrics = local_metrics,
     .free_impl = local_free_impl,
+    .notes = local_notes,
+    .endpoint = local_endpoint,
+    .socket = local_socket,
+    .pools = local_pools,
+    .template_exists = local_template_exists,
+    .template_list = local_template_list,
 };

@@ -178,15 +178,29 @@ static void remove_state_dir(int root_fd, const char *name)
     unlinkat(root_fd, name, AT_REMOVEDIR);
 }
 
+/* The sandbox's name on the host (its cgroups'): config.json's host_name,
+ * else (a sandbox from before names were kept) its id. */
+static void host_name_of(const char *dir, const char *id, char *out, size_t len)
+{
+    char path[760];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    const char *name = json_string_value(json_object_get(cfg, "host_name"));
+    bool ok = name && *name && strlen(name) < len && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(name);
+    snprintf(out, len, "%s", ok ? name : id);
+    json_decref(cfg);
+}
+
 void abx__state_reap(const char *id)
 {
-    abx__cgroup_reap_id(id);
     char root[560];
     if (!abx__sandbox_id_valid(id) || abx__state_root(root, sizeof root, false, NULL) < 0)
         return;
-    char dir[700];
+    char dir[700], host_name[32];
     struct stat st;
     snprintf(dir, sizeof dir, "%s/%s", root, id);
+    host_name_of(dir, id, host_name, sizeof host_name);
+    abx__cgroup_reap_name(host_name);
     if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
         abx__net_reap(dir); /* its filter objects and address (its links went with its namespace) */
     int root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

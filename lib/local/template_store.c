@@ -9,6 +9,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "template_store.h"
+#include "parse.h"
 #include "archive_extract.h"
 #include "digest.h"
 #include "config.h"
@@ -214,9 +215,7 @@ int abx__template_install(const char *name, const char *staging, json_t *doc, bo
     unsigned long long bytes, files;
     measure(tree, &bytes, &files);
     char created[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    abx__rfc3339((long long)time(NULL), created, sizeof created);
     json_object_set_new(doc, "name", json_string(name));
     json_object_set_new(doc, "created_at", json_string(created));
     json_object_set_new(doc, "size_bytes", json_integer((json_int_t)bytes));

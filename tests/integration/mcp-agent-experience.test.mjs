@@ -131,7 +131,7 @@ test('validation errors name the field and the rule it broke, never the value, w
     const call = (name, args) => s.callTool({ name, arguments: args });
     const cases = [
       ['run_command', { command: 'true', timeout: 99999999 }, 'timeout', /timeout must be an integer from 1 to 86400/],
-      ['create_sandbox', { template: 'nosuch-template-x' }, 'template', /template must be a template this server has: base, code-interpreter-v1 or one 'abx template list' shows/],
+      ['create_sandbox', { template: 'nosuch-template-x' }, 'template', /template must be a template the provider has: base, code-interpreter-v1 or one 'abx template list' shows/],
       ['create_sandbox', { memory: 8 }, 'memory', /memory must be an integer from 16 to \d+/],
       ['run_code', { code: '1', language: 'cobol-x' }, 'language', /language must be one of python, javascript/],
       ['read_file', { path: '' }, 'path', /path must not be empty/],

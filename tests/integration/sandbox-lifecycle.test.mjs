@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  abx, root, runAbx, runAbxAsync, cgroupLeftovers, hostProcesses, mountCount, privateHome, stateIds, shimPid,
+  abx, root, runAbx, runAbxAsync, cgroupLeftovers, cgroupName, hostProcesses, mountCount, privateHome, stateIds, shimPid,
   sleep, waitFor,
 } from '../lib/harness.mjs';
 
@@ -22,6 +22,7 @@ function create(args = []) {
   assert.equal(r.status, 0, r.stderr);
   const id = r.stdout.trim();
   assert.match(id, /^local:i[a-z0-9]{20}$/);
+  assert.match(cgroupName(H.home, id), /^s[0-9a-f]{20}$/); // remembered for assertGone
   return id;
 }
 const bare = (id) => id.replace(/^local:/, '');
@@ -30,7 +31,7 @@ const TAG = String(1000 + Math.floor(Math.random() * 8999));
 
 function assertGone(id) {
   assert.ok(!stateIds(H.home).includes(bare(id)), 'state directory left');
-  assert.deepEqual(cgroupLeftovers(bare(id)), [], 'cgroups left');
+  assert.deepEqual(cgroupLeftovers(cgroupName(H.home, id)), [], 'cgroups left');
   assert.deepEqual(hostProcesses(bare(id)), [], 'processes left');
 }
 
@@ -224,7 +225,7 @@ test('kill removes processes, mounts, cgroups and state; a killed id is unknown'
   const id = create();
   abxh(['exec', '--background', id, `sleep ${TAG}41 & sleep ${TAG}42`]);
   await waitFor(() => hostProcesses(`sleep ${TAG}42`).length > 0, 3000);
-  assert.ok(cgroupLeftovers(bare(id)).length > 0, 'the sandbox has cgroups while alive');
+  assert.ok(cgroupLeftovers(cgroupName(H.home, id)).length > 0, 'the sandbox has cgroups while alive');
   assert.equal(abxh(['kill', id]).status, 0);
   assertGone(id);
   assert.deepEqual(hostProcesses(`sleep ${TAG}4`), []);
@@ -311,7 +312,7 @@ test('fault: kill -9 of the shim; the next abx list reaps everything', async () 
   // no waiting: the very next list must already see the sandbox gone
   const list = JSON.parse(abxh(['list', '--json']).stdout).map((s) => s.sandbox_id);
   assert.ok(!list.includes(id));
-  await waitFor(() => cgroupLeftovers(bare(id)).length === 0, 3000);
+  await waitFor(() => cgroupLeftovers(cgroupName(H.home, id)).length === 0, 3000);
   assertGone(id);
   assert.deepEqual(hostProcesses(`sleep ${TAG}51`), [], 'the sandbox outlived its shim');
 });

@@ -51,7 +51,22 @@ export function runProbeAsync(attack, args = [], { abxArgs = [], ...opts } = {})
   });
 }
 
-/** cgroup directories of sandbox id that still exist on the host. */
+/** The host name of a sandbox's cgroups (its config.json "host_name": not
+ * the id, which other host users must not learn); the id for a one-shot
+ * `abx run` sandbox, which has none. Remembered, so that it can be asked
+ * after the sandbox is gone. */
+const hostNames = new Map();
+export function cgroupName(home, id) {
+  const bare = id.replace(/^[a-z0-9-]+:/, '');
+  if (!hostNames.has(bare)) {
+    try {
+      hostNames.set(bare, JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', bare, 'config.json'), 'utf8')).host_name);
+    } catch { return bare; }
+  }
+  return hostNames.get(bare) || bare;
+}
+
+/** The cgroup directories named id (a sandbox's cgroupName) that still exist on the host. */
 export function cgroupLeftovers(id) {
   const found = [];
   for (const base of ['/sys/fs/cgroup', '/sys/fs/cgroup/abx']) {

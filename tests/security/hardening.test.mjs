@@ -6,7 +6,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { abx, runAbx, privateHome, cgroupLeftovers } from '../lib/harness.mjs';
+import { abx, runAbx, privateHome, cgroupLeftovers, cgroupName } from '../lib/harness.mjs';
 
 const H = privateHome('abx-hardening');
 after(() => H.cleanup());
@@ -32,7 +32,9 @@ test('a persistent sandbox\'s processes sit in a v1 freezer leaf, which goes wit
   const id = runAbx(['create', '--timeout', '60'], { env: H.env }).stdout.trim().replace('local:', '');
   try {
     runAbx(['exec', '--background', id, 'for i in 1 2 3; do sleep 300 & done; wait'], { env: H.env });
-    const leaf = `/sys/fs/cgroup/freezer/abx/${id}`;
+    const name = cgroupName(H.home, id);
+    assert.match(name, /^s[0-9a-f]{20}$/, 'the cgroups are named apart from the id');
+    const leaf = `/sys/fs/cgroup/freezer/abx/${name}`;
     const read = () => fs.readFileSync(`${leaf}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean);
     let members = read();
     for (let i = 0; i < 100 && members.length < 5; i++) { // init, the shell and its three sleeps, once started
@@ -42,7 +44,7 @@ test('a persistent sandbox\'s processes sit in a v1 freezer leaf, which goes wit
     assert.ok(members.length >= 5, `freezer members: ${members}`);
     assert.equal(runAbx(['kill', id], { env: H.env }).status, 0);
     for (const pid of members) assert.ok(!fs.existsSync(`/proc/${pid}`), `pid ${pid} outlived the sandbox`);
-    assert.deepEqual(cgroupLeftovers(id), []);
+    assert.deepEqual(cgroupLeftovers(name), []);
   } finally {
     runAbx(['kill', id], { env: H.env });
   }
