@@ -125,8 +125,8 @@ static void tenant_read(const char *dir, char out[ABX_TENANT_MAX + 1])
     char path[760], text[ABX_TENANT_MAX + 2] = "";
     snprintf(path, sizeof path, "%s/tenant", dir);
     out[0] = '\0';
-    if (abx__read_small_file(path, text, sizeof text) >= 0 && abx_tenant_valid(text))
-        snprintf(out, ABX_TENANT_MAX + 1, "%s", text);
+    if (abx__read_small_file(path, text, sizeof text) >= 0 && abx_tenant_valid(text)) /* at most ABX_TENANT_MAX */
+        memcpy(out, text, strlen(text) + 1);
 }
 
 /* Writes path (0600, replacing it) through a temporary name. */
