@@ -116,3 +116,21 @@ int abx__error_errno(abx_error **err, int code, int saved_errno, const char *wha
 {
     return abx__error_set(err, code, "%s: %s", what, strerror(saved_errno));
 }
+
+/* ---- Connect RPC's error codes --------------------------------------------- */
+
+const char *abx__connect_code(int code, unsigned *status)
+{
+    switch (code) {
+    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: case ABX_ENOTASK: *status = 404; return "not_found";
+    case ABX_EINVAL: case ABX_EISDIR: case ABX_EUSAGE: *status = 400; return "invalid_argument";
+    case ABX_EPERM: case ABX_EPATHOUTSIDE: case ABX_EROFS: case ABX_ENOEXEC: *status = 403; return "permission_denied";
+    case ABX_ELIMIT: case ABX_ETOOBIG: case ABX_EQUOTA: *status = 429; return "resource_exhausted";
+    case ABX_ENOTRUNNING: *status = 503; return "unavailable";
+    case ABX_EAUTH: *status = 401; return "unauthenticated";
+    case ABX_ETIMEOUT: *status = 504; return "deadline_exceeded";
+    case ABX_ENOTSUP: *status = 501; return "unimplemented";
+    default: *status = 500; return "internal";
+    }
+}
+

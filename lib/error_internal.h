@@ -18,6 +18,11 @@ int abx__error_errno(abx_error **err, int code, int saved_errno, const char *wha
  * with no *err yet, one is made with code -rc. rc >= 0 changes nothing. */
 int abx__error_wrap(abx_error **err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The Connect RPC error code ("not_found", ...) and HTTP status for an
+ * abx code (positive): the one mapping every envd-speaking server uses
+ * (the shim, abx serve's envd front). */
+const char *abx__connect_code(int code, unsigned *status);
+
 /* For the unit test that checks docs/errors.md against the table. */
 size_t abx__error_table_size(void);
 int abx__error_table_code(size_t i);

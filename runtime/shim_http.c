@@ -99,29 +99,13 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
     return ok;
 }
 
-/* Connect error code and HTTP status for an abx code. */
-static const char *connect_code(int code, unsigned *status)
-{
-    switch (code) {
-    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: case ABX_ENOTASK: *status = 404; return "not_found";
-    case ABX_EINVAL: case ABX_EISDIR: case ABX_EUSAGE: *status = 400; return "invalid_argument";
-    case ABX_EPERM: case ABX_EPATHOUTSIDE: case ABX_EROFS: case ABX_ENOEXEC: *status = 403; return "permission_denied";
-    case ABX_ELIMIT: case ABX_ETOOBIG: *status = 429; return "resource_exhausted";
-    case ABX_ENOTRUNNING: *status = 503; return "unavailable";
-    case ABX_EAUTH: *status = 401; return "unauthenticated";
-    case ABX_ETIMEOUT: *status = 504; return "deadline_exceeded";
-    case ABX_ENOTSUP: *status = 501; return "unimplemented";
-    default: *status = 500; return "internal";
-    }
-}
-
 /* An error body: the message carries the abx code first ("E8023: ...")
  * so that abx's own client can give the user the right code back. */
 static json_t *error_doc(int code, const char *message, unsigned *status)
 {
     char text[600];
     snprintf(text, sizeof text, "%s: %s", abx_err_name(code), message && *message ? message : abx_strerror(code));
-    return json_pack("{s:s, s:s}", "code", connect_code(code, status), "message", text);
+    return json_pack("{s:s, s:s}", "code", abx__connect_code(code, status), "message", text);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, int code, const char *message)

@@ -55,7 +55,7 @@ typedef struct serve_ctx {
     pthread_mutex_t mu;
 } serve_ctx;
 
-typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ANSWERED } req_kind;
+typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_ANSWERED } req_kind;
 
 typedef struct serve_req {
     req_kind kind;
@@ -63,6 +63,7 @@ typedef struct serve_req {
     abx_buf body;
     bool too_big;
     serve_proxy *proxy;
+    envd_front *envd;             /* a sandbox whose envd serve answers itself */
 } serve_req;
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -163,16 +164,26 @@ static json_t *notes_of(abx_sandbox *sb)
     return json_is_object(notes) ? notes : (json_decref(notes), json_object());
 }
 
+/* The token E2B's SDK sends envd: the sandbox's own (its endpoint's), or
+ * the one serve keeps in its notes for an envd it answers itself
+ * (envd_front.c); points into ep or notes. */
+static const char *envd_token(abx_sandbox *sb, json_t *notes, abx_endpoint *ep)
+{
+    if (abx_sandbox_endpoint(sb, ABX_PORT_ENVD, ep, NULL) == 0)
+        return ep->token;
+    return json_string_value(json_object_get(notes, "envd_token")) ?: "";
+}
+
 /* Sandbox (create / connect answer): ids, versions, the data plane's tokens. */
 static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_id)
 {
+    json_t *notes = notes_of(sb);
     abx_endpoint ep;
-    const char *token = abx_sandbox_endpoint(sb, ABX_PORT_ENVD, &ep, NULL) == 0 ? ep.token : "";
+    const char *token = envd_token(sb, notes, &ep);
     json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)), "templateID",
                                template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION, "envdAccessToken",
                                token, "domain", s->domain);
     explicit_bzero(&ep, sizeof ep);
-    json_t *notes = notes_of(sb);
     json_t *traffic = json_object_get(notes, "traffic_token");
     if (answer && json_is_string(traffic))
         json_object_set(answer, "trafficAccessToken", traffic);
@@ -195,12 +206,11 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
                           ENVD_VERSION);
     if (!o || !detail_of)
         return o;
+    json_t *notes = notes_of(detail_of);
     abx_endpoint ep;
-    if (abx_sandbox_endpoint(detail_of, ABX_PORT_ENVD, &ep, NULL) == 0)
-        json_object_set_new(o, "envdAccessToken", json_string(ep.token));
+    json_object_set_new(o, "envdAccessToken", json_string(envd_token(detail_of, notes, &ep)));
     explicit_bzero(&ep, sizeof ep);
     json_object_set_new(o, "domain", json_string(s->domain));
-    json_t *notes = notes_of(detail_of);
     json_t *net = json_object_get(notes, "network");
     json_t *allow = json_object_get(notes, "allow_internet_access");
     json_object_set_new(o, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
@@ -263,6 +273,18 @@ static enum MHD_Result bad_timeout(struct MHD_Connection *c)
     return send_error(c, 400, message);
 }
 
+/* n random bytes as hex into out (2n + 1 bytes); false without randomness. */
+static bool random_hex(char *out, size_t n)
+{
+    unsigned char raw[32];
+    if (n > sizeof raw || getrandom(raw, n, 0) != (ssize_t)n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + i * 2, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    return true;
+}
+
 /* E2B's create options abx serve answers for later (notes): the traffic
  * token (network.allowPublicTraffic false: every port but envd's needs it,
  * proxy.c), the network as given, autoPause, autoResume. NULL without
@@ -270,14 +292,13 @@ static enum MHD_Result bad_timeout(struct MHD_Connection *c)
 static char *notes_for(json_t *body)
 {
     json_t *keep = json_object();
-    unsigned char raw[16];
-    char traffic[33] = "";
+    char traffic[33] = "", envd[65] = "";
     if (json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic")) &&
-        getrandom(raw, sizeof raw, 0) == (ssize_t)sizeof raw) {
-        for (size_t i = 0; i < sizeof raw; i++)
-            snprintf(traffic + i * 2, 3, "%02x", raw[i]);
+        random_hex(traffic, 16))
         json_object_set_new(keep, "traffic_token", json_string(traffic));
-    }
+    if (random_hex(envd, 32)) /* for a provider without envd of its own, whose envd serve answers */
+        json_object_set_new(keep, "envd_token", json_string(envd));
+    explicit_bzero(envd, sizeof envd);
     static const char *const keys[] = {"allow_internet_access", "network", "autoPause", "autoResume"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(body, keys[i]);
@@ -832,7 +853,19 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
     }
     unsigned status = 502;
     char *text = NULL;
-    rq->proxy = serve_proxy_begin(c, sb, port, url, method, &status, &text);
+    abx_endpoint ep;
+    bool own_envd = abx_sandbox_endpoint(sb, port, &ep, NULL) == -ABX_ENOTSUP && port == ABX_PORT_ENVD;
+    explicit_bzero(&ep, sizeof ep);
+    if (own_envd) { /* nothing to relay: serve speaks envd for it */
+        rq->envd = serve_envd_begin(c, sb, url, method, &status, &text);
+        if (rq->envd) {
+            rq->key = budget;
+            rq->kind = REQ_ENVD;
+            return MHD_YES;
+        }
+    } else {
+        rq->proxy = serve_proxy_begin(c, sb, port, url, method, &status, &text);
+    }
     if (!rq->proxy) {
         inflight_put(s, budget);
         enum MHD_Result r = status == 502 ? send_gone(c) : send_error(c, status, text ? text : "bad request");
@@ -892,6 +925,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         if (rq->kind == REQ_DATA)
             return serve_proxy_upload(rq->proxy, upload, n) ? MHD_YES : MHD_NO;
+        if (rq->kind == REQ_ENVD)
+            return serve_envd_upload(rq->envd, upload, n) ? MHD_YES : MHD_NO;
         if (rq->kind == REQ_CONTROL && abx__buf_append(&rq->body, upload, n) < 0)
             rq->too_big = true;
         return MHD_YES; /* an answered request's body: read and dropped */
@@ -899,6 +934,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->kind == REQ_DATA) {
         rq->kind = REQ_ANSWERED;
         return serve_proxy_finish(rq->proxy, c) == 0 ? MHD_YES : MHD_NO;
+    }
+    if (rq->kind == REQ_ENVD) {
+        rq->kind = REQ_ANSWERED;
+        return serve_envd_finish(rq->envd, c) == 0 ? MHD_YES : MHD_NO;
     }
     if (rq->kind != REQ_CONTROL)
         return MHD_YES;
@@ -916,8 +955,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     serve_req *rq = *con_cls;
     if (!rq)
         return;
-    if (rq->proxy) {
+    if (rq->proxy || rq->envd) {
         serve_proxy_release(rq->proxy);
+        serve_envd_release(rq->envd);
         inflight_put(s, rq->key);
     }
     abx__buf_free(&rq->body);

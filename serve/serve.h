@@ -44,6 +44,15 @@ int serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c);
 /* The connection is done with p. */
 void serve_proxy_release(serve_proxy *p);
 
+/* The envd data plane of a sandbox without one to relay (envd_front.c),
+ * in the same four steps (sb taken). */
+typedef struct envd_front envd_front;
+envd_front *serve_envd_begin(struct MHD_Connection *c, abx_sandbox *sb, const char *url, const char *method,
+                             unsigned *status, char **body);
+bool serve_envd_upload(envd_front *f, const char *data, size_t len);
+int serve_envd_finish(envd_front *f, struct MHD_Connection *c);
+void serve_envd_release(envd_front *f);
+
 /* The most proxied requests one tenant may have in flight at once (each
  * holds at most SERVE_PROXY_BUFFER bytes of its stream in abx serve). */
 #define SERVE_INFLIGHT_PER_TENANT 64

@@ -1,0 +1,96 @@
+// serve-fronts.test.mjs: `abx serve --provider ID` fronts any provider.
+// E2B's own JS SDK drives an exec plugin's sandboxes (providers/
+// local-process, which has no envd: abx serve answers envd for it through
+// libabx) through this machine; and the MCP server over the e2b provider
+// asks the remote host, not this machine, which templates exist.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync as runSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { abx, root, privateHome, runAbx, startHttpServer, stopServer } from '../lib/harness.mjs';
+
+const KEY = `e2b_${'a7'.repeat(20)}`;
+const homes = [];
+after(() => { for (const h of homes) h.cleanup(); });
+
+test('abx serve --provider local-process: E2B\'s SDK creates, runs a command, writes and reads files, lists and kills', async () => {
+  const H = privateHome('abx-serve-plugin');
+  homes.push(H);
+  const inst = runAbx(['provider', 'install', path.join(root, 'providers/local-process'), '--yes'], { env: H.env });
+  assert.equal(inst.status, 0, inst.stderr);
+  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['--provider', 'local-process', 'serve'] });
+  assert.match(srv.stderr(), /provider local-process/);
+  const base = `http://127.0.0.1:${srv.port}`;
+  const opts = { apiUrl: base, sandboxUrl: base, apiKey: KEY };
+  Object.assign(process.env, { E2B_API_URL: base, E2B_SANDBOX_URL: base, E2B_API_KEY: KEY });
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000, metadata: { via: 'plugin' }, ...opts });
+  try {
+    assert.ok(sbx.sandboxId.length > 0);
+    const r = await sbx.commands.run('echo hello from $(basename $(pwd)); echo oops >&2; exit 3').catch((e) => e);
+    assert.equal(r.exitCode, 3, String(r));
+    assert.equal(r.stdout, 'hello from user\n');
+    assert.equal(r.stderr, 'oops\n');
+    const streamed = [];
+    const ok = await sbx.commands.run('for i in 1 2 3; do echo $i; done', { onStdout: (d) => streamed.push(d) });
+    assert.equal(ok.exitCode, 0);
+    assert.equal(streamed.join(''), '1\n2\n3\n');
+    await sbx.files.write('/app/notes.txt', 'written through serve\n');
+    assert.equal(await sbx.files.read('/app/notes.txt'), 'written through serve\n');
+    assert.ok((await sbx.files.list('/app')).some((e) => e.name === 'notes.txt'));
+    // relative paths are the user's home, where commands start (the plugin maps both under its directory)
+    await sbx.files.write('home.txt', 'at home\n');
+    assert.equal((await sbx.commands.run('cat home.txt')).stdout, 'at home\n');
+    assert.equal(await sbx.files.exists('/app/nope'), false);
+    const info = await sbx.getInfo();
+    assert.deepEqual(info.metadata, { via: 'plugin' }, 'the tenant and notes keys show through');
+    const listed = await Sandbox.list({ ...opts }).nextItems();
+    assert.ok(listed.some((s) => s.sandboxId === sbx.sandboxId));
+    // envd for such a sandbox still needs its token
+    const resp = await fetch(`${base}/files?path=/app/notes.txt&username=user`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } });
+    assert.equal(resp.status, 401);
+  } finally {
+    await sbx.kill();
+  }
+  assert.equal(await sbx.isRunning(), false);
+  await stopServer(srv);
+});
+
+test('create_sandbox {template: "only-remote"} over --provider e2b: the remote host has it, this machine does not', async () => {
+  const S = privateHome('abx-serve-tmpl');
+  const C = privateHome('abx-serve-tmpl-client');
+  homes.push(S, C);
+  // a template only the host has: imported into its home from a tar of a tiny root
+  const dir = fs.mkdtempSync(path.join(S.home, 'root-'));
+  const tar = path.join(S.home, 'root.tar');
+  const made = runSync('sh', ['-c', `set -e; d=${dir}; mkdir -p $d/usr/bin $d/etc $d/tmp $d/home/user
+    for t in bash sh echo cat; do p=/usr/bin/$t; [ -e $p ] || p=/bin/$t; cp -L $p $d/usr/bin/; for l in $(ldd $p | grep -o '/[^ ]*'); do mkdir -p $d$(dirname $l); cp -L $l $d$l; done; done
+    ln -s usr/bin $d/bin
+    printf 'root:x:0:0:root:/root:/bin/bash\\nuser:x:1000:1000:user:/home/user:/bin/bash\\n' > $d/etc/passwd
+    printf 'root:x:0:\\nuser:x:1000:\\n' > $d/etc/group
+    tar -C $d --numeric-owner -cf ${tar} .`], { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  const imp = runAbx(['template', 'import', 'only-remote', tar], { env: S.env });
+  assert.equal(imp.status, 0, imp.stderr);
+  assert.notEqual(runAbx(['template', 'inspect', 'only-remote'], { env: C.env }).status, 0, 'the client machine has it too');
+  const srv = await startHttpServer(['--warm', '0'], { env: { ...S.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
+  const env = { ...C.env, ABX_SANDBOX_API_KEY: KEY, ABX_SANDBOX_BASE_URL: `http://127.0.0.1:${srv.port}` };
+  const c = new Client({ name: 'remote-templates', version: '1' });
+  await c.connect(new StdioClientTransport({ command: abx, args: ['--provider', 'e2b', 'mcp', 'start'], env }));
+  try {
+    const made = await c.callTool({ name: 'create_sandbox', arguments: { template: 'only-remote' } });
+    assert.ok(!made.isError, JSON.stringify(made.structuredContent));
+    assert.equal(made.structuredContent.template, 'only-remote');
+    const ran = await c.callTool({ name: 'run_command', arguments: { command: 'echo from the remote template' } });
+    assert.equal(ran.structuredContent.stdout, 'from the remote template\n');
+    const none = await c.callTool({ name: 'create_sandbox', arguments: { template: 'no-such-template-here' } });
+    assert.equal(none.isError, true);
+  } finally {
+    await c.close();
+    await stopServer(srv);
+  }
+});
+
