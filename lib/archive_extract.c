@@ -1,5 +1,5 @@
 /* archive_extract.c: a plugin archive (.tar, .tar.gz, ...) unpacked with
- * Debian's libarchive, loaded on first use (as lib/netlibs.c loads libcurl:
+ * Debian's libarchive, loaded on first use (as base/netlibs.c loads libcurl:
  * `abx run` never pays for it).
  *
  * Owns: refusing what an archive must not do, before anything of the

@@ -4,7 +4,7 @@
  * abx's own fields: timeout, cwd, save_after, fresh) and reading its answer,
  * NDJSON lines (../shared/e2b-protocol.md §3), into an abx_code_result. The
  * answer is read whole (it is bounded by the kernel's reply bound,
- * lib/bounds.h); a line of abx's own ({"type":"abx"}) gives exact byte
+ * base/bounds.h); a line of abx's own ({"type":"abx"}) gives exact byte
  * counts, saved outputs and the kernel's fate; without it (another E2B
  * server) the counts are what the lines hold.
  */
@@ -171,8 +171,8 @@ json_t *abx__code_request(const char *code, const abx_code_options *o, abx_error
         *rc = abx__error_set(err, ABX_EINVAL, "language: python or javascript");
         return NULL;
     }
-    if (o && o->timeout_s > 86400) {
-        *rc = abx__error_set(err, ABX_EINVAL, "timeout: at most 86400 seconds");
+    if (o && o->timeout_s > ABX_TIMEOUT_MAX_S) {
+        *rc = abx__error_set(err, ABX_EINVAL, "timeout: at most %d seconds", ABX_TIMEOUT_MAX_S);
         return NULL;
     }
     if (o && o->cwd && o->cwd[0] != '/') {

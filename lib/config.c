@@ -12,6 +12,7 @@
 #include "config.h"
 #include "buf.h"
 #include "error_internal.h"
+#include "plugin_store.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -780,4 +781,106 @@ int abx__config_network_default(char *out, size_t len, abx_error **err)
         snprintf(out, len, "%s", v);
     free(kvs);
     return rc;
+}
+
+/* ---- the public face of config.toml (abx.h "configuration") ------------------------------- */
+
+static abx_kvs *config_read(abx_error **err, int *rc)
+{
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    *rc = kvs ? abx__config_load(kvs, err) : abx__error_set(err, ABX_ENOMEM, "config");
+    if (*rc < 0) {
+        free(kvs);
+        return NULL;
+    }
+    return kvs;
+}
+
+/* Frees kvs, which may hold secrets. */
+static void config_drop(abx_kvs *kvs)
+{
+    if (kvs)
+        explicit_bzero(kvs, sizeof *kvs);
+    free(kvs);
+}
+
+int abx_config_get(const char *key, char **value, abx_error **err)
+{
+    *value = NULL;
+    int rc;
+    abx_kvs *kvs = config_read(err, &rc);
+    const char *v = kvs ? abx__kvs_get(kvs, key ? key : "") : NULL;
+    if (v && !(*value = strdup(v)))
+        rc = abx__error_set(err, ABX_ENOMEM, "config");
+    config_drop(kvs);
+    return rc;
+}
+
+int abx_config_set(const char *key, const char *value, abx_error **err)
+{
+    int rc;
+    abx_kvs *kvs = config_read(err, &rc);
+    if (kvs && (!key || !value || (rc = abx__kvs_set(kvs, key, value)) < 0))
+        rc = rc == -ABX_ELIMIT ? abx__error_set(err, ABX_ELIMIT, "config.toml holds at most %d keys", ABX_CONFIG_MAX_ENTRIES)
+                               : abx__error_set(err, ABX_EINVAL, "key: expected section.name of letters, digits, '_' and '-'");
+    if (rc == 0)
+        rc = abx__config_save(kvs, err);
+    config_drop(kvs);
+    return rc;
+}
+
+int abx_config_unset(const char *key, bool *was_set, abx_error **err)
+{
+    int rc;
+    abx_kvs *kvs = config_read(err, &rc);
+    bool had = kvs && key && abx__kvs_unset(kvs, key) == 0;
+    if (was_set)
+        *was_set = had;
+    if (rc == 0)
+        rc = abx__config_save(kvs, err);
+    config_drop(kvs);
+    return rc;
+}
+
+int abx_config_entries(char **json, abx_error **err)
+{
+    *json = NULL;
+    int rc;
+    abx_kvs *kvs = config_read(err, &rc);
+    json_t *all = kvs ? json_array() : NULL;
+    for (size_t i = 0; all && i < kvs->n; i++)
+        json_array_append_new(all, json_pack("[s, s]", kvs->items[i].key, kvs->items[i].value));
+    if (all && !(*json = json_dumps(all, JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "config");
+    json_decref(all);
+    config_drop(kvs);
+    return rc;
+}
+
+bool abx_config_key_secret(const char *key)
+{
+    static const char *const words[] = {"key", "token", "secret", "password", "credential"};
+    char lower[256];
+    size_t n = 0;
+    for (; key && key[n] && n + 1 < sizeof lower; n++)
+        lower[n] = (char)(key[n] >= 'A' && key[n] <= 'Z' ? key[n] - 'A' + 'a' : key[n]);
+    lower[n] = '\0';
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(lower, words[i]))
+            return true;
+    if (!key || strncmp(key, "providers.", 10) != 0) /* else: providers.<id>.<key> its manifest marks secret */
+        return false;
+    const char *id = key + 10, *dot = strchr(id, '.');
+    char plugin[64];
+    if (!dot || (size_t)(dot - id) >= sizeof plugin || strchr(dot + 1, '.'))
+        return false;
+    snprintf(plugin, sizeof plugin, "%.*s", (int)(dot - id), id);
+    return abx__plugin_config_secret(plugin, dot + 1);
+}
+
+int abx_home(char *out, size_t len, abx_error **err)
+{
+    if (abx__home(out, len) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set (or the path is too long)");
+    return 0;
 }

@@ -118,6 +118,8 @@ struct abx_provider {
      * Optional: without them, only "base" exists. */
     int (*template_exists)(abx_client *c, const char *name, abx_error **err);
     int (*template_list)(abx_client *c, json_t **json, abx_error **err);
+    /* The capabilities it declares (EPP's names), a new JSON array. */
+    int (*features)(abx_client *c, json_t **json, abx_error **err);
 };
 
 /* The providers built in (lib/local/local_provider.c), and the one that

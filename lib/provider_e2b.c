@@ -580,7 +580,18 @@ static int e2b_template_exists(abx_client *c, const char *name, abx_error **err)
     return found ? 0 : abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
 }
 
+/* What abx's E2B client drives on any such host. */
+static int e2b_features(abx_client *c, json_t **json, abx_error **err)
+{
+    (void)c;
+    (void)err;
+    *json = json_pack("[s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
+                      "exec.stream", "files.rw");
+    return 0;
+}
+
 const abx_provider abx__provider_e2b = {
+    .features = e2b_features,
     .name = "e2b",
     .connect = e2b_connect,
     .create = e2b_create,

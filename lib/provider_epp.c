@@ -758,7 +758,19 @@ static int epp_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **e
     return rc;
 }
 
+/* The plugin's initialize answer (it starts if it has not). */
+static int epp_features(abx_client *c, json_t **json, abx_error **err)
+{
+    abx_epp *e = NULL;
+    int rc = plugin(c, NULL, &e, err);
+    if (rc == 0)
+        *json = json_copy(abx__epp_features(e));
+    abx__epp_stop(e);
+    return rc;
+}
+
 const abx_provider abx__provider_epp = {
+    .features = epp_features,
     .name = "plugin",
     .connect = epp_connect,
     .create = epp_create,

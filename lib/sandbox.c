@@ -567,3 +567,16 @@ int abx_templates(abx_client *c, char **json, abx_error **err)
     json_decref(list);
     return rc;
 }
+
+int abx_client_features(abx_client *c, char **json, abx_error **err)
+{
+    *json = NULL;
+    json_t *list = NULL;
+    int rc = c->ops->features ? c->ops->features(c, &list, err) : 0;
+    if (rc == 0 && !list)
+        list = json_array();
+    if (rc == 0 && !(*json = json_dumps(list, JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "features");
+    json_decref(list);
+    return rc;
+}

@@ -108,7 +108,7 @@ typedef struct exec_state {
     bool ended;
     bool stop_at_start;
     bool cancelled_at_start; /* cancel came before the start event: stopped there */
-    abx_capbuf out, err; /* kept output: head and tail (lib/bounds.h) */
+    abx_capbuf out, err; /* kept output: head and tail (base/bounds.h) */
 } exec_state;
 
 /* Moves what st kept into its result (exec_state's buffers are empty after). */

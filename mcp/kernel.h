@@ -12,7 +12,7 @@ typedef struct mcp_code_result {
     char *stdout_data;      /* decoded bytes (NUL-terminated); free with mcp_code_result_clear */
     size_t stdout_len;
     size_t stdout_total;    /* bytes the cell wrote in all (> len: some were dropped) */
-    size_t stdout_cut;      /* where the dropped bytes were (lib/bounds.h: head and tail kept) */
+    size_t stdout_cut;      /* where the dropped bytes were (base/bounds.h: head and tail kept) */
     char *stderr_data;
     size_t stderr_len;
     size_t stderr_total;

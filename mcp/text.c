@@ -4,7 +4,6 @@
 #include "text.h"
 #include "b64.h"
 #include "utf8.h"
-#include "config.h"
 #include "error_internal.h"
 
 #include <openssl/evp.h>
@@ -68,11 +67,10 @@ int mcp_output_limit_get(size_t *limit, abx_error **err)
     *limit = MCP_OUTPUT_LIMIT_DEFAULT;
     const char *env = getenv("ABX_MCP_OUTPUT_LIMIT");
     const char *from = "ABX_MCP_OUTPUT_LIMIT";
-    abx_kvs *kvs = NULL;
+    char *configured = NULL;
     if (!env || !*env) {
-        kvs = calloc(1, sizeof *kvs);
-        if (kvs && abx__config_load(kvs, NULL) == 0)
-            env = abx__kvs_get(kvs, "mcp.output_limit");
+        if (abx_config_get("mcp.output_limit", &configured, NULL) == 0)
+            env = configured;
         from = "config.toml [mcp] output_limit";
     }
     int rc = 0;
@@ -84,7 +82,7 @@ int mcp_output_limit_get(size_t *limit, abx_error **err)
             rc = abx__error_set(err, ABX_ECONFIG, "%s: must be a number of bytes from %u to %u", from,
                                 MCP_OUTPUT_LIMIT_MIN, MCP_OUTPUT_LIMIT_MAX);
     }
-    free(kvs);
+    abx_free(configured);
     return rc;
 }
 

@@ -31,7 +31,7 @@ typedef struct mcp_output_view {
     const char *how_to_read_all; /* said when there is no saved_path; NULL: a default */
 } mcp_output_view;
 
-/* The view of a stream's kept output (lib/bounds.h): data holds its first
+/* The view of a stream's kept output (base/bounds.h): data holds its first
  * cut bytes and its last len - cut, and total bytes were written in all.
  * Sets *truncated when bytes were left out. */
 json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, const mcp_output_view *view,

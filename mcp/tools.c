@@ -4,8 +4,9 @@
  * schemas, output schemas, annotations), argument validation, and the
  * handlers, each a thin layer over the session (session.c), run_code
  * (kernel.c) and libabx. A newcomer changing how run_command times out
- * starts at tool_run_command below, then lib/local.c (abx_sandbox_exec),
- * then runtime/shim_http.c (where the deadline is enforced).
+ * starts at tool_run_command below, then lib/sandbox_envd.c
+ * (abx_sandbox_exec: the deadline travels as Connect-Timeout-Ms), then
+ * runtime/shim_http.c (where the stream's deadline is enforced).
  *
  * Rules (spec/mcp-lifecycle-tools.zh.md): every argument is validated before
  * any sandbox is touched; integers reject booleans, strings and reals;
@@ -22,7 +23,6 @@
 #include "text.h"
 #include "tools_json.h"
 #include "netpolicy.h"
-#include "template_store.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -175,6 +175,24 @@ static json_t *described(json_t *description)
     return d;
 }
 
+/* The schema's bounds come from the one constant of each (abx.h,
+ * bounds.h), whatever tools.json says: every timeout, a list's page, a
+ * read's length. */
+static void bounds_from_constants(json_t *tool)
+{
+    json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+    json_t *timeout = json_object_get(props, "timeout"), *limit = json_object_get(props, "limit");
+    json_t *length = json_object_get(props, "length");
+    if (json_is_object(timeout)) {
+        json_object_set_new(timeout, "minimum", json_integer(ABX_TIMEOUT_MIN_S));
+        json_object_set_new(timeout, "maximum", json_integer(ABX_TIMEOUT_MAX_S));
+    }
+    if (json_is_object(limit))
+        json_object_set_new(limit, "maximum", json_integer(ABX_LIST_LIMIT_MAX));
+    if (json_is_object(length))
+        json_object_set_new(length, "maximum", json_integer(ABX_BOUND_TRANSFER));
+}
+
 static void build_tools(void)
 {
     json_t *doc = json_loads(tools_json, 0, NULL);
@@ -185,6 +203,7 @@ static void build_tools(void)
     abx_limit_maxima max;
     abx_limit_maxima_get(&max);
     json_array_foreach(json_object_get(doc, "tools"), i, t) {
+        bounds_from_constants(t);
         if (strcmp(json_string_value(json_object_get(t, "name")), "create_sandbox") == 0) {
             /* this host's bounds (lib/limits.c) */
             json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
@@ -306,7 +325,7 @@ static json_t *tool_error(int code, const char *field)
 }
 
 /* A libabx failure: only its code crosses, never its message. */
-static json_t *abx_failure(abx_error *err, int rc)
+static json_t *failure_of(abx_error *err, int rc)
 {
     int code = err ? (int)abx_error_code(err) : -rc;
     abx_error_free(err);
@@ -579,7 +598,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
     abx_limit_maxima max;
     abx_limit_maxima_get(&max);
     if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && !fail_arg(&f, "template", "must not be empty")) ||
-        !arg_int(c, "timeout", 1, 86400, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
+        !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
         !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
         !arg_int(c, "memory", 16, max.memory_mb, 0, &memory, false, &f) ||
         !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f) ||
@@ -609,7 +628,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
     free_pairs(envs);
     abx__net_egress_free(&net);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     mcp_call_log(c, 1, "sandbox created");
     json_t *r = json_pack("{s:s, s:s, s:n, s:s, s:i}", "sandbox_id", b->id, "status", "running", "url", "template",
                           b->template_name, "timeout", (int)timeout);
@@ -668,7 +687,7 @@ static json_t *tool_run_code(mcp_call *c)
     const char *code, *lang, *id;
     long long timeout;
     if (!arg_string(c, "code", true, NULL, &code, &f) || !arg_string(c, "language", false, "python", &lang, &f) ||
-        !arg_id(c, &id, &f) || !arg_int(c, "timeout", 1, 86400, 30, &timeout, false, &f))
+        !arg_id(c, &id, &f) || !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 30, &timeout, false, &f))
         return invalid(&f);
     static const char *const langs[] = {"python", "javascript", "shell", "typescript", "r"};
     bool known = false;
@@ -680,7 +699,7 @@ static json_t *tool_run_code(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     mcp_code_request req = {.language = lang, .code = code, .timeout_s = (unsigned)timeout,
                             .stateful = strcmp(b->template_name, "code-interpreter-v1") == 0, .cwd = "/app",
                             .save_after = c->session->output_limit,
@@ -698,7 +717,7 @@ static json_t *tool_run_code(mcp_call *c)
                                      "in the sandbox, and none is installed");
     }
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     if (r.timed_out)
         r.exit_code = 124;
     int t_out = 0, t_err = 0, t_res = 0;
@@ -748,13 +767,13 @@ static json_t *tool_run_command(mcp_call *c)
     long long timeout;
     if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
         !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, NULL, &cwd, &f) || (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
-        !arg_int(c, "timeout", 1, 86400, 60, &timeout, false, &f))
+        !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 60, &timeout, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .timeout_s = (unsigned)timeout, .keep_output = true,
                           .on_stdout = c->progress_token ? on_output : NULL,
                           .on_stderr = c->progress_token ? on_output : NULL, .userdata = c,
@@ -764,7 +783,7 @@ static json_t *tool_run_command(mcp_call *c)
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     int t_out = 0, t_err = 0;
     mcp_output_view vo = {.limit = c->session->output_limit, .saved_path = r.stdout_path},
                     ve = {.limit = c->session->output_limit, .saved_path = r.stderr_path};
@@ -788,10 +807,10 @@ static json_t *read_bytes(mcp_call *c, const char *id, const char *path, size_t 
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     rc = abx_sandbox_read_file(b->handle, path, NULL, max, data, len, &err);
     mcp_session_release(c->session, b);
-    return rc < 0 ? abx_failure(err, rc) : NULL;
+    return rc < 0 ? failure_of(err, rc) : NULL;
 }
 
 /* read_file: a file's text from offset. Without length, the same policy
@@ -816,7 +835,7 @@ static json_t *tool_read_file(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     char *head = NULL, *tail = NULL;
     size_t head_len = 0, tail_len = 0;
     unsigned long long size = 0, tail_from = 0;
@@ -832,7 +851,7 @@ static json_t *tool_read_file(mcp_call *c)
     mcp_session_release(c->session, b);
     if (rc < 0) {
         abx_free(head);
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     }
     json_t *content;
     unsigned long long shown = head_len + tail_len;
@@ -866,11 +885,11 @@ static json_t *write_bytes(mcp_call *c, const char *id, const char *path, const 
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     rc = abx_sandbox_write_file(b->handle, path, data, len, NULL, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     return ok(json_pack("{s:b, s:I}", "success", 1, "bytes_written", (json_int_t)len));
 }
 
@@ -897,12 +916,12 @@ static json_t *tool_list_files(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     char *text = NULL;
     rc = abx_sandbox_list_files(b->handle, path, (unsigned)depth, NULL, &text, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     json_t *entries = json_loads(text, 0, NULL), *files = json_array();
     abx_free(text);
     size_t i;
@@ -929,7 +948,7 @@ static json_t *tool_kill_sandbox(mcp_call *c)
     abx_error *err = NULL;
     int rc = mcp_session_kill(c->session, id, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     mcp_call_log(c, 1, "sandbox killed");
     return ok(json_pack("{s:b}", "success", 1));
 }
@@ -952,7 +971,7 @@ static json_t *tool_list_sandboxes(mcp_call *c)
     arg_fail f = {0};
     const char *status, *provider, *region;
     long long limit, offset;
-    if (!arg_string(c, "status", false, NULL, &status, &f) || !arg_int(c, "limit", 1, 100, 100, &limit, false, &f) ||
+    if (!arg_string(c, "status", false, NULL, &status, &f) || !arg_int(c, "limit", 1, ABX_LIST_LIMIT_MAX, 100, &limit, false, &f) ||
         !arg_int(c, "offset", 0, 1000000000, 0, &offset, false, &f) ||
         !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
         return invalid(&f);
@@ -965,7 +984,7 @@ static json_t *tool_list_sandboxes(mcp_call *c)
     int rc = list_visible(c->session, status, (size_t)limit, (size_t)offset, arr, &err);
     if (rc < 0) {
         json_decref(arr);
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     }
     return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset", (json_int_t)offset));
 }
@@ -990,7 +1009,7 @@ static json_t *tool_get_sandbox(mcp_call *c)
         }
     }
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     json_t *meta = sandbox_meta(&info);
     abx_sandbox_info_clear(&info);
     return ok(meta);
@@ -1001,13 +1020,13 @@ static json_t *tool_set_sandbox_timeout(mcp_call *c)
     arg_fail f = {0};
     const char *id;
     long long timeout;
-    if (!arg_int(c, "timeout", 1, 86400, 0, &timeout, true, &f) || !arg_id(c, &id, &f))
+    if (!arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 0, &timeout, true, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
     char qualified[128] = "";
     abx_error *err = NULL;
     int rc = mcp_session_set_timeout(c->session, id, (unsigned)timeout, qualified, sizeof qualified, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     return ok(json_pack("{s:b, s:s, s:I}", "success", 1, "sandbox_id", qualified, "timeout", (json_int_t)timeout));
 }
 
@@ -1027,7 +1046,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0) {
         free_pairs(envs);
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     }
     abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .envs = (const char *const *)envs};
     int pid = 0;
@@ -1035,7 +1054,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     mcp_session_release(c->session, b);
     free_pairs(envs);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     char task[16];
     snprintf(task, sizeof task, "%d", pid);
     return ok(json_pack("{s:s, s:i}", "task_id", task, "pid", pid));
@@ -1081,13 +1100,13 @@ static json_t *tool_get_background_task(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     abx_process_output o;
     rc = abx_sandbox_read_output(b->handle, pid, (unsigned long long)so, (unsigned long long)se,
                                  (unsigned)wait * 1000u, &o, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     char task[16];
     snprintf(task, sizeof task, "%d", pid);
     /* the same policy: the first and last bytes of what is new since the
@@ -1134,7 +1153,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     rc = abx_sandbox_signal(b->handle, pid, sig, &err);
     abx_process_output o = {0};
     if (rc == 0) /* give it a moment to go, and say whether it did */
@@ -1147,7 +1166,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
     }
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return abx_failure(err, rc);
+        return failure_of(err, rc);
     bool running = o.running;
     abx_process_output_clear(&o);
     return ok(json_pack("{s:b, s:s}", "success", 1, "status", running ? "running" : "exited"));

@@ -9,7 +9,7 @@
  *
  * The shim holds an exclusive flock on $state_dir/shim.lock for its whole
  * life: another abx that can take that lock knows the shim is gone and
- * reaps what it left (lib/state.c, "reconcile").
+ * reaps what it left (lib/local/state.c, "reconcile").
  *
  * States: STARTING (jail, socket, server) -> RUNNING (event loop) ->
  * ENDING (sh->ending set: HTTP waiters give up) -> gone (_exit). A sandbox
@@ -109,7 +109,7 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds)
     return rc;
 }
 
-#define PAUSED_KEPT_S 86400
+#define PAUSED_KEPT_S (24 * 3600) /* a paused sandbox is kept a day at most */
 
 int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
 {
@@ -364,7 +364,7 @@ static int read_config(shim *sh, abx_error **err)
     snprintf(path, sizeof path, "%s/token", sh->state_dir);
     if (abx__read_small_file(path, sh->token, sizeof sh->token) < 0 || strlen(sh->token) < 32)
         return abx__error_set(err, ABX_ECONFIG, "the sandbox token is unreadable");
-    if (!*sh->id || sh->timeout_s < 1 || sh->timeout_s > 86400 || !sh->limits.cpu_count ||
+    if (!*sh->id || sh->timeout_s < ABX_TIMEOUT_MIN_S || sh->timeout_s > ABX_TIMEOUT_MAX_S || !sh->limits.cpu_count ||
         !sh->limits.memory_mb || !sh->limits.disk_mb || !sh->limits.pids)
         return abx__error_set(err, ABX_ECONFIG, "the sandbox request is incomplete");
     return 0;

@@ -604,8 +604,9 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
         return abx__error_set(err, ABX_EINVAL, "context_id and language: give one, not both");
     if (ctx_id && fresh)
         return abx__error_set(err, ABX_EINVAL, "context_id and fresh: give one, not both");
-    if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1 || json_integer_value(timeout) > 86400))
-        return abx__error_set(err, ABX_EINVAL, "timeout: seconds from 1 to 86400");
+    if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < ABX_TIMEOUT_MIN_S ||
+                    json_integer_value(timeout) > ABX_TIMEOUT_MAX_S))
+        return abx__error_set(err, ABX_EINVAL, "timeout: seconds from %d to %d", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
     if (save && (!json_is_integer(save) || json_integer_value(save) < 0))
         return abx__error_set(err, ABX_EINVAL, "save_after: a number of bytes");
     if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))

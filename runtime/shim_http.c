@@ -747,8 +747,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
     if (strcmp(url, "/abx/timeout") == 0) {
         json_t *t = json_object_get(req, "timeout");
-        if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400)
-            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
+        if (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S || json_integer_value(t) > ABX_TIMEOUT_MAX_S)
+            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
         abx__shim_set_timeout(sh, (unsigned)json_integer_value(t));
         pthread_mutex_lock(&sh->mu);
         json_t *doc = abx__shim_info_locked(sh);
@@ -772,7 +772,7 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
             json_integer_value(t) > ABX_TIMEOUT_MAX_S || !json_is_object(envs) || !json_is_object(meta) ||
             !abx__shim_string_map_ok(envs) || !abx__shim_string_map_ok(meta) || !token || strlen(token) < 32 ||
             strlen(token) >= sizeof sh->token)
-            return send_error(c, ABX_EINVAL, "claim: timeout 1-86400, envs and metadata string maps, a new token");
+            return send_error(c, ABX_EINVAL, "claim: timeout 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) ", envs and metadata string maps, a new token");
         abx_error *err = NULL;
         int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, token, &err);
         return info_or_error(sh, c, rc, err);
@@ -783,8 +783,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
     }
     if (strcmp(url, "/abx/pause") == 0 || strcmp(url, "/abx/resume") == 0) {
         json_t *t = json_object_get(req, "timeout");
-        if (t && (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 86400))
-            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to 86400 seconds");
+        if (t && (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S || json_integer_value(t) > ABX_TIMEOUT_MAX_S))
+            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
         abx_error *err = NULL;
         int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0, &err);
         return info_or_error(sh, c, rc, err);

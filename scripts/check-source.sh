@@ -1,12 +1,25 @@
 #!/bin/sh
-# check-source.sh: fails if product code uses unbounded or unchecked libc
-# calls (strcpy, strcat, sprintf, vsprintf, gets, strtok, atoi, atol).
-# Tests and benchmarks are tools, not product, and are not checked.
+# check-source.sh: the source checks the README's test command runs.
+#   1. product code uses no unbounded or unchecked libc call (strcpy, strcat,
+#      sprintf, vsprintf, gets, strtok, atoi, atol), in every C folder;
+#   2. the walls between the layers hold (scripts/check-layers.py);
+#   3. every repository path a document or a comment names exists
+#      (scripts/check-paths.py).
+# Tests and benchmarks are tools, not product: only 2-3 look at them.
 set -eu
 cd "$(dirname "$0")/.."
-if grep -nE '\b(strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol)[[:space:]]*\(' \
-    include/abx/*.h lib/*.c lib/*.h runtime/*.c runtime/*.h mcp/*.c mcp/*.h src/*.c src/*.h 2>/dev/null | grep -v snprintf | grep -v vsnprintf; then
+C_FOLDERS="include/abx base runtime lib lib/local mcp serve src"
+files=""
+for d in $C_FOLDERS; do
+    for f in "$d"/*.c "$d"/*.h; do
+        [ -f "$f" ] && files="$files $f"
+    done
+done
+# shellcheck disable=SC2086
+if grep -nE '\b(strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol)[[:space:]]*\(' $files | grep -v snprintf | grep -v vsnprintf; then
     echo "check-source: use the bounded or checked forms instead" >&2
     exit 1
 fi
+python3 scripts/check-layers.py
+python3 scripts/check-paths.py
 echo "check-source: ok"

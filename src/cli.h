@@ -58,8 +58,6 @@ int cli_parse_exit(int rc);
 /* Prints one JSON document on stdout and frees it. */
 struct json_t;
 void cli_print_json(struct json_t *doc);
-/* True for keys whose values are secrets (tokens, keys, passwords). */
-bool cli_is_secret_key(const char *key);
 /* Opens a client for the resolved provider, printing the error on failure. */
 abx_client *cli_client(cli_ctx *ctx, int *exit_status);
 /* The same for the provider sandbox id names ("<provider>:<id>"), or the
@@ -121,7 +119,7 @@ void cli_print_help(const cli_command *cmd);
 CLI_VERBS(CLI_DECLARE)
 #undef CLI_DECLARE
 
-/* host_checks.c: what this host and user can run (a JSON array of
+/* abx_host_checks as JSON: what this host and user can run (an array of
  * {check, status, detail}; the caller owns it); *sandboxes_work is false
  * when a check failed. */
 struct json_t *cli_host_checks(bool *sandboxes_work);

@@ -199,20 +199,6 @@ void cli_print_json(json_t *doc)
     json_decref(doc);
 }
 
-bool cli_is_secret_key(const char *key)
-{
-    static const char *const words[] = {"key", "token", "secret", "password", "credential"};
-    char lower[256];
-    size_t n = 0;
-    for (; key[n] && n + 1 < sizeof lower; n++)
-        lower[n] = (char)(key[n] >= 'A' && key[n] <= 'Z' ? key[n] - 'A' + 'a' : key[n]);
-    lower[n] = '\0';
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (strstr(lower, words[i]))
-            return true;
-    return false;
-}
-
 abx_client *cli_client(cli_ctx *ctx, int *exit_status)
 {
     return cli_client_for(ctx, NULL, exit_status);
@@ -270,4 +256,31 @@ json_t *cli_info_json(const abx_sandbox_info *i)
     else
         json_decref(net);
     return doc;
+}
+
+json_t *cli_host_checks(bool *sandboxes_work)
+{
+    char *text = NULL;
+    *sandboxes_work = false;
+    json_t *checks = abx_host_checks(&text, sandboxes_work, NULL) == 0 ? json_loads(text, 0, NULL) : NULL;
+    abx_free(text);
+    return checks ? checks : json_array();
+}
+
+size_t cli_host_failures(const json_t *checks, char *out, size_t len)
+{
+    size_t count = 0, used = 0;
+    out[0] = '\0';
+    size_t i;
+    json_t *c;
+    json_array_foreach(checks, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
+            continue;
+        int n = snprintf(out + used, len - used, "%s%s: %s", count ? "; " : "",
+                         json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+        if (n > 0 && used + (size_t)n < len)
+            used += (size_t)n;
+        count++;
+    }
+    return count;
 }

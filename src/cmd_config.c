@@ -1,7 +1,6 @@
-/* cmd_config.c: `abx config set|get|unset`. Never prints a secret. */
+/* cmd_config.c: `abx config set|get|unset` (abx_config_*). Never prints
+ * a secret, and takes a plugin's secret only on stdin. */
 #include "cli.h"
-#include "plugin_store.h"
-#include "config.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -23,19 +22,6 @@ const char cmd_config_help[] =
     "plugin's manifest marks secret, are shown masked.\n"
     "The file is written atomically with mode 0600; $ABX_HOME moves it.\n";
 
-/* A providers.<id>.<key> that the installed plugin's manifest marks secret. */
-static bool plugin_secret(const char *key)
-{
-    if (strncmp(key, "providers.", 10) != 0)
-        return false;
-    const char *id = key + 10, *dot = strchr(id, '.');
-    char plugin[64];
-    if (!dot || (size_t)(dot - id) >= sizeof plugin || strchr(dot + 1, '.'))
-        return false;
-    snprintf(plugin, sizeof plugin, "%.*s", (int)(dot - id), id);
-    return abx__plugin_config_secret(plugin, dot + 1);
-}
-
 /* One line of stdin (the trailing newline dropped) into out. */
 static bool value_from_stdin(char *out, size_t len)
 {
@@ -53,12 +39,64 @@ static bool value_from_stdin(char *out, size_t len)
 
 static void mask(const char *key, const char *value, char *out, size_t len)
 {
-    if (!cli_is_secret_key(key) && !plugin_secret(key)) {
+    if (!abx_config_key_secret(key)) {
         snprintf(out, len, "%s", value);
         return;
     }
     size_t n = strlen(value);
     snprintf(out, len, "%s", n ? "********" : "");
+}
+
+/* A key a plugin marks secret (whose name may not say so). */
+static bool plugin_secret(const char *key)
+{
+    return strncmp(key, "providers.", 10) == 0 && abx_config_key_secret(key);
+}
+
+static int config_get(cli_ctx *ctx, const char *key)
+{
+    char shown[1100], *value = NULL;
+    abx_error *err = NULL;
+    int rc = abx_config_get(key, &value, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    if (!value)
+        return cli_fail(ctx, ABX_ECONFIG, "key is not set");
+    mask(key, value, shown, sizeof shown);
+    explicit_bzero(value, strlen(value));
+    abx_free(value);
+    if (ctx->json)
+        cli_print_json(json_pack("{s:s, s:s}", "key", key, "value", shown));
+    else
+        printf("%s\n", shown);
+    return 0;
+}
+
+static int config_list(cli_ctx *ctx)
+{
+    char *text = NULL, shown[1100];
+    abx_error *err = NULL;
+    int rc = abx_config_entries(&text, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    json_t *entries = json_loads(text, 0, NULL), *all = json_object(), *e;
+    explicit_bzero(text, strlen(text));
+    abx_free(text);
+    size_t i;
+    json_array_foreach(entries, i, e) {
+        const char *k = json_string_value(json_array_get(e, 0)), *v = json_string_value(json_array_get(e, 1));
+        mask(k, v, shown, sizeof shown);
+        if (ctx->json)
+            json_object_set_new(all, k, json_string(shown));
+        else
+            printf("%s = %s\n", k, shown);
+    }
+    json_decref(entries); /* the values were secrets too: jansson frees them unscrubbed, as the file holds them */
+    if (ctx->json)
+        cli_print_json(all);
+    else
+        json_decref(all);
+    return 0;
 }
 
 int cmd_config(cli_ctx *ctx, int argc, char **argv)
@@ -71,70 +109,36 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
     if (npos < 1)
         return cli_fail(ctx, ABX_EUSAGE, "usage: abx config set KEY VALUE | get [KEY] | unset KEY");
     const char *op = pos[0];
-    abx_kvs *kvs = calloc(1, sizeof *kvs);
-    if (!kvs)
-        return cli_fail(ctx, ABX_ENOMEM, "config");
     abx_error *err = NULL;
-    rc = abx__config_load(kvs, &err);
-    int status = 0;
-    if (rc < 0) {
-        status = cli_fail_error(ctx, err, rc);
-    } else if (strcmp(op, "set") == 0 && npos == 3 && strcmp(pos[2], "-") != 0 && plugin_secret(pos[1])) {
-        status = cli_fail(ctx, ABX_EINVAL,
-                          "%s is a secret: never on the command line (it would stay in the shell's history); run "
-                          "'abx config set %s' and give it on stdin",
-                          pos[1], pos[1]);
-    } else if (strcmp(op, "set") == 0 && (npos == 2 || npos == 3)) {
+    if (strcmp(op, "set") == 0 && npos == 3 && strcmp(pos[2], "-") != 0 && plugin_secret(pos[1]))
+        return cli_fail(ctx, ABX_EINVAL,
+                        "%s is a secret: never on the command line (it would stay in the shell's history); run "
+                        "'abx config set %s' and give it on stdin",
+                        pos[1], pos[1]);
+    if (strcmp(op, "set") == 0 && (npos == 2 || npos == 3)) {
         char typed[1024];
         const char *value = npos == 3 && strcmp(pos[2], "-") != 0 ? pos[2] : NULL;
-        if (!value && !value_from_stdin(typed, sizeof typed)) {
-            free(kvs);
+        if (!value && !value_from_stdin(typed, sizeof typed))
             return cli_fail(ctx, ABX_EINVAL, "no value: give KEY VALUE, or the value on stdin");
-        }
-        rc = abx__kvs_set(kvs, pos[1], value ? value : typed);
+        rc = abx_config_set(pos[1], value ? value : typed, &err);
         explicit_bzero(typed, sizeof typed);
         if (rc < 0)
-            status = cli_fail(ctx, -rc, "key: expected section.name of letters, digits, '_' and '-'");
-        else if ((rc = abx__config_save(kvs, &err)) < 0)
-            status = cli_fail_error(ctx, err, rc);
-        else if (ctx->json)
+            return cli_fail_error(ctx, err, rc);
+        if (ctx->json)
             cli_print_json(json_pack("{s:s, s:b}", "key", pos[1], "set", 1));
-    } else if (strcmp(op, "unset") == 0 && npos == 2) {
-        bool was_set = abx__kvs_unset(kvs, pos[1]) == 0;
-        if ((rc = abx__config_save(kvs, &err)) < 0)
-            status = cli_fail_error(ctx, err, rc);
-        else if (ctx->json)
-            cli_print_json(json_pack("{s:s, s:b}", "key", pos[1], "was_set", was_set));
-    } else if (strcmp(op, "get") == 0 && npos <= 2) {
-        char shown[1100];
-        if (npos == 2) {
-            const char *v = abx__kvs_get(kvs, pos[1]);
-            if (!v) {
-                status = cli_fail(ctx, ABX_ECONFIG, "key is not set");
-            } else {
-                mask(pos[1], v, shown, sizeof shown);
-                if (ctx->json)
-                    cli_print_json(json_pack("{s:s, s:s}", "key", pos[1], "value", shown));
-                else
-                    printf("%s\n", shown);
-            }
-        } else {
-            json_t *all = json_object();
-            for (size_t i = 0; i < kvs->n; i++) {
-                mask(kvs->items[i].key, kvs->items[i].value, shown, sizeof shown);
-                if (ctx->json)
-                    json_object_set_new(all, kvs->items[i].key, json_string(shown));
-                else
-                    printf("%s = %s\n", kvs->items[i].key, shown);
-            }
-            if (ctx->json)
-                cli_print_json(all);
-            else
-                json_decref(all);
-        }
-    } else {
-        status = cli_fail(ctx, ABX_EUSAGE, "usage: abx config set KEY VALUE | get [KEY] | unset KEY");
+        return 0;
     }
-    free(kvs);
-    return status;
+    if (strcmp(op, "unset") == 0 && npos == 2) {
+        bool was_set = false;
+        if ((rc = abx_config_unset(pos[1], &was_set, &err)) < 0)
+            return cli_fail_error(ctx, err, rc);
+        if (ctx->json)
+            cli_print_json(json_pack("{s:s, s:b}", "key", pos[1], "was_set", was_set));
+        return 0;
+    }
+    if (strcmp(op, "get") == 0 && npos == 2)
+        return config_get(ctx, pos[1]);
+    if (strcmp(op, "get") == 0 && npos == 1)
+        return config_list(ctx);
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx config set KEY VALUE | get [KEY] | unset KEY");
 }

@@ -14,7 +14,7 @@ const char cmd_create_help[] =
     "\n"
     "  --template T    template (default base): base, code-interpreter-v1, or one\n"
     "                  imported with abx template import (abx template list)\n"
-    "  --timeout S     lifetime in seconds, 1-86400 (default 300); see 'abx timeout'\n"
+    "  --timeout S     lifetime in seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default 300); see 'abx timeout'\n"
     "  --env K=V       environment of every process in it (repeatable)\n"
     "  --metadata K=V  labels shown by 'abx info' and 'abx list' (repeatable)\n"
     "  --cpu N         CPUs, 1-1024 (default 1)\n"
@@ -37,7 +37,7 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
     abx_create_options o = {0};
     const cli_flag flags[] = {
         {"--template", CLI_STRING, &o.template_id, 0, 0, NULL, 0, NULL},
-        {"--timeout", CLI_UINT, &o.timeout_s, 1, 86400, NULL, 0, NULL},
+        {"--timeout", CLI_UINT, &o.timeout_s, ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, NULL, 0, NULL},
         {"--env", CLI_MULTI, envs, 0, 0, &nenvs, 128, NULL},
         {"--metadata", CLI_MULTI, meta, 0, 0, &nmeta, 128, NULL},
         {"--cpu", CLI_UINT, &o.cpu_count, 1, 1024, NULL, 0, NULL},

@@ -24,7 +24,7 @@ const char cmd_exec_help[] =
     "\n"
     "  --cwd DIR       working directory (default: the template's WORKDIR, else /app,\n"
     "                  as abx run and the MCP tools)\n"
-    "  --timeout S     kill CMD after S seconds, 1-86400 (default: none)\n"
+    "  --timeout S     kill CMD after S seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default: none)\n"
     "  --env K=V       environment variable (repeatable)\n"
     "  --user U        user (uid 1000, default) or root\n"
     "  -it, -t, --tty  a terminal: CMD (default: an interactive bash) gets a\n"
@@ -173,7 +173,7 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
         {"--interactive", CLI_BOOL, &interactive, 0, 0, NULL, 0, NULL},
         {"-i", CLI_BOOL, &interactive, 0, 0, NULL, 0, NULL},
         {"--cwd", CLI_STRING, &o.cwd, 0, 0, NULL, 0, NULL},
-        {"--timeout", CLI_UINT, &o.timeout_s, 1, 86400, NULL, 0, NULL},
+        {"--timeout", CLI_UINT, &o.timeout_s, ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, NULL, 0, NULL},
         {"--env", CLI_MULTI, envs, 0, 0, &nenvs, 128, NULL},
         {"--user", CLI_STRING, &o.user, 0, 0, NULL, 0, NULL},
         {"--background", CLI_BOOL, &background, 0, 0, NULL, 0, NULL},

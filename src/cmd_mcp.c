@@ -1,8 +1,7 @@
 /* cmd_mcp.c: `abx mcp start | install | status`.
- * start serves the fifteen tools on STDIO (mcp/stdio.c); install merges an
+ * start serves the fifteen tools on STDIO (mcp/transport_stdio.c); install merges an
  * agent-sandbox entry into an IDE's MCP configuration; status reports both. */
 #include "cli.h"
-#include "config.h"
 #include "server.h"
 #include "transport_stdio.h"
 #include "transport_http.h"
@@ -121,14 +120,12 @@ static char *api_key(void)
     const char *env = getenv("ABX_SANDBOX_API_KEY");
     if (env && *env)
         return strdup(env);
-    abx_kvs *kvs = calloc(1, sizeof *kvs);
-    char *key = NULL;
-    if (kvs && abx__config_load(kvs, NULL) == 0) {
-        const char *v = abx__kvs_get(kvs, "core.api_key");
-        if (v && *v)
-            key = strdup(v);
-    }
-    free(kvs);
+    char *v = NULL, *key = NULL;
+    if (abx_config_get("core.api_key", &v, NULL) == 0 && v && *v)
+        key = strdup(v);
+    if (v)
+        explicit_bzero(v, strlen(v));
+    abx_free(v);
     return key;
 }
 
@@ -407,7 +404,7 @@ static int load_tokens(cli_ctx *ctx, const char *file, char **tokens, size_t *n)
 static int default_token(cli_ctx *ctx, char **tokens, size_t *n)
 {
     char home[512], path[600];
-    if (abx__home(home, sizeof home) < 0)
+    if (abx_home(home, sizeof home, NULL) < 0)
         return cli_fail(ctx, ABX_ECONFIG, "no home for the generated token: set ABX_HOME or a token");
     mkdir(home, 0700);
     snprintf(path, sizeof path, "%s/mcp-token", home);
@@ -509,7 +506,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         {"--name", CLI_STRING, &d.name, 0, 0, NULL, 0, NULL},
         {"--region", CLI_STRING, &d.region, 0, 0, NULL, 0, NULL},
         {"--memory", CLI_UINT, &d.memory_mb, 128, 32768, NULL, 0, NULL},
-        {"--timeout", CLI_UINT, &d.timeout_s, 1, 86400, NULL, 0, NULL},
+        {"--timeout", CLI_UINT, &d.timeout_s, ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, NULL, 0, NULL},
         {"--generate-token", CLI_BOOL, &d.generate_token, 0, 0, NULL, 0, NULL},
         {"--sandbox-api-key", CLI_STRING, &d.api_key, 0, 0, NULL, 0, NULL},
         {"--no-session-affinity", CLI_BOOL, &d.no_affinity, 0, 0, NULL, 0, NULL},
@@ -536,7 +533,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         d.token_file = token_file;
         if (affinity)
             d.no_affinity = false;
-        return abx_mcp_deploy(ctx, &d);
+        return mcp_deploy_write(ctx, &d);
     }
     if (strcmp(pos[0], "serve") == 0)
         return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name, no_auth);

@@ -1,29 +1,14 @@
-/* cmd_provider.c: `abx provider install|list|remove|doctor|test` (issue 10): provider
- * plugins installed into $ABX_HOME/providers/<id>/ with a digest checked
- * before every start (lib/plugin_store.c), from a directory for now.
- * Installing copies files and records; it never runs anything of the
- * plugin's (no npm, no pip, no install script). */
+/* cmd_provider.c: `abx provider install|list|remove|doctor|test`: provider
+ * plugins (abx_plugin_*: installed into $ABX_HOME/providers/<id>/ with a
+ * digest checked before every start; nothing of the plugin's is run at
+ * install). Owns what the user is shown and asked, and `test`, which
+ * drives a plugin capability by capability through the public API. */
 #include "cli.h"
-#include "config.h"
-#include "error_internal.h"
-#include "archive_extract.h"
-#include "epp.h"
-#include "manifest.h"
-#include "plugin_store.h"
-#include "provider.h"
-#include "sysutil.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 const char cmd_provider_help[] =
@@ -62,161 +47,53 @@ const char cmd_provider_help[] =
     "         exits 1 when one fails. Capabilities this abx does not drive\n"
     "         over EPP yet are listed as untested.\n";
 
-/* ---- copying a plugin ------------------------------------------------------------ */
-
-/* Copies the tree at src into dst (made here): directories, regular files
- * with their modes, and symlinks that stay inside the plugin. Anything else
- * (a device node, a fifo, a link out of the tree) refuses the install. */
-static int copy_tree(const char *src, const char *dst, int depth, char *why, size_t why_len)
-{
-    if (depth > 32 || mkdir(dst, 0755) < 0) {
-        snprintf(why, why_len, "cannot create %s", dst);
-        return -1;
-    }
-    DIR *d = opendir(src);
-    if (!d) {
-        snprintf(why, why_len, "cannot read %s", src);
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char from[PATH_MAX], to[PATH_MAX];
-        if ((size_t)snprintf(from, sizeof from, "%s/%s", src, e->d_name) >= sizeof from ||
-            (size_t)snprintf(to, sizeof to, "%s/%s", dst, e->d_name) >= sizeof to) {
-            rc = -1;
-            snprintf(why, why_len, "a path in the plugin is too long");
-            break;
-        }
-        struct stat st;
-        if (lstat(from, &st) < 0) {
-            rc = -1;
-            snprintf(why, why_len, "cannot stat %s", from);
-        } else if (S_ISDIR(st.st_mode)) {
-            rc = copy_tree(from, to, depth + 1, why, why_len);
-        } else if (S_ISREG(st.st_mode)) {
-            int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-            int out = in >= 0 ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755) : -1;
-            char buf[65536];
-            ssize_t n = 0;
-            while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0 && abx__write_all(out, buf, (size_t)n) == 0)
-                ;
-            if (in < 0 || out < 0 || n < 0 || fchmod(out, st.st_mode & 0755) < 0) {
-                rc = -1;
-                snprintf(why, why_len, "cannot copy %s", from);
-            }
-            if (in >= 0)
-                close(in);
-            if (out >= 0 && close(out) < 0)
-                rc = -1;
-        } else if (S_ISLNK(st.st_mode)) {
-            char target[PATH_MAX];
-            ssize_t n = readlink(from, target, sizeof target - 1);
-            target[n > 0 ? n : 0] = '\0';
-            if (n <= 0 || target[0] == '/' || strstr(target, "..") || symlink(target, to) < 0) {
-                rc = -1;
-                snprintf(why, why_len, "%s is a symlink that may point outside the plugin", from);
-            }
-        } else {
-            rc = -1;
-            snprintf(why, why_len, "%s is not a file, a directory or a symlink", from);
-        }
-    }
-    closedir(d);
-    return rc;
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char child[PATH_MAX];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            remove_tree(child);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 /* ---- install ------------------------------------------------------------------------ */
 
-/* $ABX_HOME/providers (made when missing) in root, and a fresh scratch
- * name there, "<root>/.<kind>-<random>", in out. */
-static int scratch_path(const char *kind, char *root, size_t root_len, char *out, size_t len, abx_error **err)
-{
-    char home[512];
-    if (abx__plugin_path("providers", NULL, root, root_len, err) < 0 || abx__home(home, sizeof home) < 0)
-        return -ABX_ECONFIG;
-    abx__mkdir_exist_ok(home, 0700);
-    abx__mkdir_exist_ok(root, 0700);
-    unsigned rnd = 0;
-    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return abx__error_set(err, ABX_ESYS, "no randomness");
-    snprintf(out, len, "%s/.%s-%08x", root, kind, rnd);
-    return 0;
-}
-
-static int read_manifest(const char *dir, abx_manifest *m, abx_error **err)
-{
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return abx__error_set(err, ABX_ECONFIG, "%.200s: no readable abx-provider.toml (%s)", dir, strerror(errno));
-    char *text = calloc(1, 65537);
-    size_t n = text ? fread(text, 1, 65536, f) : 0;
-    bool too_long = text && n == 65536 && fgetc(f) != EOF;
-    fclose(f);
-    if (!text || too_long) {
-        free(text);
-        return abx__error_set(err, ABX_ECONFIG, "abx-provider.toml: larger than 64 KiB");
-    }
-    int rc = abx__manifest_parse(text, m, err);
-    free(text);
-    return rc;
-}
-
 /* What the plugin will get, on stderr, before the question. */
-static void show_grants(const abx_manifest *m)
+static void show_grants(json_t *m)
 {
-    fprintf(stderr, "provider %s (%s%s%s, kind %s)\n", m->id, m->name[0] ? m->name : m->id,
-            m->version[0] ? " " : "", m->version, m->kind);
-    if (m->description[0])
-        fprintf(stderr, "  %s\n", m->description);
+    const char *name = json_string_value(json_object_get(m, "name")), *id = json_string_value(json_object_get(m, "id"));
+    const char *version = json_string_value(json_object_get(m, "version"));
+    const char *description = json_string_value(json_object_get(m, "description"));
+    const char *base_url = json_string_value(json_object_get(m, "base_url"));
+    fprintf(stderr, "provider %s (%s%s%s, kind %s)\n", id, name && *name ? name : id, version && *version ? " " : "",
+            version ? version : "", json_string_value(json_object_get(m, "kind")));
+    if (description && *description)
+        fprintf(stderr, "  %s\n", description);
     size_t i;
     json_t *v;
-    if (m->command) {
+    json_t *command = json_object_get(m, "command"), *env = json_object_get(m, "env"), *config = json_object_get(m, "config");
+    if (json_is_array(command)) {
         fprintf(stderr, "  runs:");
-        json_array_foreach(m->command, i, v) fprintf(stderr, " %s", json_string_value(v));
+        json_array_foreach(command, i, v) fprintf(stderr, " %s", json_string_value(v));
         fprintf(stderr, "\n");
     }
-    if (m->base_url[0])
-        fprintf(stderr, "  talks to: %s\n", m->base_url);
+    if (base_url && *base_url)
+        fprintf(stderr, "  talks to: %s\n", base_url);
     fprintf(stderr, "  host variables passed through:");
-    json_array_foreach(m->env, i, v) fprintf(stderr, " %s", json_string_value(v));
-    fprintf(stderr, "%s\n", json_array_size(m->env) ? "" : " (none)");
+    json_array_foreach(env, i, v) fprintf(stderr, " %s", json_string_value(v));
+    fprintf(stderr, "%s\n", json_array_size(env) ? "" : " (none)");
     fprintf(stderr, "  config keys:");
     const char *k;
-    json_object_foreach(m->config, k, v)
+    json_object_foreach(config, k, v)
         fprintf(stderr, " %s%s", k, json_is_true(json_object_get(v, "secret")) ? " (secret)" : "");
-    fprintf(stderr, "%s\n", json_object_size(m->config) ? "" : " (none)");
+    fprintf(stderr, "%s\n", json_object_size(config) ? "" : " (none)");
 }
 
-static bool confirmed(void)
+typedef struct install_args {
+    bool link, yes, force;
+} install_args;
+
+/* Shows the grants, then asks on the terminal unless --yes. */
+static bool confirm_install(const char *manifest_json, void *ud)
 {
+    const install_args *a = ud;
+    json_t *m = json_loads(manifest_json, 0, NULL);
+    if (m)
+        show_grants(m);
+    json_decref(m);
+    if (a->yes)
+        return true;
     if (!isatty(STDIN_FILENO))
         return false;
     fprintf(stderr, "Install it? [y/N] ");
@@ -224,308 +101,41 @@ static bool confirmed(void)
     return fgets(line, sizeof line, stdin) && (line[0] == 'y' || line[0] == 'Y');
 }
 
-typedef struct install_args {
-    bool link, yes, force;
-} install_args;
-
-/* Puts the staged copy (or the link) at final, replacing an old one with
- * --force. */
-static int put_in_place(const char *staged, const char *final, bool force, char *why, size_t len)
+static int install(cli_ctx *ctx, const char *source, install_args *a)
 {
-    struct stat st;
-    char old[PATH_MAX + 32] = "";
-    if (lstat(final, &st) == 0) {
-        if (!force) {
-            snprintf(why, len, "already installed (use --force to replace it)");
-            return -1;
-        }
-        snprintf(old, sizeof old, "%s.old.%d", final, (int)getpid());
-        if (rename(final, old) < 0) {
-            snprintf(why, len, "cannot move the installed copy aside");
-            return -1;
-        }
-    }
-    if (rename(staged, final) < 0) {
-        if (old[0])
-            rename(old, final);
-        snprintf(why, len, "cannot move the plugin into place");
-        return -1;
-    }
-    if (old[0])
-        remove_tree(old);
-    return 0;
-}
-
-/* Installs the plugin directory src; label is what the index records as
- * its source (the directory, or the git source it came from). */
-static int install_dir(cli_ctx *ctx, const char *src, const char *label, const install_args *a)
-{
-    abx_manifest m;
+    abx_plugin_install_options o = {.source = source, .link = a->link, .force = a->force,
+                                    .confirm = confirm_install, .userdata = a};
+    char *text = NULL;
     abx_error *err = NULL;
-    int rc = read_manifest(src, &m, &err);
+    int rc = abx_plugin_install(&o, &text, &err);
     if (rc < 0)
         return cli_fail_error(ctx, err, rc);
-    const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
-    if (strcmp(base, m.id) != 0) {
-        rc = cli_fail(ctx, ABX_EINVAL, "install: the directory is named '%s' but the manifest's id is '%s': they must "
-                                       "be the same", base, m.id);
-        abx__manifest_clear(&m);
-        return rc;
-    }
-    show_grants(&m);
-    if (!a->yes && !confirmed()) {
-        abx__manifest_clear(&m);
-        return cli_fail(ctx, ABX_EINVAL, "install: not confirmed (answer y, or pass --yes)");
-    }
-    char root[640], final[PATH_MAX], staged[PATH_MAX + 32], why[PATH_MAX + 100] = "", hex[65] = "";
-    if (scratch_path("staging", root, sizeof root, staged, sizeof staged, &err) < 0 ||
-        abx__plugin_path("providers", m.id, final, sizeof final, &err) < 0) {
-        abx__manifest_clear(&m);
-        return cli_fail_error(ctx, err, -ABX_ECONFIG);
-    }
-    int ok = a->link ? symlink(src, staged) : copy_tree(src, staged, 0, why, sizeof why);
-    if (ok == 0 && !a->link) { /* a git checkout's metadata is not the plugin's */
-        char git_dir[PATH_MAX + 64];
-        snprintf(git_dir, sizeof git_dir, "%s/.git", staged);
-        remove_tree(git_dir);
-    }
-    if (ok == 0 && !a->link && abx__plugin_digest(staged, hex, &err) < 0)
-        ok = -1;
-    if (ok == 0)
-        ok = put_in_place(staged, final, a->force, why, sizeof why);
-    if (ok < 0) {
-        remove_tree(staged);
-        if (err && !why[0])
-            snprintf(why, sizeof why, "%s", abx_error_message(err));
-        abx_error_free(err);
-        rc = cli_fail(ctx, ABX_EINVAL, "install %s: %s; nothing was installed", m.id, why[0] ? why : "failed");
-        abx__manifest_clear(&m);
-        return rc;
-    }
-    json_t *index = NULL;
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source", label,
-                              "linked", a->link, "digest", a->link ? json_null() : json_string(hex));
-    rc = abx__plugin_index_load(&index, &err);
-    if (rc == 0) {
-        json_object_set(index, m.id, entry);
-        rc = abx__plugin_index_save(index, &err);
-    }
-    json_decref(index);
-    if (rc < 0) {
-        remove_tree(final);
-        json_decref(entry);
-        abx__manifest_clear(&m);
-        return cli_fail_error(ctx, err, rc);
-    }
+    json_t *entry = json_loads(text, 0, NULL);
+    abx_free(text);
+    const char *id = json_string_value(json_object_get(entry, "id"));
     if (a->link)
-        fprintf(stderr, "abx provider: warning: %s is a --link install (development): its files are not checked\n",
-                m.id);
+        fprintf(stderr, "abx provider: warning: %s is a --link install (development): its files are not checked\n", id);
     if (ctx->json) {
-        json_object_set_new(entry, "id", json_string(m.id));
-        json_object_set_new(entry, "path", json_string(final));
         cli_print_json(entry);
     } else {
-        printf("installed %s into %s%s\n", m.id, final, a->link ? " (linked)" : "");
+        printf("installed %s into %s%s\n", id, json_string_value(json_object_get(entry, "path")),
+               a->link ? " (linked)" : "");
         json_decref(entry);
     }
-    abx__manifest_clear(&m);
     return 0;
 }
 
-/* ---- git sources ------------------------------------------------------------------------ */
-
-/* A git source: "URL//subdir" or "owner/repo//subdir" (resolved against
- * ABX_PROVIDER_GIT_BASE, default https://github.com/), the subdirectory
- * optional. Only file, http(s) and ssh URLs; nothing that git could read
- * as an option; a subdirectory without "..". */
-static int parse_git_source(const char *source, char *url, size_t url_len, char *subdir, size_t sub_len, char *why,
-                            size_t why_len)
-{
-    if (source[0] == '-' || strpbrk(source, " \t\n\r\\'\"`$;|&<>")) {
-        snprintf(why, why_len, "a git source may not start with '-' or hold spaces, quotes or shell characters");
-        return -1;
-    }
-    const char *scheme = strstr(source, "://");
-    const char *sep = strstr(scheme ? scheme + 3 : source, "//");
-    size_t repo_len = sep ? (size_t)(sep - source) : strlen(source);
-    snprintf(subdir, sub_len, "%s", sep ? sep + 2 : "");
-    if (strstr(subdir, "..") || subdir[0] == '/') {
-        snprintf(why, why_len, "the subdirectory must stay inside the repository");
-        return -1;
-    }
-    if (scheme) {
-        bool allowed = strncmp(source, "file://", 7) == 0 || strncmp(source, "https://", 8) == 0 ||
-                       strncmp(source, "http://", 7) == 0 || strncmp(source, "ssh://", 6) == 0;
-        if (!allowed) {
-            snprintf(why, why_len, "only file://, http(s):// and ssh:// git URLs");
-            return -1;
-        }
-        snprintf(url, url_len, "%.*s", (int)repo_len, source);
-        return 0;
-    }
-    const char *slash = memchr(source, '/', repo_len);
-    if (!slash || memchr(slash + 1, '/', repo_len - (size_t)(slash + 1 - source))) {
-        snprintf(why, why_len, "expected a directory, owner/repo//subdir, or a git URL");
-        return -1;
-    }
-    const char *base = getenv("ABX_PROVIDER_GIT_BASE");
-    if (!base || !*base)
-        base = "https://github.com/";
-    snprintf(url, url_len, "%s%s%.*s", base, base[strlen(base) - 1] == '/' ? "" : "/", (int)repo_len, source);
-    return 0;
-}
-
-/* git clone --depth 1 -- url dir, without a terminal prompt; git runs no
- * hook of the repository on clone. */
-static int git_clone(const char *url, const char *dir)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 1);
-        }
-        setenv("GIT_TERMINAL_PROMPT", "0", 1);
-        execlp("git", "git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--depth", "1", "--", url, dir,
-               (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid)
-        return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
-}
-
-/* A tar archive (compressed or not): the manifest at its root, or inside
- * its one top-level directory (whose name must then be the id). */
-static int install_archive(cli_ctx *ctx, const char *src, const install_args *a)
-{
-    char root[640], unpack[700], why[400] = "";
-    abx_error *err = NULL;
-    if (scratch_path("unpack", root, sizeof root, unpack, sizeof unpack, &err) < 0)
-        return cli_fail_error(ctx, err, -ABX_ECONFIG);
-    char tree[800], plugin[PATH_MAX];
-    snprintf(tree, sizeof tree, "%s/tree", unpack);
-    int rc;
-    if (mkdir(unpack, 0700) < 0 || mkdir(tree, 0700) < 0) {
-        rc = cli_fail(ctx, ABX_EIO, "install: cannot make a scratch directory in %s", root);
-    } else if (abx__archive_extract(src, tree, why, sizeof why) < 0) {
-        rc = cli_fail(ctx, ABX_EINVAL, "install: %s; nothing was installed", why);
-    } else {
-        snprintf(plugin, sizeof plugin, "%s/abx-provider.toml", tree);
-        bool at_root = access(plugin, F_OK) == 0;
-        DIR *d = at_root ? NULL : opendir(tree);
-        struct dirent *e, *only = NULL;
-        int count = 0;
-        char name[256] = "";
-        while (d && (e = readdir(d)))
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && ++count == 1) {
-                only = e;
-                snprintf(name, sizeof name, "%s", only->d_name);
-            }
-        if (d)
-            closedir(d);
-        if (at_root) {
-            /* named by its id, as a directory install would be */
-            abx_manifest m;
-            rc = read_manifest(tree, &m, &err);
-            if (rc == 0) {
-                snprintf(plugin, sizeof plugin, "%s/%s", unpack, m.id);
-                abx__manifest_clear(&m);
-                rc = rename(tree, plugin) == 0 ? install_dir(ctx, plugin, src, a)
-                                               : cli_fail(ctx, ABX_EIO, "install: cannot stage the plugin");
-            } else {
-                rc = cli_fail_error(ctx, err, rc);
-            }
-        } else if (count == 1) {
-            snprintf(plugin, sizeof plugin, "%s/%s", tree, name);
-            rc = install_dir(ctx, plugin, src, a);
-        } else {
-            rc = cli_fail(ctx, ABX_EINVAL, "install: no abx-provider.toml at the archive's root or in its one "
-                                           "top-level directory");
-        }
-    }
-    remove_tree(unpack);
-    return rc;
-}
-
-static int install(cli_ctx *ctx, const char *source, const install_args *a)
-{
-    char src[PATH_MAX];
-    struct stat st;
-    if (realpath(source, src) && stat(src, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return install_dir(ctx, src, src, a);
-        if (a->link)
-            return cli_fail(ctx, ABX_EINVAL, "install: --link takes a local directory, not an archive");
-        return install_archive(ctx, src, a);
-    }
-    char url[2048], subdir[1024], why[256];
-    if (parse_git_source(source, url, sizeof url, subdir, sizeof subdir, why, sizeof why) < 0)
-        return cli_fail(ctx, ABX_EINVAL, "install: %s", why);
-    if (a->link)
-        return cli_fail(ctx, ABX_EINVAL, "install: --link takes a local directory, not a git source");
-    char root[640], clone[700];
-    abx_error *err = NULL;
-    if (scratch_path("clone", root, sizeof root, clone, sizeof clone, &err) < 0)
-        return cli_fail_error(ctx, err, -ABX_ECONFIG);
-    int cloned = git_clone(url, clone);
-    int rc;
-    if (cloned < 0) {
-        rc = cli_fail(ctx, ABX_EINVAL, cloned == -2 ? "install: git is not installed (apt-get install git)"
-                                                    : "install: git could not clone %s", url);
-    } else {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s%s%s", clone, subdir[0] ? "/" : "", subdir);
-        size_t n = strlen(dir);
-        while (n > 1 && dir[n - 1] == '/')
-            dir[--n] = '\0';
-        if (!subdir[0]) { /* the repository is the plugin: its name is the id */
-            char named[PATH_MAX + 8];
-            const char *repo = strrchr(url, '/') ? strrchr(url, '/') + 1 : url;
-            snprintf(named, sizeof named, "%s/%.*s", root, (int)(strstr(repo, ".git") ? strstr(repo, ".git") - repo
-                                                                                       : (long)strlen(repo)), repo);
-            snprintf(dir, sizeof dir, "%s.plugin", clone);
-            mkdir(dir, 0700);
-            snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%s", strrchr(named, '/') + 1);
-            rename(clone, dir);
-        }
-        rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode)
-                 ? install_dir(ctx, dir, source, a)
-                 : cli_fail(ctx, ABX_EINVAL, "install: %s has no directory %s", url, subdir);
-        if (!subdir[0]) {
-            char *slash = strrchr(dir, '/');
-            *slash = '\0';
-            remove_tree(dir);
-        }
-    }
-    remove_tree(clone);
-    return rc;
-}
-
-/* ---- list, remove ----------------------------------------------------------------------- */
+/* ---- list, remove, doctor ----------------------------------------------------------------- */
 
 static int list(cli_ctx *ctx)
 {
-    json_t *index = NULL, *out = json_array();
+    char *text = NULL;
     abx_error *err = NULL;
-    int rc = abx__plugin_index_load(&index, &err);
-    if (rc < 0) {
-        json_decref(out);
+    int rc = abx_plugin_list(&text, &err);
+    if (rc < 0)
         return cli_fail_error(ctx, err, rc);
-    }
-    const char *id;
-    json_t *e;
-    json_object_foreach(index, id, e) {
-        char state[16];
-        abx__plugin_check(id, e, state, sizeof state, NULL);
-        json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:b, s:s}", "id", id, "kind",
-                                             json_object_get(e, "kind"), "version", json_object_get(e, "version"),
-                                             "source", json_object_get(e, "source"), "linked",
-                                             json_is_true(json_object_get(e, "linked")), "digest", state));
-    }
-    json_decref(index);
+    json_t *out = json_loads(text, 0, NULL), *e;
+    abx_free(text);
     if (ctx->json) {
         cli_print_json(out);
         return 0;
@@ -542,26 +152,10 @@ static int list(cli_ctx *ctx)
 
 static int remove_plugin(cli_ctx *ctx, const char *id, bool purge)
 {
-    json_t *index = NULL;
     abx_error *err = NULL;
-    int rc = abx__plugin_index_load(&index, &err);
+    int rc = abx_plugin_remove(id, purge, &err);
     if (rc < 0)
         return cli_fail_error(ctx, err, rc);
-    if (!abx__provider_id_valid(id) || !json_object_get(index, id)) {
-        json_decref(index);
-        return cli_fail(ctx, ABX_EPROVIDER, "no provider '%.64s' is installed ('abx provider list')", id);
-    }
-    char dir[640], data[640];
-    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
-    abx__plugin_path("provider-data", id, data, sizeof data, NULL);
-    json_object_del(index, id);
-    rc = abx__plugin_index_save(index, &err);
-    json_decref(index);
-    if (rc < 0)
-        return cli_fail_error(ctx, err, rc);
-    remove_tree(dir); /* a --link install: only the link goes */
-    if (purge)
-        remove_tree(data);
     if (ctx->json)
         cli_print_json(json_pack("{s:s, s:b, s:b}", "id", id, "removed", 1, "data_purged", purge));
     else
@@ -569,128 +163,25 @@ static int remove_plugin(cli_ctx *ctx, const char *id, bool purge)
     return 0;
 }
 
-/* ---- doctor ------------------------------------------------------------------------ */
-
-static void check_as(json_t *list, const char *name, const char *status, const char *detail)
-{
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
-}
-
-static void check(json_t *list, const char *name, bool ok, const char *detail)
-{
-    check_as(list, name, ok ? "ok" : "fail", detail);
-}
-
-/* The command's program: a path relative to the plugin, or found on PATH. */
-static bool command_found(const char *dir, const char *prog)
-{
-    char path[PATH_MAX + 300];
-    if (strchr(prog, '/')) {
-        snprintf(path, sizeof path, "%s%s%s", prog[0] == '/' ? "" : dir, prog[0] == '/' ? "" : "/", prog);
-        return access(path, X_OK) == 0;
-    }
-    const char *env = getenv("PATH");
-    char paths[4096];
-    snprintf(paths, sizeof paths, "%s", env ? env : "/usr/local/bin:/usr/bin:/bin");
-    char *save = NULL;
-    for (char *d = strtok_r(paths, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(path, sizeof path, "%s/%s", d, prog);
-        if (access(path, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
-
 static int doctor(cli_ctx *ctx, const char *id)
 {
-    json_t *checks = json_array(), *index = NULL;
+    char *text = NULL;
     abx_error *err = NULL;
-    char dir[640], detail[700];
-    abx__plugin_index_load(&index, NULL);
-    json_t *entry = index ? json_object_get(index, id) : NULL;
-    if (!abx__provider_id_valid(id) || !entry) {
-        json_decref(index);
-        json_decref(checks);
-        return cli_fail(ctx, ABX_EPROVIDER, "no provider '%.64s' is installed ('abx provider list')", id);
-    }
-    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
-    abx_manifest m;
-    int rc = read_manifest(dir, &m, &err);
-    check(checks, "manifest", rc == 0, rc == 0 ? "abx-provider.toml is valid" : abx_error_message(err));
-    abx_error_free(err);
-    err = NULL;
-    if (rc == 0 && m.command) {
-        const char *prog = json_string_value(json_array_get(m.command, 0));
-        bool found = command_found(dir, prog);
-        snprintf(detail, sizeof detail, found ? "%s found" : "%s: not found or not executable (install it, or fix "
-                                                             "[runtime] command)",
-                 prog);
-        check(checks, "command", found, detail);
-    }
-    char state[16];
-    rc = abx__plugin_check(id, entry, state, sizeof state, NULL);
-    check(checks, "digest", rc == 0,
-          rc < 0 ? "files changed since install (E8011): reinstall with abx provider install --force"
-                 : strcmp(state, "linked") == 0 ? "a --link install: not checked" : "matches the install");
-    abx_epp *e = NULL;
-    if (rc == 0 && strcmp(m.kind, "exec") == 0) {
-        rc = abx__epp_start(id, &e, &err);
-        if (rc == 0) {
-            char *features = json_dumps(abx__epp_features(e), JSON_COMPACT);
-            snprintf(detail, sizeof detail, "initialize answered; features %s", features ? features : "[]");
-            free(features);
-        } else {
-            snprintf(detail, sizeof detail, "%s", abx_error_message(err));
-        }
-        check(checks, "initialize", rc == 0, detail);
-        abx_error_free(err);
-        abx__epp_stop(e);
-    } else if (rc == 0) { /* rest: the service answers with this configuration */
-        abx_client_options co = {.provider = id};
-        abx_client *c = NULL;
-        abx_sandbox_info *items = NULL;
-        size_t n = 0;
-        err = NULL;
-        rc = abx_client_new(&co, &c, &err);
-        if (rc == 0)
-            rc = abx_list(c, NULL, 1, 0, &items, &n, &err);
-        abx_sandbox_info_list_free(items, n);
-        abx_client_free(c);
-        snprintf(detail, sizeof detail, "%s", rc == 0 ? "the API answered a list with this key" : abx_error_message(err));
-        check(checks, "api", rc == 0, detail);
-        abx_error_free(err);
-    }
-    if (m.config) {
-        abx_kvs *kvs = calloc(1, sizeof *kvs);
-        bool loaded = kvs && abx__config_load(kvs, NULL) == 0;
-        const char *k;
-        json_t *v;
-        json_object_foreach(m.config, k, v) {
-            char key[256];
-            snprintf(key, sizeof key, "providers.%s.%s", id, k);
-            bool set = loaded && abx__kvs_get(kvs, key);
-            snprintf(detail, sizeof detail, set ? "%s is set" : "%s is not set: abx config set %s%s", key, key,
-                     json_is_true(json_object_get(v, "secret")) ? " (then type it: a secret is read from stdin)" : " VALUE");
-            check_as(checks, "config", set ? "ok" : "warn", detail); /* the manifest does not say which are required */
-        }
-        if (kvs)
-            explicit_bzero(kvs, sizeof *kvs);
-        free(kvs);
-    }
-    abx__manifest_clear(&m);
-    json_decref(index);
-    bool failed = false;
-    size_t i;
-    json_t *c;
-    json_array_foreach(checks, i, c) failed |= strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
+    int rc = abx_plugin_doctor(id, &text, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    json_t *doc = json_loads(text, 0, NULL), *c;
+    abx_free(text);
+    bool failed = !json_is_true(json_object_get(doc, "ok"));
     if (ctx->json) {
-        cli_print_json(json_pack("{s:s, s:b, s:o}", "id", id, "ok", !failed, "checks", checks));
-    } else {
-        json_array_foreach(checks, i, c)
-            printf("%-5s %-12s %s\n", json_string_value(json_object_get(c, "status")),
-                   json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
-        json_decref(checks);
+        cli_print_json(doc);
+        return failed ? CLI_EXIT_ERROR : 0;
     }
+    size_t i;
+    json_array_foreach(json_object_get(doc, "checks"), i, c)
+        printf("%-5s %-12s %s\n", json_string_value(json_object_get(c, "status")),
+               json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+    json_decref(doc);
     return failed ? CLI_EXIT_ERROR : 0;
 }
 
@@ -880,21 +371,15 @@ static int test_plugin(cli_ctx *ctx, const char *id)
         json_decref(t.rows);
         return cli_fail_error(ctx, err, rc);
     }
-    json_t *features = NULL;
-    if (c->ops == &abx__provider_e2b) { /* a rest plugin: what abx's E2B client drives */
-        features = json_pack("[s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "exec.run", "exec.stream",
-                             "files.rw");
-    } else {
-        abx_epp *e = NULL;
-        rc = abx__epp_start(id, &e, &err);
-        if (rc < 0) {
-            abx_client_free(c);
-            json_decref(t.rows);
-            return cli_fail_error(ctx, err, rc);
-        }
-        features = json_incref(abx__epp_features(e));
-        abx__epp_stop(e);
+    char *text = NULL;
+    rc = abx_client_features(c, &text, &err); /* a rest plugin: what abx's E2B client drives */
+    if (rc < 0) {
+        abx_client_free(c);
+        json_decref(t.rows);
+        return cli_fail_error(ctx, err, rc);
     }
+    json_t *features = json_loads(text, 0, NULL);
+    abx_free(text);
     bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false, stream_cap = false,
          process_cap = false, ports_cap = false, pause_cap = false;
     static const char *const known[] = {"sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",

@@ -25,7 +25,7 @@ const char cmd_run_help[] =
     "  --pids N        process limit, 8-4194304 (default 256)\n"
     "  --disk MB       size of the writable layer, 1-1048576 (default 256;\n"
     "                  it is memory-backed and counts against --memory)\n"
-    "  --timeout S     kill the sandbox after S seconds, 1-86400 (default: none)\n"
+    "  --timeout S     kill the sandbox after S seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default: none)\n"
     "  --env K=V       set an environment variable inside (repeatable); nothing\n"
     "                  of the caller's environment is passed but TERM\n"
     "  --template T    a template's root filesystem (abx template list) instead\n"
@@ -83,7 +83,7 @@ static int take_run_flag(cli_ctx *ctx, run_flags *f, int argc, char **argv, int 
         {"--cpu", 1, 1024, offsetof(abx_run_options, limits.cpu_count)},
         {"--pids", 8, 4194304, offsetof(abx_run_options, limits.pids)},
         {"--disk", 1, 1048576, offsetof(abx_run_options, limits.disk_mb)},
-        {"--timeout", 1, 86400, offsetof(abx_run_options, timeout_s)},
+        {"--timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, offsetof(abx_run_options, timeout_s)},
     };
     for (size_t k = 0; k < sizeof numeric / sizeof numeric[0]; k++) {
         rc = cli_take_value(ctx, argc, argv, i, numeric[k].name, &v);

@@ -1,9 +1,7 @@
 /* cmd_template.c: `abx template build|import|list|inspect|rm|prune`: root
- * filesystems for sandboxes (lib/local/template_store.c,
- * lib/local/template_build.c). */
+ * filesystems for sandboxes, the provider's (abx_templates; the local
+ * provider's builds and store: abx_template_*). */
 #include "cli.h"
-#include "template_build.h"
-#include "template_store.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -84,17 +82,17 @@ static int show(cli_ctx *ctx, json_t *doc)
 }
 
 /* Build progress: human lines on stderr, or JSON lines on stdout. */
-static void on_build_event(json_t *ev, void *ud)
+static void on_build_event(const char *event_json, void *ud)
 {
     const cli_ctx *ctx = ud;
     if (ctx->json) {
-        char *line = json_dumps(ev, JSON_COMPACT);
-        if (line)
-            printf("%s\n", line);
-        free(line);
+        printf("%s\n", event_json);
         fflush(stdout);
         return;
     }
+    json_t *ev = json_loads(event_json, 0, NULL);
+    if (!ev)
+        return;
     const char *kind = json_string_value(json_object_get(ev, "event"));
     if (strcmp(kind, "step") == 0)
         fprintf(stderr, "step %d/%d: %s%s\n", (int)json_integer_value(json_object_get(ev, "step")),
@@ -106,23 +104,32 @@ static void on_build_event(json_t *ev, void *ud)
                stderr);
     else if (strcmp(kind, "note") == 0)
         fprintf(stderr, "  %s\n", json_string_value(json_object_get(ev, "text")));
+    json_decref(ev);
 }
 
-static int build(cli_ctx *ctx, const char *name, const char *context, const char *file, const char *builtin,
-                 const char *const *args, bool no_cache)
+/* A call's JSON answer (taken) as a document, or the failure printed. */
+static int show_text(cli_ctx *ctx, int rc, abx_error *err, char *text)
 {
-    abx_template_build_options o = {.name = builtin ? builtin : name, .dockerfile = file, .context = context,
-                                    .build_args = args, .no_cache = no_cache, .on_event = on_build_event,
-                                    .ud = ctx};
-    if (builtin && !(o.dockerfile_text = abx__template_builtin_recipe(builtin)))
-        return cli_fail(ctx, ABX_EINVAL, "--builtin: code-interpreter-v1 is the built-in template abx builds");
-    if (builtin)
-        o.context = "/";
-    abx_error *err = NULL;
-    json_t *doc = NULL;
-    int rc = abx__template_build(&o, &doc, &err);
     if (rc < 0)
         return cli_fail_error(ctx, err, rc);
+    json_t *doc = json_loads(text, 0, NULL);
+    abx_free(text);
+    return show(ctx, doc);
+}
+
+static int build(cli_ctx *ctx, abx_client *c, const char *name, const char *context, const char *file,
+                 const char *builtin, const char *const *args, bool no_cache)
+{
+    abx_template_build_options o = {.name = name, .dockerfile = file, .context = context, .build_args = args,
+                                    .no_cache = no_cache, .builtin = builtin, .on_event = on_build_event,
+                                    .userdata = ctx};
+    abx_error *err = NULL;
+    char *text = NULL;
+    int rc = abx_template_build(c, &o, &text, &err);
+    if (rc < 0)
+        return cli_fail_error(ctx, err, rc);
+    json_t *doc = json_loads(text, 0, NULL);
+    abx_free(text);
     if (ctx->json) {
         json_t *ev = json_pack("{s:s, s:o}", "event", "built", "template", doc);
         char *line = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
@@ -135,6 +142,53 @@ static int build(cli_ctx *ctx, const char *name, const char *context, const char
     print_one(doc);
     json_decref(doc);
     return 0;
+}
+
+static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char **pos, size_t npos, bool force,
+                         bool no_cache, const char *file, const char *builtin, const char *const *args, size_t nargs)
+{
+    abx_error *err = NULL;
+    char *text = NULL;
+    int rc;
+    if (strcmp(op, "build") == 0 && ((builtin && npos == 1) || (!builtin && (npos == 2 || npos == 3)))) {
+        for (size_t i = 0; i < nargs; i++)
+            if (!strchr(args[i], '=') || args[i][0] == '=')
+                return cli_fail(ctx, ABX_EUSAGE, "--build-arg: NAME=value");
+        return build(ctx, c, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args, no_cache);
+    }
+    if (strcmp(op, "prune") == 0 && npos == 1) {
+        unsigned long long freed = 0;
+        if ((rc = abx_template_prune(c, &freed, &err)) < 0)
+            return cli_fail_error(ctx, err, rc);
+        if (ctx->json)
+            cli_print_json(json_pack("{s:I}", "freed_bytes", (json_int_t)freed));
+        else
+            printf("build cache emptied: %.1f MiB freed\n", (double)freed / 1048576.0);
+        return 0;
+    }
+    if (strcmp(op, "import") == 0 && npos == 3) {
+        rc = abx_template_import(c, pos[1], pos[2], &text, &err);
+        return show_text(ctx, rc, err, text);
+    }
+    if (strcmp(op, "list") == 0 && npos == 1) {
+        rc = abx_templates(c, &text, &err);
+        return show_text(ctx, rc, err, text);
+    }
+    if (strcmp(op, "inspect") == 0 && npos == 2) {
+        rc = abx_template_inspect(c, pos[1], &text, &err);
+        return show_text(ctx, rc, err, text);
+    }
+    if (strcmp(op, "rm") == 0 && npos == 2) {
+        if ((rc = abx_template_remove(c, pos[1], force, &err)) < 0)
+            return cli_fail_error(ctx, err, rc);
+        if (ctx->json)
+            cli_print_json(json_pack("{s:s, s:b}", "name", pos[1], "removed", 1));
+        else
+            printf("removed %s\n", pos[1]);
+        return 0;
+    }
+    return cli_fail(ctx, ABX_EUSAGE, "usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] | import NAME SOURCE | "
+                                     "list | inspect NAME | rm NAME [--force] | prune");
 }
 
 int cmd_template(cli_ctx *ctx, int argc, char **argv)
@@ -154,48 +208,11 @@ int cmd_template(cli_ctx *ctx, int argc, char **argv)
     if (rc != 0)
         return cli_parse_exit(rc);
     const char *op = npos ? pos[0] : "";
-    abx_error *err = NULL;
-    json_t *doc = NULL;
-    if (strcmp(op, "build") == 0 && ((builtin && npos == 1) || (!builtin && (npos == 2 || npos == 3)))) {
-        for (size_t i = 0; i < nargs; i++)
-            if (!strchr(args[i], '=') || args[i][0] == '=')
-                return cli_fail(ctx, ABX_EUSAGE, "--build-arg: NAME=value");
-        return build(ctx, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args, no_cache);
-    }
-    if (strcmp(op, "prune") == 0 && npos == 1) {
-        unsigned long long freed = 0;
-        if ((rc = abx__template_prune_cache(&freed, &err)) < 0)
-            return cli_fail_error(ctx, err, rc);
-        if (ctx->json)
-            cli_print_json(json_pack("{s:I}", "freed_bytes", (json_int_t)freed));
-        else
-            printf("build cache emptied: %.1f MiB freed\n", (double)freed / 1048576.0);
-        return 0;
-    }
-    if (strcmp(op, "import") == 0 && npos == 3) {
-        if ((rc = abx__template_import(pos[1], pos[2], &doc, &err)) < 0)
-            return cli_fail_error(ctx, err, rc);
-        return show(ctx, doc);
-    }
-    if (strcmp(op, "list") == 0 && npos == 1) {
-        if ((rc = abx__template_list(&doc, &err)) < 0)
-            return cli_fail_error(ctx, err, rc);
-        return show(ctx, doc);
-    }
-    if (strcmp(op, "inspect") == 0 && npos == 2) {
-        if ((rc = abx__template_inspect(pos[1], &doc, &err)) < 0)
-            return cli_fail_error(ctx, err, rc);
-        return show(ctx, doc);
-    }
-    if (strcmp(op, "rm") == 0 && npos == 2) {
-        if ((rc = abx__template_remove(pos[1], force, &err)) < 0)
-            return cli_fail_error(ctx, err, rc);
-        if (ctx->json)
-            cli_print_json(json_pack("{s:s, s:b}", "name", pos[1], "removed", 1));
-        else
-            printf("removed %s\n", pos[1]);
-        return 0;
-    }
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] | import NAME SOURCE | "
-                                     "list | inspect NAME | rm NAME [--force] | prune");
+    int status = 0;
+    abx_client *c = cli_client(ctx, &status);
+    if (!c)
+        return status;
+    rc = template_verb(ctx, c, op, pos, npos, force, no_cache, file, builtin, args, nargs);
+    abx_client_free(c);
+    return rc;
 }

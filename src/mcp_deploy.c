@@ -3,7 +3,6 @@
  * server as ../shared/DESIGN.md "Departures" says). Writes files only; no
  * cloud API is called. Never prints a token or key unmasked. */
 #include "cli.h"
-#include "config.h"
 #include "mcp_deploy.h"
 
 #include <errno.h>
@@ -71,7 +70,7 @@ static void yaml_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int abx_mcp_deploy(cli_ctx *ctx, const mcp_deploy_opts *o)
+int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
 {
     char region[128] = "cn-hangzhou";
     const char *region_src = "default";
@@ -82,12 +81,12 @@ int abx_mcp_deploy(cli_ctx *ctx, const mcp_deploy_opts *o)
         snprintf(region, sizeof region, "%s", getenv("ALIBABA_CLOUD_REGION_ID"));
         region_src = "ALIBABA_CLOUD_REGION_ID";
     } else {
-        abx_kvs *kvs = calloc(1, sizeof *kvs);
-        if (kvs && abx__config_load(kvs, NULL) == 0 && abx__kvs_get(kvs, "region")) {
-            snprintf(region, sizeof region, "%s", abx__kvs_get(kvs, "region"));
+        char *v = NULL;
+        if (abx_config_get("region", &v, NULL) == 0 && v) {
+            snprintf(region, sizeof region, "%s", v);
             region_src = "config region";
         }
-        free(kvs);
+        abx_free(v);
     }
     /* the token: --auth-token-file, --generate-token, then the environment */
     char token[256] = "";

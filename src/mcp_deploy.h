@@ -10,6 +10,6 @@ typedef struct mcp_deploy_opts {
     bool generate_token, no_affinity;
 } mcp_deploy_opts;
 
-int abx_mcp_deploy(cli_ctx *ctx, const mcp_deploy_opts *o);
+int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o);
 
 #endif

@@ -64,13 +64,15 @@ ABX_API const char *abx_version(void);
  * One constant per limit a client meets; every surface (CLI flags, MCP tool
  * schemas, abx serve's REST API, the shim) checks against these. */
 
-#define ABX_TIMEOUT_MIN_S 1u          /* a sandbox's lifetime, in seconds */
-#define ABX_TIMEOUT_MAX_S 86400u
-#define ABX_LIST_LIMIT_MAX 100u       /* abx_list's page */
-#define ABX_TENANT_MAX 128u           /* bytes of a tenant string */
-#define ABX_NOTES_MAX 16384u          /* bytes of a front end's notes (abx_create_options.notes_json) */
-#define ABX_SANDBOXES_PER_TENANT_DEFAULT 64u /* [limits] sandboxes_per_tenant */
-#define ABX_TENANT_POOL_SHARE_DEFAULT 50u    /* [limits] tenant_pool_share: percent of a host-wide pool */
+#define ABX_STRINGIFY_(x) #x
+#define ABX_STRINGIFY(x) ABX_STRINGIFY_(x) /* a bound as text, for help and messages */
+#define ABX_TIMEOUT_MIN_S 1              /* a sandbox's lifetime (and a command's), in seconds */
+#define ABX_TIMEOUT_MAX_S 86400
+#define ABX_LIST_LIMIT_MAX 100           /* abx_list's page */
+#define ABX_TENANT_MAX 128               /* bytes of a tenant string */
+#define ABX_NOTES_MAX 16384              /* bytes of a front end's notes (abx_create_options.notes_json) */
+#define ABX_SANDBOXES_PER_TENANT_DEFAULT 64 /* [limits] sandboxes_per_tenant */
+#define ABX_TENANT_POOL_SHARE_DEFAULT 50    /* [limits] tenant_pool_share: percent of a host-wide pool */
 
 /* ---- one-shot sandbox run (abx run) ------------------------------------ */
 
@@ -233,8 +235,7 @@ typedef struct abx_create_options {
      * ABX_NOTES_MAX bytes; NULL: none), kept by the provider beside it and
      * never shown by info or list: read back with abx_sandbox_notes
      * (abx serve keeps E2B's create options there). */
-    const char *notes_json;
-    void *reserved[1];          /* room to grow without breaking the layout: leave zero */
+    const char *notes_json;     /* (the layout's last reserved slot until 0.2) */
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -308,6 +309,94 @@ ABX_API int abx_template_exists(abx_client *c, const char *name, abx_error **err
 /* The provider's templates as a JSON array of objects, each with at least
  * "name" (*json: abx_free). */
 ABX_API int abx_templates(abx_client *c, char **json, abx_error **err);
+
+/* ---- configuration ($ABX_HOME/config.toml) --------------------------------
+ *
+ * Keys are "section.name" ("core.provider", "providers.e2b.api_key",
+ * "limits.sandboxes_per_tenant"). The file is written atomically, mode
+ * 0600. */
+
+/* *value (abx_free) is the key's value, or NULL when it is not set. */
+ABX_API int abx_config_get(const char *key, char **value, abx_error **err);
+ABX_API int abx_config_set(const char *key, const char *value, abx_error **err);
+/* *was_set (may be NULL) says whether there was something to remove. */
+ABX_API int abx_config_unset(const char *key, bool *was_set, abx_error **err);
+/* Every key as a JSON array of [key, value] in the file's order (*json:
+ * abx_free): the values as they are; show a secret's masked. */
+ABX_API int abx_config_entries(char **json, abx_error **err);
+/* Whether a key names a secret: its name says so (key, token, secret,
+ * password, credential) or an installed plugin's manifest marks it. A
+ * front end never prints one, nor takes one on a command line. */
+ABX_API bool abx_config_key_secret(const char *key);
+/* abx's state directory ($ABX_HOME, else ~/.abx) into out. */
+ABX_API int abx_home(char *out, size_t len, abx_error **err);
+
+/* ---- this host ------------------------------------------------------------- */
+
+/* What this host and this user can run sandboxes with (namespaces,
+ * seccomp, cgroups, host ids, the state directory, the libraries loaded
+ * on first use, networking, templates): a JSON array of {check, status
+ * (ok, warn or fail), detail (what to do)} (*json: abx_free); *works (may
+ * be NULL) is false when a check failed. Reads only. */
+ABX_API int abx_host_checks(char **json, bool *works, abx_error **err);
+/* The capabilities the client's provider declares (EPP's names:
+ * "sandbox.lifecycle", "exec.run", ...) as a JSON array (*json: abx_free). */
+ABX_API int abx_client_features(abx_client *c, char **json, abx_error **err);
+
+/* ---- provider plugins ($ABX_HOME/providers) --------------------------------- */
+
+typedef struct abx_plugin_install_options {
+    /* A plugin directory (abx-provider.toml at its root, named by its id),
+     * a tar archive of one, or a git source (URL//subdir, owner/repo//subdir). */
+    const char *source;
+    bool link;                 /* a symlink to a directory (development): no digest, a warning at every use */
+    bool force;                /* replaces an installed plugin of the same id */
+    /* Called with the manifest as JSON ({id, name, version, kind,
+     * description, command, base_url, env, config}) before anything is
+     * installed: false stops the install (E8024). May be NULL. */
+    bool (*confirm)(const char *manifest_json, void *userdata);
+    void *userdata;
+    void *reserved[4];
+} abx_plugin_install_options;
+
+/* Installs (copies files and records a digest; runs nothing of the
+ * plugin's). *info (abx_free): {id, kind, version, source, linked,
+ * digest, path}. */
+ABX_API int abx_plugin_install(const abx_plugin_install_options *o, char **info, abx_error **err);
+/* [{id, kind, version, source, linked, digest: ok|mismatch|linked}] (*json: abx_free). */
+ABX_API int abx_plugin_list(char **json, abx_error **err);
+/* Uninstalls; purge also removes its data directory. */
+ABX_API int abx_plugin_remove(const char *id, bool purge, abx_error **err);
+/* Checks an installed plugin: {id, ok, checks: [{check, status, detail}]}
+ * (the manifest, its command, the digest, the initialize handshake or the
+ * API's answer, config keys not set) (*json: abx_free). */
+ABX_API int abx_plugin_doctor(const char *id, char **json, abx_error **err);
+
+/* ---- templates of the local provider (E8004 for the others) ------------------ */
+
+typedef struct abx_template_build_options {
+    const char *name;              /* the template made (an existing one is replaced) */
+    const char *dockerfile;        /* its path; NULL: CONTEXT/Dockerfile */
+    const char *context;           /* the directory COPY and ADD read; NULL: "." */
+    const char *const *build_args; /* "NAME=value", NULL-terminated; may be NULL */
+    bool no_cache;                 /* every step again */
+    const char *builtin;           /* instead: build this built-in template from its own recipe */
+    /* Each step's progress as one JSON event (not kept past the call). May be NULL. */
+    void (*on_event)(const char *event_json, void *userdata);
+    void *userdata;
+    void *reserved[4];
+} abx_template_build_options;
+
+/* *info (may be NULL; abx_free) describes the template made; a failed
+ * step is E8029 with its output. */
+ABX_API int abx_template_build(abx_client *c, const abx_template_build_options *o, char **info, abx_error **err);
+/* A root filesystem archive or an OCI layout (DIR[:TAG]) as template name. */
+ABX_API int abx_template_import(abx_client *c, const char *name, const char *source, char **info, abx_error **err);
+ABX_API int abx_template_inspect(abx_client *c, const char *name, char **json, abx_error **err);
+/* Refused (E8001) while a live sandbox uses it, unless force. */
+ABX_API int abx_template_remove(abx_client *c, const char *name, bool force, abx_error **err);
+/* Empties the build cache; *freed (may be NULL) gets the bytes it held. */
+ABX_API int abx_template_prune(abx_client *c, unsigned long long *freed, abx_error **err);
 
 /* ---- processes ----------------------------------------------------------- */
 

@@ -917,7 +917,17 @@ static int local_template_list(abx_client *c, json_t **json, abx_error **err)
     return abx__template_list(json, err);
 }
 
+static int local_features(abx_client *c, json_t **json, abx_error **err)
+{
+    (void)c;
+    (void)err;
+    *json = json_pack("[s, s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
+                      "exec.stream", "process.manage", "files.rw");
+    return 0;
+}
+
 const abx_provider abx__provider_local = {
+    .features = local_features,
     .name = "local",
     .connect = local_connect,
     .create = local_create,

@@ -49,8 +49,9 @@ static int validate(const abx_run_options *o, abx_error **err)
     int rc = abx_limits_check(l, err);
     if (rc < 0)
         return rc;
-    if (o->timeout_s > 86400)
-        return abx__error_set(err, ABX_EINVAL, "timeout: must be from 1 to 86400 seconds");
+    if (o->timeout_s > ABX_TIMEOUT_MAX_S)
+        return abx__error_set(err, ABX_EINVAL, "timeout: must be from %d to %d seconds", ABX_TIMEOUT_MIN_S,
+                              ABX_TIMEOUT_MAX_S);
     if (o->cwd && o->cwd[0] != '/')
         return abx__error_set(err, ABX_EINVAL, "cwd: must be an absolute path inside the sandbox");
     return 0;

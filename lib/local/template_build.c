@@ -35,7 +35,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -77,7 +76,7 @@ const char *abx__template_builtin_recipe(const char *name)
 }
 
 typedef struct build {
-    const abx_template_build_options *o;
+    const template_build_request *o;
     abx_dockerfile df;
     char cache[512];
     char work[700];     /* cache/work-PID-XXXXXX: rootfs/ is the tree a step changes; "" until made */
@@ -316,20 +315,11 @@ static bool state_load(build *b)
     return ok;
 }
 
-static unsigned long long walked_bytes; /* tree_bytes' sum: nftw's callbacks have no context */
-
-static int add_bytes(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-    (void)path, (void)type, (void)f;
-    walked_bytes += (unsigned long long)st->st_blocks * 512ull;
-    return 0;
-}
-
 static unsigned long long tree_bytes(const char *tree)
 {
-    walked_bytes = 0;
-    nftw(tree, add_bytes, 64, FTW_PHYS | FTW_MOUNT);
-    return walked_bytes;
+    unsigned long long bytes = 0;
+    abx__tree_measure(tree, &bytes, NULL);
+    return bytes;
 }
 
 typedef struct cached_tree {
@@ -1085,7 +1075,7 @@ static int finish(build *b, json_t **info, abx_error **err)
     return abx__template_install(b->o->name, staging, doc, true, info, err);
 }
 
-static int read_dockerfile(const abx_template_build_options *o, char **text, size_t *len, abx_error **err)
+static int read_dockerfile(const template_build_request *o, char **text, size_t *len, abx_error **err)
 {
     if (o->dockerfile_text) {
         *text = strdup(o->dockerfile_text);
@@ -1121,7 +1111,7 @@ static int read_dockerfile(const abx_template_build_options *o, char **text, siz
     return 0;
 }
 
-static int build_template(const abx_template_build_options *o, json_t **info, abx_error **err)
+static int build_template(const template_build_request *o, json_t **info, abx_error **err)
 {
     if (info)
         *info = NULL;
@@ -1201,7 +1191,7 @@ static int lock_builtin(const char *name, int *fd, abx_error **err)
     return 0;
 }
 
-int abx__template_build(const abx_template_build_options *o, json_t **info, abx_error **err)
+int abx__template_build(const template_build_request *o, json_t **info, abx_error **err)
 {
     int lock = -1, rc = 0;
     bool builtin = abx__template_builtin_recipe(o->name) && o->dockerfile_text;
@@ -1234,21 +1224,12 @@ int abx__template_ensure_builtin(const char *name, abx_error **err)
     }
     fprintf(stderr, "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
                     "matplotlib and node; a minute or two, once per machine)...\n", name);
-    abx_template_build_options o = {.name = name, .dockerfile_text = recipe, .context = "/"};
+    template_build_request o = {.name = name, .dockerfile_text = recipe, .context = "/"};
     rc = build_template(&o, NULL, err);
     if (rc == 0)
         fprintf(stderr, "abx: the %s template is built\n", name);
     close(lock);
     return rc;
-}
-
-static unsigned long long prune_bytes;
-
-static int prune_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-    (void)f;
-    prune_bytes += (unsigned long long)st->st_blocks * 512ull;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 int abx__template_prune_cache(unsigned long long *freed, abx_error **err)
@@ -1257,13 +1238,13 @@ int abx__template_prune_cache(unsigned long long *freed, abx_error **err)
     int rc = cache_root(cache, sizeof cache, err);
     if (rc < 0)
         return rc;
-    prune_bytes = 0;
+    unsigned long long bytes = 0;
     char sub[600];
     const char *parts[] = {"steps", "trees"};
     for (size_t i = 0; i < 2; i++) {
         snprintf(sub, sizeof sub, "%s/%s", cache, parts[i]);
-        nftw(sub, prune_one, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+        abx__tree_remove_counted(sub, &bytes);
     }
-    *freed = prune_bytes;
+    *freed = bytes;
     return 0;
 }

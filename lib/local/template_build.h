@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-typedef struct abx_template_build_options {
+typedef struct template_build_request {
     const char *name;              /* the template made (an existing one is replaced) */
     const char *dockerfile;        /* its path; NULL: CONTEXT/Dockerfile */
     const char *dockerfile_text;   /* or its text (the built-in recipes); wins over dockerfile */
@@ -28,12 +28,12 @@ typedef struct abx_template_build_options {
      * callee's reference; may be NULL. */
     void (*on_event)(json_t *event, void *ud);
     void *ud;
-} abx_template_build_options;
+} template_build_request;
 
 /* Builds the template; *info (may be NULL) gets its description. A failed
  * step fails the build with ABX_EBUILD and the step's output; the template
  * is then unchanged. Needs root. */
-int abx__template_build(const abx_template_build_options *o, json_t **info, abx_error **err);
+int abx__template_build(const template_build_request *o, json_t **info, abx_error **err);
 
 /* The Dockerfile of a built-in template ("code-interpreter-v1"), or NULL. */
 const char *abx__template_builtin_recipe(const char *name);

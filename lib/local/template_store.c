@@ -21,7 +21,6 @@
 #include <signal.h>
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,34 +75,14 @@ int abx__template_root(const char *name, char *out, size_t len)
 
 /* ---- sizes and removal, never through a link -------------------------------- */
 
-static unsigned long long walk_bytes, walk_files;
-
-static int count_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-    (void)path, (void)type, (void)f;
-    walk_bytes += (unsigned long long)st->st_blocks * 512ull;
-    walk_files++;
-    return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-    (void)st, (void)f;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* One walk at a time: nftw's callbacks have no context (the CLI is one thread). */
 static void measure(const char *root, unsigned long long *bytes, unsigned long long *files)
 {
-    walk_bytes = walk_files = 0;
-    nftw(root, count_one, 64, FTW_PHYS | FTW_MOUNT);
-    *bytes = walk_bytes;
-    *files = walk_files;
+    abx__tree_measure(root, bytes, files);
 }
 
 static int remove_tree(const char *root)
 {
-    return nftw(root, remove_one, 64, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
+    return abx__tree_remove(root);
 }
 
 /* ---- import ------------------------------------------------------------------ */
@@ -137,11 +116,6 @@ json_t *abx__template_config(const char *name)
 }
 
 /* ---- staging and installing ---------------------------------------------------- */
-
-int abx__tree_remove(const char *path)
-{
-    return remove_tree(path);
-}
 
 void abx__tree_reap_dead(const char *dir, const char *const *prefixes)
 {

@@ -51,8 +51,6 @@ int abx__template_inspect(const char *name, json_t **out, abx_error **err);
  * it, unless force (those sandboxes keep their view until they end). */
 int abx__template_remove(const char *name, bool force, abx_error **err);
 
-/* Removes a tree without following a link or leaving its filesystem. */
-int abx__tree_remove(const char *path);
 /* Removes the entries of dir named PREFIX<pid>... (a prefix of the
  * NULL-terminated list) whose process is gone: what an import, build or
  * removal that died left. */

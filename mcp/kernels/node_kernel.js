@@ -32,7 +32,7 @@ let acorn = null;
 try { acorn = require('internal/deps/acorn/acorn/dist/acorn'); } catch { /* no parser: cells run as written */ }
 
 const MARKER = '\x1e\x1fabx-result:';
-const HEAD = 128 * 1024, TAIL = 128 * 1024; // bytes of each stream sent back (lib/bounds.h)
+const HEAD = 128 * 1024, TAIL = 128 * 1024; // bytes of each stream sent back (base/bounds.h)
 const PENDING_MAX = 8 * 1024 * 1024;        // output kept between replies; the rest is counted
 const RESULT_MAX = 1024 * 1024, FILES_MAX = 1000;
 const protoWrite = process.stdout.write.bind(process.stdout);

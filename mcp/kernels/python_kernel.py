@@ -21,7 +21,7 @@
 import ast, base64, builtins, importlib.abc, importlib.machinery, io, json, os, sys, tempfile, traceback
 
 MARKER = "\x1e\x1fabx-result:"
-HEAD = TAIL = 128 * 1024  # bytes of each stream sent back: the first and last (lib/bounds.h)
+HEAD = TAIL = 128 * 1024  # bytes of each stream sent back: the first and last (base/bounds.h)
 RESULT_MAX = 1024 * 1024  # a text format is cut past this
 RESULTS_MAX = 3 * 1024 * 1024  # all results of a cell together (the reply line is bounded)
 FILES_MAX = 1000

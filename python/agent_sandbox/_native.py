@@ -58,13 +58,13 @@ StrArray = POINTER(c_char_p)
 
 
 class ClientOptions(Structure):
-    _fields_ = [("provider", c_char_p), ("cli_provider", c_char_p), ("reserved", c_void_p * 4)]
+    _fields_ = [("provider", c_char_p), ("cli_provider", c_char_p), ("tenant", c_char_p), ("reserved", c_void_p * 3)]
 
 
 class CreateOptions(Structure):
     _fields_ = [("template_id", c_char_p), ("timeout_s", c_uint), ("envs", StrArray), ("metadata", StrArray),
                 ("cpu_count", c_uint), ("memory_mb", c_uint), ("options", StrArray), ("network", c_char_p),
-                ("allow_out", StrArray), ("deny_out", StrArray), ("reserved", c_void_p * 1)]
+                ("allow_out", StrArray), ("deny_out", StrArray), ("notes_json", c_char_p)]
 
 
 class SandboxInfo(Structure):

@@ -43,7 +43,7 @@ async function connect(args = []) {
 }
 
 // The text copy of structuredContent leaves out strings over 64 KiB (so no
-// large text is sent twice: lib/bounds.h ABX_BOUND_RESULT_TEXT_STRING).
+// large text is sent twice: base/bounds.h ABX_BOUND_RESULT_TEXT_STRING).
 const elided = (v) => (typeof v === 'string' && Buffer.byteLength(v) > 65536 ? `(${Buffer.byteLength(v)} bytes: in structuredContent)`
   : Array.isArray(v) ? v.map(elided) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, elided(x)])) : v);
 

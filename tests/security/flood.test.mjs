@@ -2,7 +2,7 @@
 // every path that carries its output to abx's host processes (exec results,
 // the code-interpreter kernel's reply channel, MCP run_code and run_command,
 // background task rings, envd streams); each host process must stay within
-// the documented ceiling (lib/bounds.h, docs/security.md "Memory ceilings")
+// the documented ceiling (base/bounds.h, docs/security.md "Memory ceilings")
 // and the flooding call must still answer, with a truncated result.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';

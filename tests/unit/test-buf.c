@@ -1,4 +1,4 @@
-/* test-buf.c: the bounded growable buffer (lib/buf.c), flooded past its
+/* test-buf.c: the bounded growable buffer (base/buf.c), flooded past its
  * bound, consumed, read into and handed over. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test-netpolicy.c: network policies as data (lib/netpolicy.c): entries
+/* test-netpolicy.c: network policies as data (base/netpolicy.c): entries
  * parsed and normalised, names and CIDRs matched, the forbidden ranges,
  * how the mode follows the lists, and what is refused. */
 #include <setjmp.h>

@@ -2,8 +2,10 @@
  * Owns nothing but the retry/loop idioms; callers own every fd they get. */
 #include "sysutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -116,4 +118,90 @@ void abx__deadline_after(struct timespec *ts, unsigned ms)
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+/* ---- trees: measured and removed, without following a link or leaving the filesystem ---- */
+
+#define TREE_DEPTH_MAX 256
+
+typedef struct tree_walk {
+    bool remove;               /* remove what is visited (children first) */
+    unsigned long long bytes;  /* st_blocks of all that was visited */
+    unsigned long long files;  /* entries visited (the root included) */
+    int failed;                /* errno of the first failure (remove) */
+} tree_walk;
+
+/* Visits the entries of the directory open at fd (device dev), depth deep. */
+static void walk_dir(int fd, dev_t dev, int depth, tree_walk *w)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        w->bytes += (unsigned long long)st.st_blocks * 512ull;
+        w->files++;
+        bool dir = S_ISDIR(st.st_mode);
+        if (dir && st.st_dev == dev && depth < TREE_DEPTH_MAX) {
+            int child = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (child >= 0)
+                walk_dir(child, dev, depth + 1, w);
+        }
+        if (w->remove && unlinkat(dirfd(d), e->d_name, dir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT &&
+            !w->failed)
+            w->failed = errno;
+    }
+    closedir(d);
+}
+
+static int walk_tree(const char *path, tree_walk *w)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -1;
+    w->bytes += (unsigned long long)st.st_blocks * 512ull;
+    w->files++;
+    if (S_ISDIR(st.st_mode)) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+            walk_dir(fd, st.st_dev, 0, w);
+    }
+    if (w->remove && (S_ISDIR(st.st_mode) ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT && !w->failed)
+        w->failed = errno;
+    if (w->failed) {
+        errno = w->failed;
+        return -1;
+    }
+    return 0;
+}
+
+int abx__tree_remove(const char *path)
+{
+    tree_walk w = {.remove = true};
+    return walk_tree(path, &w);
+}
+
+int abx__tree_remove_counted(const char *path, unsigned long long *bytes)
+{
+    tree_walk w = {.remove = true};
+    int rc = walk_tree(path, &w);
+    *bytes += w.bytes;
+    return rc;
+}
+
+void abx__tree_measure(const char *path, unsigned long long *bytes, unsigned long long *files)
+{
+    tree_walk w = {0};
+    walk_tree(path, &w);
+    if (bytes)
+        *bytes = w.bytes;
+    if (files)
+        *files = w.files;
 }

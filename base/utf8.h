@@ -1,4 +1,4 @@
-/* utf8.h: valid UTF-8 from arbitrary bytes (lib/utf8.c). */
+/* utf8.h: valid UTF-8 from arbitrary bytes (base/utf8.c). */
 #ifndef ABX_UTF8_H
 #define ABX_UTF8_H
 

@@ -27,4 +27,14 @@ void abx__deadline_after(struct timespec *ts, unsigned ms);
 /* Monotonic clock in nanoseconds. */
 unsigned long long abx__now_ns(void);
 
+/* Trees, walked without following a symlink or leaving the root's
+ * filesystem (a mount inside is left alone), at most 256 levels deep; the
+ * one tree walker of every layer, with no state outside the call.
+ * abx__tree_remove removes path and all below it (a missing path is 0);
+ * _counted also adds the bytes it held to *bytes; abx__tree_measure sums
+ * the bytes (allocated blocks) and the entries of the tree. */
+int abx__tree_remove(const char *path);
+int abx__tree_remove_counted(const char *path, unsigned long long *bytes);
+void abx__tree_measure(const char *path, unsigned long long *bytes, unsigned long long *files);
+
 #endif

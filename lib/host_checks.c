@@ -1,9 +1,11 @@
-/* host_checks.c: what this host and this user can run (issue 9 #8), for
- * `abx doctor`, and for `abx mcp install|status|start`, which say it
- * before an IDE finds out by failing. Reads only; changes nothing. Each
- * check is {check, status: ok|warn|fail, detail (with what to do)}. */
-#include "cli.h"
+/* host_checks.c: what this host and this user can run (abx_host_checks),
+ * for `abx doctor` and for `abx mcp install|status|start`, which say it
+ * before an IDE finds out by failing. The library's own knowledge of what
+ * its runtime needs. Reads only; changes nothing. Each check is {check,
+ * status: ok|warn|fail, detail (with what to do)}. */
+#include "abx/abx.h"
 #include "cgroup.h"
+#include "error_internal.h"
 #include "config.h"
 #include "netlibs.h"
 
@@ -146,7 +148,7 @@ static void check_home(check_list *l)
     abx_error_free(err);
 }
 
-/* The libraries abx loads on first use (lib/netlibs.c), loaded here. */
+/* The libraries abx loads on first use (base/netlibs.c), loaded here. */
 static void check_libraries(check_list *l)
 {
     bool curl = abx__curl() != NULL, mhd = abx__mhd() != NULL;
@@ -194,8 +196,9 @@ static void check_templates(check_list *l)
         add(l, "templates", "ok", "id-mapped template trees; FROM debian with mmdebstrap");
 }
 
-json_t *cli_host_checks(bool *sandboxes_work)
+int abx_host_checks(char **json, bool *works, abx_error **err)
 {
+    *json = NULL;
     check_list l = {json_array(), false};
     check_namespaces(&l);
     check_seccomp(&l);
@@ -205,24 +208,9 @@ json_t *cli_host_checks(bool *sandboxes_work)
     check_libraries(&l);
     check_network(&l);
     check_templates(&l);
-    *sandboxes_work = !l.failed;
-    return l.checks;
-}
-
-size_t cli_host_failures(const json_t *checks, char *out, size_t len)
-{
-    size_t count = 0, used = 0;
-    out[0] = '\0';
-    size_t i;
-    json_t *c;
-    json_array_foreach(checks, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
-            continue;
-        int n = snprintf(out + used, len - used, "%s%s: %s", count ? "; " : "",
-                         json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
-        if (n > 0 && used + (size_t)n < len)
-            used += (size_t)n;
-        count++;
-    }
-    return count;
+    if (works)
+        *works = !l.failed;
+    *json = json_dumps(l.checks, JSON_COMPACT);
+    json_decref(l.checks);
+    return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "host checks");
 }

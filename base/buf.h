@@ -1,5 +1,5 @@
 /* buf.h: the one growable byte buffer of libabx, its shim and its MCP
- * server (lib/buf.c). Every buffer has a bound set when it is made: an
+ * server (base/buf.c). Every buffer has a bound set when it is made: an
  * append past it fails and leaves the buffer as it was, so what a sandbox
  * or a client sends can never grow one without limit. The data is always
  * NUL-terminated (for text), and may hold NULs (for bytes).
