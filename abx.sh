@@ -16,7 +16,7 @@ BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libja
   libmnl-dev libldns-dev libnftables-dev"
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
-TEST_PACKAGES="iproute2 procps git python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel
+TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel
   nftables curl mmdebstrap umoci"
 BENCH_PACKAGES="bubblewrap hyperfine"
 

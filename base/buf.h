@@ -13,10 +13,10 @@
 #include <stddef.h>
 
 typedef struct abx_buf {
-    char *data;  /* NULL until the first byte; then NUL-terminated */
-    size_t len;  /* bytes held */
-    size_t cap;  /* bytes allocated (len + 1 at least once data is set) */
-    size_t max;  /* the bound on len */
+    char *data; /* NULL until the first byte; then NUL-terminated */
+    size_t len; /* bytes held */
+    size_t cap; /* bytes allocated (len + 1 at least once data is set) */
+    size_t max; /* the bound on len */
 } abx_buf;
 
 void abx__buf_init(abx_buf *b, size_t max);

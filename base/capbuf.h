@@ -14,12 +14,12 @@
 #include <stdint.h>
 
 typedef struct abx_capbuf {
-    char *head;          /* the first bytes, grown on demand up to head_max */
+    char *head; /* the first bytes, grown on demand up to head_max */
     size_t head_len, head_alloc, head_max;
-    char *tail;          /* a ring of tail_max bytes, allocated once head is full */
+    char *tail; /* a ring of tail_max bytes, allocated once head is full */
     size_t tail_len, tail_pos, tail_max;
-    uint64_t total;      /* every byte appended */
-    bool failed;         /* an allocation failed: bytes were dropped early */
+    uint64_t total; /* every byte appended */
+    bool failed;    /* an allocation failed: bytes were dropped early */
 } abx_capbuf;
 
 void abx__capbuf_init(abx_capbuf *b, size_t head_max, size_t tail_max);

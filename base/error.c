@@ -34,8 +34,8 @@ static const error_row error_rows[] = {
 };
 
 static const error_row unknown_row = {
-    8000, "E8000", "internal", 500, "unknown error",
-    "Retry; if it persists, report it with the output of 'ABX_LOG=debug abx ...'."};
+    8000, "E8000",         "internal",
+    500,  "unknown error", "Retry; if it persists, report it with the output of 'ABX_LOG=debug abx ...'."};
 
 static const error_row *find_row(int code)
 {
@@ -54,19 +54,52 @@ const char *abx_strerror(int code)
     return find_row(code)->message;
 }
 
-const char *abx_err_name(int code) { return find_row(code)->name; }
-const char *abx_err_hint(int code) { return find_row(code)->hint; }
-const char *abx_err_category(int code) { return find_row(code)->category; }
-int abx_err_http_status(int code) { return find_row(code)->http_status; }
+const char *abx_err_name(int code)
+{
+    return find_row(code)->name;
+}
+const char *abx_err_hint(int code)
+{
+    return find_row(code)->hint;
+}
+const char *abx_err_category(int code)
+{
+    return find_row(code)->category;
+}
+int abx_err_http_status(int code)
+{
+    return find_row(code)->http_status;
+}
 
-abx_code abx_error_code(const abx_error *err) { return err ? err->code : ABX_OK; }
-const char *abx_error_message(const abx_error *err) { return err ? err->message : ""; }
-void abx_error_free(abx_error *err) { free(err); }
-void abx_free(void *p) { free(p); }
-const char *abx_version(void) { return "0.1.0"; }
+abx_code abx_error_code(const abx_error *err)
+{
+    return err ? err->code : ABX_OK;
+}
+const char *abx_error_message(const abx_error *err)
+{
+    return err ? err->message : "";
+}
+void abx_error_free(abx_error *err)
+{
+    free(err);
+}
+void abx_free(void *p)
+{
+    free(p);
+}
+const char *abx_version(void)
+{
+    return "0.1.0";
+}
 
-size_t abx__error_table_size(void) { return sizeof error_rows / sizeof error_rows[0]; }
-int abx__error_table_code(size_t i) { return error_rows[i].num; }
+size_t abx__error_table_size(void)
+{
+    return sizeof error_rows / sizeof error_rows[0];
+}
+int abx__error_table_code(size_t i)
+{
+    return error_rows[i].num;
+}
 
 int abx__error_set(abx_error **err, int code, const char *fmt, ...)
 {
@@ -101,12 +134,12 @@ int abx__error_wrap(abx_error **err, int rc, const char *fmt, ...)
     if (!*err)
         return abx__error_set(err, -rc, "%s", context);
     /* "context: message", cut to the message's size */
-    char joined[sizeof context + 2 + sizeof (*err)->message];
-    size_t cl = strlen(context), ml = strnlen((*err)->message, sizeof (*err)->message - 1);
+    char joined[sizeof context + 2 + sizeof(*err)->message];
+    size_t cl = strlen(context), ml = strnlen((*err)->message, sizeof(*err)->message - 1);
     memcpy(joined, context, cl);
     memcpy(joined + cl, ": ", 2);
     memcpy(joined + cl + 2, (*err)->message, ml);
-    size_t total = cl + 2 + ml, keep = total < sizeof (*err)->message ? total : sizeof (*err)->message - 1;
+    size_t total = cl + 2 + ml, keep = total < sizeof(*err)->message ? total : sizeof(*err)->message - 1;
     memcpy((*err)->message, joined, keep);
     (*err)->message[keep] = '\0';
     return rc;
@@ -122,15 +155,42 @@ int abx__error_errno(abx_error **err, int code, int saved_errno, const char *wha
 const char *abx__connect_code(int code, unsigned *status)
 {
     switch (code) {
-    case ABX_ENOENT: case ABX_ENOTFOUND: case ABX_ECMDNOTFOUND: case ABX_ENOTASK: *status = 404; return "not_found";
-    case ABX_EINVAL: case ABX_EISDIR: case ABX_EUSAGE: *status = 400; return "invalid_argument";
-    case ABX_EPERM: case ABX_EPATHOUTSIDE: case ABX_EROFS: case ABX_ENOEXEC: *status = 403; return "permission_denied";
-    case ABX_ELIMIT: case ABX_ETOOBIG: case ABX_EQUOTA: *status = 429; return "resource_exhausted";
-    case ABX_ENOTRUNNING: *status = 503; return "unavailable";
-    case ABX_EAUTH: *status = 401; return "unauthenticated";
-    case ABX_ETIMEOUT: *status = 504; return "deadline_exceeded";
-    case ABX_ENOTSUP: *status = 501; return "unimplemented";
-    default: *status = 500; return "internal";
+    case ABX_ENOENT:
+    case ABX_ENOTFOUND:
+    case ABX_ECMDNOTFOUND:
+    case ABX_ENOTASK:
+        *status = 404;
+        return "not_found";
+    case ABX_EINVAL:
+    case ABX_EISDIR:
+    case ABX_EUSAGE:
+        *status = 400;
+        return "invalid_argument";
+    case ABX_EPERM:
+    case ABX_EPATHOUTSIDE:
+    case ABX_EROFS:
+    case ABX_ENOEXEC:
+        *status = 403;
+        return "permission_denied";
+    case ABX_ELIMIT:
+    case ABX_ETOOBIG:
+    case ABX_EQUOTA:
+        *status = 429;
+        return "resource_exhausted";
+    case ABX_ENOTRUNNING:
+        *status = 503;
+        return "unavailable";
+    case ABX_EAUTH:
+        *status = 401;
+        return "unauthenticated";
+    case ABX_ETIMEOUT:
+        *status = 504;
+        return "deadline_exceeded";
+    case ABX_ENOTSUP:
+        *status = 501;
+        return "unimplemented";
+    default:
+        *status = 500;
+        return "internal";
     }
 }
-

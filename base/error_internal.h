@@ -7,8 +7,7 @@
 
 /* Sets *err (allocating it if NULL; err itself may be NULL) to code with a
  * printf-style message. Returns -code (negative) for `return abx__error_set(...)`. */
-int abx__error_set(abx_error **err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int abx__error_set(abx_error **err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Same, message "what: strerror(saved_errno)". */
 int abx__error_errno(abx_error **err, int code, int saved_errno, const char *what);
 

@@ -31,15 +31,15 @@
 
 typedef struct tracked_conn {
     int fd;
-    uint64_t since_ms;   /* accept, or the end of its last request */
-    bool headers_in;     /* the handler has seen this request */
+    uint64_t since_ms; /* accept, or the end of its last request */
+    bool headers_in;   /* the handler has seen this request */
     struct tracked_conn *next;
 } tracked_conn;
 
 struct abx_http_listener {
     abx_http_service svc;
     struct MHD_Daemon *daemon;
-    pthread_mutex_t mu;  /* conns, stopping */
+    pthread_mutex_t mu; /* conns, stopping */
     pthread_cond_t cv;
     tracked_conn *conns;
     bool stopping;
@@ -138,14 +138,16 @@ static void *sweeper_main(void *arg)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *version, const char *upload, size_t *upload_size,
+                                  void **con_cls)
 {
     abx_http_listener *l = cls;
     headers_in(l, c, true);
     return l->svc.handler(l->svc.handler_cls, c, url, method, version, upload, upload_size, con_cls);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode t)
 {
     abx_http_listener *l = cls;
     headers_in(l, c, false); /* the next request on it is on the clock */
@@ -180,7 +182,8 @@ static int bind_listen(abx_http_listener *l, int *fd_out, abx_error **err)
     unsigned port_number = 0;
     if (abx__parse_uint(port, 0, 65535, &port_number) < 0)
         return abx__error_set(err, ABX_EINVAL, "--listen: the port must be a number from 0 to 65535");
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
+                    *ai = NULL;
     if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
         return abx__error_set(err, ABX_EINVAL, "--listen: cannot resolve the address");
     l->loopback = is_loopback(ai->ai_addr);
@@ -217,9 +220,10 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
         return abx__error_set(err, ABX_ENOMEM, "listener");
     l->svc = *svc;
     l->svc.idle_s = env_or(svc->env_prefix, "CONNECTION_TIMEOUT", 1, 3600, svc->idle_s ? svc->idle_s : 60);
-    l->svc.header_deadline_s =
-        env_or(svc->env_prefix, "HEADER_TIMEOUT", 1, 3600, svc->header_deadline_s ? svc->header_deadline_s : 10);
-    l->svc.per_client = env_or(svc->env_prefix, "CLIENT_CONNECTIONS", 1, 1024, svc->per_client ? svc->per_client : 256);
+    l->svc.header_deadline_s = env_or(svc->env_prefix, "HEADER_TIMEOUT", 1, 3600,
+                                      svc->header_deadline_s ? svc->header_deadline_s : 10);
+    l->svc.per_client =
+        env_or(svc->env_prefix, "CLIENT_CONNECTIONS", 1, 1024, svc->per_client ? svc->per_client : 256);
     unsigned max = svc->max_connections ? svc->max_connections : 1024;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
@@ -230,8 +234,8 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, l,
             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
             MHD_OPTION_CONNECTION_TIMEOUT, l->svc.idle_s, MHD_OPTION_CONNECTION_LIMIT, max,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->svc.per_client, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
-            MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->svc.per_client, MHD_OPTION_NOTIFY_CONNECTION,
+            on_connection, l, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
         if (!l->daemon) {
             close(fd);
             rc = abx__error_set(err, ABX_ESYS, "starting the HTTP server");
@@ -248,9 +252,18 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
     return 0;
 }
 
-int abx__http_port(const abx_http_listener *l) { return l->port; }
-bool abx__http_loopback(const abx_http_listener *l) { return l->loopback; }
-const char *abx__http_host(const abx_http_listener *l) { return l->host; }
+int abx__http_port(const abx_http_listener *l)
+{
+    return l->port;
+}
+bool abx__http_loopback(const abx_http_listener *l)
+{
+    return l->loopback;
+}
+const char *abx__http_host(const abx_http_listener *l)
+{
+    return l->host;
+}
 
 void abx__http_stop(abx_http_listener *l)
 {

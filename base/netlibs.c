@@ -31,10 +31,10 @@ static bool load(const char *const *sonames, const char *const *names, void **sl
 static void load_curl(void)
 {
     static const char *const sonames[] = {"libcurl.so.4", "libcurl.so", NULL};
-    static const char *const names[] = {"curl_global_init", "curl_easy_init", "curl_easy_reset",
-                                        "curl_easy_setopt", "curl_easy_perform", "curl_easy_getinfo",
-                                        "curl_easy_cleanup", "curl_slist_append", "curl_slist_free_all",
-                                        "curl_easy_strerror", "curl_easy_escape", "curl_free"};
+    static const char *const names[] = {"curl_global_init",   "curl_easy_init",    "curl_easy_reset",
+                                        "curl_easy_setopt",   "curl_easy_perform", "curl_easy_getinfo",
+                                        "curl_easy_cleanup",  "curl_slist_append", "curl_slist_free_all",
+                                        "curl_easy_strerror", "curl_easy_escape",  "curl_free"};
     void *slots[sizeof names / sizeof names[0]];
     if (!load(sonames, names, slots, sizeof names / sizeof names[0]))
         return;
@@ -56,12 +56,20 @@ static void load_curl(void)
 static void load_mhd(void)
 {
     static const char *const sonames[] = {"libmicrohttpd.so.12", "libmicrohttpd.so", NULL};
-    static const char *const names[] = {"MHD_start_daemon", "MHD_stop_daemon", "MHD_create_response_from_buffer",
-                                        "MHD_create_response_from_callback", "MHD_create_response_from_fd",
-                                        "MHD_add_response_header", "MHD_queue_response", "MHD_destroy_response",
-                                        "MHD_lookup_connection_value", "MHD_create_post_processor",
-                                        "MHD_post_process", "MHD_destroy_post_processor",
-                                        "MHD_get_connection_info", "MHD_get_connection_values"};
+    static const char *const names[] = {"MHD_start_daemon",
+                                        "MHD_stop_daemon",
+                                        "MHD_create_response_from_buffer",
+                                        "MHD_create_response_from_callback",
+                                        "MHD_create_response_from_fd",
+                                        "MHD_add_response_header",
+                                        "MHD_queue_response",
+                                        "MHD_destroy_response",
+                                        "MHD_lookup_connection_value",
+                                        "MHD_create_post_processor",
+                                        "MHD_post_process",
+                                        "MHD_destroy_post_processor",
+                                        "MHD_get_connection_info",
+                                        "MHD_get_connection_values"};
     void *slots[sizeof names / sizeof names[0]];
     if (!load(sonames, names, slots, sizeof names / sizeof names[0]))
         return;

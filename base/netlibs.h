@@ -34,7 +34,8 @@ typedef struct abx_mhd_api {
     struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc,
                                        void *apc_cls, MHD_AccessHandlerCallback dh, void *dh_cls, ...);
     void (*stop_daemon)(struct MHD_Daemon *d);
-    struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode);
+    struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer,
+                                                        enum MHD_ResponseMemoryMode mode);
     struct MHD_Response *(*create_response_from_callback)(uint64_t size, size_t block_size,
                                                           MHD_ContentReaderCallback crc, void *crc_cls,
                                                           MHD_ContentReaderFreeCallback crfc);
@@ -42,7 +43,8 @@ typedef struct abx_mhd_api {
     enum MHD_Result (*add_response_header)(struct MHD_Response *r, const char *header, const char *content);
     enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status, struct MHD_Response *r);
     void (*destroy_response)(struct MHD_Response *r);
-    const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key);
+    const char *(*lookup_connection_value)(struct MHD_Connection *c, enum MHD_ValueKind kind,
+                                           const char *key);
     struct MHD_PostProcessor *(*create_post_processor)(struct MHD_Connection *c, size_t buffer_size,
                                                        MHD_PostDataIterator iter, void *iter_cls);
     enum MHD_Result (*post_process)(struct MHD_PostProcessor *pp, const char *data, size_t len);

@@ -152,10 +152,9 @@ bool abx__net_cidr_contains(const abx_net_rule *r, int family, const unsigned ch
 
 /* The ranges no sandbox reaches unless allowed by CIDR. */
 static const char *const forbidden_ranges[] = {
-    "0.0.0.0/8",     "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",    "169.254.0.0/16",
-    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128",        "::1/128",    "fc00::/7",       "fe80::/10",      "ff00::/8",
-    "100::/64",
+    "0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.168.0.0/16", "224.0.0.0/4",   "240.0.0.0/4", "::/128",         "::1/128",
+    "fc00::/7",     "fe80::/10",      "ff00::/8",      "100::/64",
 };
 
 bool abx__net_addr_forbidden(int family, const unsigned char *addr)
@@ -216,19 +215,22 @@ static bool mode_known(const char *m)
     return m && (strcmp(m, "none") == 0 || strcmp(m, "internet") == 0 || strcmp(m, "allowlist") == 0);
 }
 
-static int build(const char *mode, const char *const *allow, json_t *jallow, const char *const *deny, json_t *jdeny,
-                 const char *default_mode, json_t **out, abx_error **err)
+static int build(const char *mode, const char *const *allow, json_t *jallow, const char *const *deny,
+                 json_t *jdeny, const char *default_mode, json_t **out, abx_error **err)
 {
     *out = NULL;
     if (mode && !mode_known(mode))
-        return abx__error_set(err, ABX_EINVAL, "network mode '%.40s': expected none, internet or allowlist", mode);
+        return abx__error_set(err, ABX_EINVAL, "network mode '%.40s': expected none, internet or allowlist",
+                              mode);
     json_t *a = json_array(), *d = json_array();
     int rc = add_list(a, allow, jallow, "allow_out", err);
     if (rc == 0)
         rc = add_list(d, deny, jdeny, "deny_out", err);
     if (rc == 0 && !mode)
-        mode = json_array_size(a) ? "allowlist" : json_array_size(d) ? "internet"
-                                                 : mode_known(default_mode) ? default_mode : "none";
+        mode = json_array_size(a)         ? "allowlist"
+               : json_array_size(d)       ? "internet"
+               : mode_known(default_mode) ? default_mode
+                                          : "none";
     if (rc == 0 && strcmp(mode, "none") == 0 && (json_array_size(a) || json_array_size(d)))
         rc = abx__error_set(err, ABX_EINVAL,
                             "network: mode none reaches nothing, so allow/deny lists mean nothing there; "
@@ -253,8 +255,10 @@ int abx__net_policy_normalize(json_t *doc, json_t **out, abx_error **err)
     *out = NULL;
     json_t *m = json_object_get(doc, "mode"), *a = json_object_get(doc, "allow_out"),
            *d = json_object_get(doc, "deny_out");
-    if (!json_is_object(doc) || (m && !json_is_string(m)) || (a && !json_is_array(a)) || (d && !json_is_array(d)))
-        return abx__error_set(err, ABX_EINVAL, "network: {mode: string, allow_out: [strings], deny_out: [strings]}");
+    if (!json_is_object(doc) || (m && !json_is_string(m)) || (a && !json_is_array(a)) ||
+        (d && !json_is_array(d)))
+        return abx__error_set(err, ABX_EINVAL,
+                              "network: {mode: string, allow_out: [strings], deny_out: [strings]}");
     return build(m ? json_string_value(m) : NULL, NULL, a, NULL, d, "none", out, err);
 }
 
@@ -290,12 +294,14 @@ void abx__net_egress_free(abx_net_egress *e)
     memset(e, 0, sizeof *e);
 }
 
-int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out, abx_error **err)
+int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out,
+                             abx_error **err)
 {
     memset(out, 0, sizeof *out);
     if (access && !json_is_boolean(access))
         return abx__error_set(err, ABX_EINVAL, "allow_internet_access: true or false");
-    int rc = abx__net_policy_from_e2b(access ? json_is_true(access) : -1, allow, deny, NULL, &out->policy, err);
+    int rc =
+        abx__net_policy_from_e2b(access ? json_is_true(access) : -1, allow, deny, NULL, &out->policy, err);
     if (rc < 0)
         return rc;
     bool decided = access || json_array_size(allow) || json_array_size(deny);

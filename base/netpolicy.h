@@ -31,8 +31,8 @@ typedef enum abx_net_rule_kind {
 
 typedef struct abx_net_rule {
     abx_net_rule_kind kind;
-    unsigned char addr[16]; /* CIDR: network bytes (4 or 16 used), host bits cleared */
-    unsigned prefix;        /* CIDR: 0-32 or 0-128 */
+    unsigned char addr[16];          /* CIDR: network bytes (4 or 16 used), host bits cleared */
+    unsigned prefix;                 /* CIDR: 0-32 or 0-128 */
     char name[ABX_NET_NAME_MAX + 1]; /* NAME, WILDCARD: lower case, no trailing dot, without "*." */
 } abx_net_rule;
 
@@ -81,7 +81,8 @@ typedef struct abx_net_egress {
     json_t *policy;
 } abx_net_egress;
 /* access: a JSON boolean or NULL; allow, deny: JSON arrays or NULL. */
-int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out, abx_error **err);
+int abx__net_egress_from_e2b(json_t *access, json_t *allow, json_t *deny, abx_net_egress *out,
+                             abx_error **err);
 void abx__net_egress_free(abx_net_egress *e);
 /* The mode of a normal policy document ("none" when doc is NULL). */
 const char *abx__net_policy_mode(json_t *doc);

@@ -21,14 +21,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ABX_KERNEL_MARKER "\x1e\x1f" "abx-result:"
+#define ABX_KERNEL_MARKER                                                                                    \
+    "\x1e\x1f"                                                                                               \
+    "abx-result:"
 
 typedef struct abx_reply_scan {
-    abx_capbuf other;    /* bytes outside reply lines */
-    size_t matched;      /* marker bytes matched so far */
-    bool in_line;        /* after a marker, before its newline */
-    bool overlong;       /* the current line passed the bound: dropped */
-    abx_buf line;        /* the current line (after the marker), at most ABX_BOUND_KERNEL_LINE */
+    abx_capbuf other; /* bytes outside reply lines */
+    size_t matched;   /* marker bytes matched so far */
+    bool in_line;     /* after a marker, before its newline */
+    bool overlong;    /* the current line passed the bound: dropped */
+    abx_buf line;     /* the current line (after the marker), at most ABX_BOUND_KERNEL_LINE */
     uint64_t dropped_lines;
 } abx_reply_scan;
 

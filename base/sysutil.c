@@ -125,10 +125,10 @@ void abx__deadline_after(struct timespec *ts, unsigned ms)
 #define TREE_DEPTH_MAX 256
 
 typedef struct tree_walk {
-    bool remove;               /* remove what is visited (children first) */
-    unsigned long long bytes;  /* st_blocks of all that was visited */
-    unsigned long long files;  /* entries visited (the root included) */
-    int failed;                /* errno of the first failure (remove) */
+    bool remove;              /* remove what is visited (children first) */
+    unsigned long long bytes; /* st_blocks of all that was visited */
+    unsigned long long files; /* entries visited (the root included) */
+    int failed;               /* errno of the first failure (remove) */
 } tree_walk;
 
 /* Visits the entries of the directory open at fd (device dev), depth deep. */

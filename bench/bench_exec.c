@@ -104,7 +104,8 @@ int main(int argc, char **argv)
     bool tsv = getenv("BENCH_TSV") != NULL;
     if (!tsv)
         printf("| command | runs | median ms | p10 ms | p90 ms | mean ms | peak RSS KiB | ratio to %s |\n"
-               "| --- | --- | --- | --- | --- | --- | --- | --- |\n", cmds[0].label);
+               "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+               cmds[0].label);
     for (int k = 0; k < ncmds; k++) {
         bench_cmd *c = &cmds[k];
         double sum = 0;
@@ -115,8 +116,9 @@ int main(int argc, char **argv)
         if (k == 0)
             ref = med;
         if (tsv)
-            printf("%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%ld\t%.2f\t%d\n", c->label, runs, med, pct(c->ms, runs, 0.1),
-                   pct(c->ms, runs, 0.9), sum / runs, c->max_rss_kb, med / ref, c->failures);
+            printf("%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%ld\t%.2f\t%d\n", c->label, runs, med,
+                   pct(c->ms, runs, 0.1), pct(c->ms, runs, 0.9), sum / runs, c->max_rss_kb, med / ref,
+                   c->failures);
         else
             printf("| %s | %d | %.2f | %.2f | %.2f | %.2f | %ld | %.2f |%s\n", c->label, runs, med,
                    pct(c->ms, runs, 0.1), pct(c->ms, runs, 0.9), sum / runs, c->max_rss_kb, med / ref,

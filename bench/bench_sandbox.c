@@ -42,7 +42,8 @@ static double median(double *v, int n)
 
 static void die(const char *what, abx_error *err)
 {
-    fprintf(stderr, "bench-sandbox: %s: %s %s\n", what, abx_err_name(abx_error_code(err)), abx_error_message(err));
+    fprintf(stderr, "bench-sandbox: %s: %s %s\n", what, abx_err_name(abx_error_code(err)),
+            abx_error_message(err));
     exit(1);
 }
 
@@ -72,7 +73,8 @@ static void bench_create(abx_client *c, int n)
         kill_free(s);
     }
     double med = median(t, n); /* sorts t */
-    printf("| create-to-ready | %d | median %.2f ms | p90 %.2f ms | target <= 10 ms |\n", n, med, t[(int)(n * 0.9)]);
+    printf("| create-to-ready | %d | median %.2f ms | p90 %.2f ms | target <= 10 ms |\n", n, med,
+           t[(int)(n * 0.9)]);
     free(t);
 }
 
@@ -108,7 +110,8 @@ static void bench_exec(abx_client *c, int n)
         }
     }
     double mt = median(t, n), mh = median(h, n);
-    printf("| exec `true` via libabx | %d | median %.2f ms | host fork+exec %.2f ms | ratio %.2f (targets <= 2 ms, <= 4x) |\n",
+    printf("| exec `true` via libabx | %d | median %.2f ms | host fork+exec %.2f ms | ratio %.2f (targets <= "
+           "2 ms, <= 4x) |\n",
            n, mt, mh, mt / mh);
     kill_free(s);
     free(t);
@@ -170,7 +173,8 @@ static void bench_idle(abx_client *c, int n)
         pss += smaps_kb(pids[i], "Pss:");
         rss += smaps_kb(pids[i], "Rss:");
     }
-    printf("| idle sandboxes alive | %d | %d processes | PSS %.0f KiB per sandbox | RSS %.0f KiB per sandbox | target <= 2048 KiB |\n",
+    printf("| idle sandboxes alive | %d | %d processes | PSS %.0f KiB per sandbox | RSS %.0f KiB per sandbox "
+           "| target <= 2048 KiB |\n",
            n, np, (double)pss / n, (double)rss / n);
     for (int i = 0; i < n; i++)
         kill_free(s[i]);
@@ -234,7 +238,8 @@ static void bench_transfer(abx_client *c, int mib)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double mb = (double)mib * 1048576.0 / 1e6;
-    printf("| %d MiB upload + download | upload %.0f MB/s | download %.0f MB/s | both %.0f MB/s | peak RSS %ld KiB | targets >= 300 MB/s, <= 32768 KiB |\n",
+    printf("| %d MiB upload + download | upload %.0f MB/s | download %.0f MB/s | both %.0f MB/s | peak RSS "
+           "%ld KiB | targets >= 300 MB/s, <= 32768 KiB |\n",
            mib, mb / (up / 1e3), mb / (down / 1e3), 2 * mb / ((up + down) / 1e3), ru.ru_maxrss);
     close(out);
     close(fd);

@@ -58,11 +58,21 @@ static void load_api(void)
         h = dlopen("libarchive.so", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return;
-    static const char *const names[] = {
-        "archive_read_new", "archive_read_support_filter_all", "archive_read_support_format_tar",
-        "archive_read_open_filename", "archive_read_next_header", "archive_read_data", "archive_read_free",
-        "archive_error_string", "archive_entry_pathname", "archive_entry_filetype", "archive_entry_perm",
-        "archive_entry_symlink", "archive_entry_hardlink", "archive_entry_uid", "archive_entry_gid"};
+    static const char *const names[] = {"archive_read_new",
+                                        "archive_read_support_filter_all",
+                                        "archive_read_support_format_tar",
+                                        "archive_read_open_filename",
+                                        "archive_read_next_header",
+                                        "archive_read_data",
+                                        "archive_read_free",
+                                        "archive_error_string",
+                                        "archive_entry_pathname",
+                                        "archive_entry_filetype",
+                                        "archive_entry_perm",
+                                        "archive_entry_symlink",
+                                        "archive_entry_hardlink",
+                                        "archive_entry_uid",
+                                        "archive_entry_gid"};
     void *slots[sizeof names / sizeof names[0]];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(slots[i] = dlsym(h, names[i])))
@@ -157,12 +167,12 @@ static int open_parent(int dest, char *rel, char **base)
 
 /* What an extraction allows: a plugin's files, or a template's tree. */
 typedef struct extract_rules {
-    bool rootfs;               /* owners and modes kept, absolute symlinks allowed */
-    bool layer;                /* an OCI layer over the tree: entries replace what is there,
-                                  whiteouts (.wh.NAME, .wh..wh..opq) remove */
+    bool rootfs; /* owners and modes kept, absolute symlinks allowed */
+    bool layer;  /* an OCI layer over the tree: entries replace what is there,
+                    whiteouts (.wh.NAME, .wh..wh..opq) remove */
     unsigned max_entries;
     unsigned long long max_bytes;
-    const char *what;          /* "the plugin", "the root filesystem" */
+    const char *what; /* "the plugin", "the root filesystem" */
 } extract_rules;
 
 static int write_entry(struct archive *a, int dir, const char *name, mode_t perm, unsigned long long *total,
@@ -287,7 +297,8 @@ static int keep_owner(int dir, const char *name, struct archive_entry *e, mode_t
     return fchmodat(dir, name, api.perm(e) & 01777, 0);
 }
 
-static int extract(const char *archive_path, const char *dest, char *why, size_t why_len, const extract_rules *rules)
+static int extract(const char *archive_path, const char *dest, char *why, size_t why_len,
+                   const extract_rules *rules)
 {
     pthread_once(&api_once, load_api);
     if (!api_ok) {
@@ -348,8 +359,8 @@ static int extract(const char *archive_path, const char *dest, char *why, size_t
                 }
                 continue;
             }
-            int ok = dir < 0 ? -1
-                     : hard ? link_within(destfd, target, dir, base)
+            int ok = dir < 0            ? -1
+                     : hard             ? link_within(destfd, target, dir, base)
                      : type == AE_IFDIR ? make_dir(dir, base)
                      : type == AE_IFLNK ? symlinkat(soft, dir, base)
                                         : write_entry(a, dir, base, api.perm(e), &total, rules);
@@ -361,7 +372,8 @@ static int extract(const char *archive_path, const char *dest, char *why, size_t
                 if (total > rules->max_bytes)
                     snprintf(why, why_len, "more than %llu MiB unpacked", rules->max_bytes >> 20);
                 else
-                    snprintf(why, why_len, "cannot unpack entry '%.200s' (it may reach through a link)", path);
+                    snprintf(why, why_len, "cannot unpack entry '%.200s' (it may reach through a link)",
+                             path);
                 rc = -1;
             }
         }
@@ -379,14 +391,17 @@ int abx__archive_extract(const char *archive_path, const char *dest, char *why, 
 
 int abx__archive_extract_layer(const char *archive_path, const char *dest, char *why, size_t why_len)
 {
-    const extract_rules layer = {.rootfs = true, .layer = true, .max_entries = 1000000, .max_bytes = 64ull << 30,
+    const extract_rules layer = {.rootfs = true,
+                                 .layer = true,
+                                 .max_entries = 1000000,
+                                 .max_bytes = 64ull << 30,
                                  .what = "the root filesystem"};
     return extract(archive_path, dest, why, why_len, &layer);
 }
 
 int abx__archive_extract_rootfs(const char *archive_path, const char *dest, char *why, size_t why_len)
 {
-    const extract_rules rootfs = {.rootfs = true, .max_entries = 1000000, .max_bytes = 64ull << 30,
-                                  .what = "the root filesystem"};
+    const extract_rules rootfs = {
+        .rootfs = true, .max_entries = 1000000, .max_bytes = 64ull << 30, .what = "the root filesystem"};
     return extract(archive_path, dest, why, why_len, &rootfs);
 }

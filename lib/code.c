@@ -35,7 +35,7 @@ void abx_code_result_clear(abx_code_result *r)
 /* ---- reading the answer ---------------------------------------------------- */
 
 typedef struct text_acc {
-    abx_buf text;  /* bounded by the answer it comes from */
+    abx_buf text; /* bounded by the answer it comes from */
     size_t first; /* length of the first line's text */
     int lines;
 } text_acc;
@@ -85,8 +85,8 @@ static void take_abx_line(abx_code_result *r, json_t *l, size_t *out_cut, size_t
 }
 
 /* One NDJSON line. */
-static void take_line(abx_code_result *r, json_t *l, text_acc *out, text_acc *err, json_t *results, size_t *out_cut,
-                      size_t *err_cut, bool *had_abx)
+static void take_line(abx_code_result *r, json_t *l, text_acc *out, text_acc *err, json_t *results,
+                      size_t *out_cut, size_t *err_cut, bool *had_abx)
 {
     const char *type = json_string_value(json_object_get(l, "type"));
     json_t *text = json_object_get(l, "text");
@@ -199,7 +199,8 @@ json_t *abx__code_request(const char *code, const abx_code_options *o, abx_error
         if (!eq || klen == 0 || klen >= 256 || !abx__env_name_valid(o->envs[i], klen)) {
             json_decref(env);
             json_decref(req);
-            *rc = abx__error_set(err, ABX_EINVAL, "envs: expected KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*");
+            *rc = abx__error_set(err, ABX_EINVAL,
+                                 "envs: expected KEY=VALUE with KEY of [A-Za-z_][A-Za-z0-9_]*");
             return NULL;
         }
         char key[256];

@@ -173,9 +173,12 @@ static int put_char(char *out, size_t cap, size_t *n, char ch)
 
 static int hex_value(char h)
 {
-    if (h >= '0' && h <= '9') return h - '0';
-    if (h >= 'a' && h <= 'f') return h - 'a' + 10;
-    if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+    if (h >= '0' && h <= '9')
+        return h - '0';
+    if (h >= 'a' && h <= 'f')
+        return h - 'a' + 10;
+    if (h >= 'A' && h <= 'F')
+        return h - 'A' + 10;
     return -1;
 }
 
@@ -196,7 +199,12 @@ static int read_basic_string(cursor *c, char *out, size_t cap)
         if (c->p >= c->end)
             return -1;
         char e = *c->p++;
-        char lit = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '"' ? '"' : e == '\\' ? '\\' : 0;
+        char lit = e == 'n'    ? '\n'
+                   : e == 't'  ? '\t'
+                   : e == 'r'  ? '\r'
+                   : e == '"'  ? '"'
+                   : e == '\\' ? '\\'
+                               : 0;
         if (lit) {
             if (put_char(out, cap, &n, lit) < 0)
                 return -1;
@@ -351,8 +359,9 @@ static json_t *read_string_array(cursor *c)
         }
         char item[1024];
         if (c->p >= c->end || json_array_size(arr) >= 256 ||
-            (*c->p == '"' ? read_basic_string(c, item, sizeof item)
-                          : *c->p == '\'' ? read_literal_string(c, item, sizeof item) : -1) < 0)
+            (*c->p == '"'    ? read_basic_string(c, item, sizeof item)
+             : *c->p == '\'' ? read_literal_string(c, item, sizeof item)
+                             : -1) < 0)
             break;
         json_array_append_new(arr, json_string(item));
         skip_ws(c);
@@ -665,8 +674,8 @@ static int load_env_file(const char *path, abx_kvs *kvs, abx_error **err)
     int rc = abx__env_parse(text, kvs, &line);
     free(text);
     if (rc < 0)
-        return abx__error_set(err, ABX_ECONFIG, "%s: line %d is not KEY=VALUE", path[0] == '.' ? ".env" : "~/.abx/.env",
-                              line);
+        return abx__error_set(err, ABX_ECONFIG, "%s: line %d is not KEY=VALUE",
+                              path[0] == '.' ? ".env" : "~/.abx/.env", line);
     return 0;
 }
 
@@ -687,7 +696,8 @@ int abx__config_load(abx_kvs *kvs, abx_error **err)
     rc = abx__toml_parse(text, kvs, &line);
     free(text);
     if (rc < 0)
-        return abx__error_set(err, ABX_ECONFIG, "config.toml: line %d is not valid (abx reads a TOML subset)", line);
+        return abx__error_set(err, ABX_ECONFIG, "config.toml: line %d is not valid (abx reads a TOML subset)",
+                              line);
     return 0;
 }
 
@@ -775,8 +785,8 @@ int abx__config_network_default(char *out, size_t len, abx_error **err)
     const char *v = kvs && abx__config_load(kvs, NULL) == 0 ? abx__kvs_get(kvs, "network.default") : NULL;
     int rc = 0;
     if (v && strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 && strcmp(v, "allowlist") != 0)
-        rc = abx__error_set(err, ABX_ECONFIG, "config.toml [network] default '%.40s': expected none, internet or allowlist",
-                            v);
+        rc = abx__error_set(err, ABX_ECONFIG,
+                            "config.toml [network] default '%.40s': expected none, internet or allowlist", v);
     else if (v)
         snprintf(out, len, "%s", v);
     free(kvs);
@@ -821,8 +831,10 @@ int abx_config_set(const char *key, const char *value, abx_error **err)
     int rc;
     abx_kvs *kvs = config_read(err, &rc);
     if (kvs && (!key || !value || (rc = abx__kvs_set(kvs, key, value)) < 0))
-        rc = rc == -ABX_ELIMIT ? abx__error_set(err, ABX_ELIMIT, "config.toml holds at most %d keys", ABX_CONFIG_MAX_ENTRIES)
-                               : abx__error_set(err, ABX_EINVAL, "key: expected section.name of letters, digits, '_' and '-'");
+        rc = rc == -ABX_ELIMIT ? abx__error_set(err, ABX_ELIMIT, "config.toml holds at most %d keys",
+                                                ABX_CONFIG_MAX_ENTRIES)
+                               : abx__error_set(err, ABX_EINVAL,
+                                                "key: expected section.name of letters, digits, '_' and '-'");
     if (rc == 0)
         rc = abx__config_save(kvs, err);
     config_drop(kvs);
@@ -868,7 +880,8 @@ bool abx_config_key_secret(const char *key)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(lower, words[i]))
             return true;
-    if (!key || strncmp(key, "providers.", 10) != 0) /* else: providers.<id>.<key> its manifest marks secret */
+    if (!key ||
+        strncmp(key, "providers.", 10) != 0) /* else: providers.<id>.<key> its manifest marks secret */
         return false;
     const char *id = key + 10, *dot = strchr(id, '.');
     char plugin[64];

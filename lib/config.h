@@ -15,7 +15,7 @@
 #define ABX_CONFIG_MAX_ENTRIES 256
 
 typedef struct abx_kv {
-    char key[128];   /* dotted: "core.provider" (toml) or "ABX_PROVIDER" (.env) */
+    char key[128]; /* dotted: "core.provider" (toml) or "ABX_PROVIDER" (.env) */
     char value[1024];
 } abx_kv;
 

@@ -19,9 +19,17 @@
 #define EXPAND_MAX (64u * 1024)
 
 static const char *const keywords[] = {
-    [DF_FROM] = "FROM",       [DF_RUN] = "RUN",   [DF_COPY] = "COPY", [DF_ADD] = "ADD",
-    [DF_ENV] = "ENV",         [DF_ARG] = "ARG",   [DF_WORKDIR] = "WORKDIR", [DF_USER] = "USER",
-    [DF_CMD] = "CMD",         [DF_ENTRYPOINT] = "ENTRYPOINT", [DF_HEALTHCHECK] = "HEALTHCHECK",
+    [DF_FROM] = "FROM",
+    [DF_RUN] = "RUN",
+    [DF_COPY] = "COPY",
+    [DF_ADD] = "ADD",
+    [DF_ENV] = "ENV",
+    [DF_ARG] = "ARG",
+    [DF_WORKDIR] = "WORKDIR",
+    [DF_USER] = "USER",
+    [DF_CMD] = "CMD",
+    [DF_ENTRYPOINT] = "ENTRYPOINT",
+    [DF_HEALTHCHECK] = "HEALTHCHECK",
 };
 
 const char *abx__dockerfile_keyword(df_kind kind)
@@ -82,7 +90,7 @@ static int split_words(parse_ctx *p, const char *in, df_step *s)
         char quote = 0;
         for (; i < n && (quote || !isspace((unsigned char)in[i])); i++) {
             char c = in[i];
-            if (quote == '\'' ) {
+            if (quote == '\'') {
                 if (c == '\'')
                     quote = 0;
                 else if (c == '$') {
@@ -243,7 +251,8 @@ static int parse_copy(parse_ctx *p, const char *rest, df_step *s)
         return fail(p, "%s: SOURCE... DESTINATION expected", keywords[s->kind]);
     for (size_t i = 0; i + 1 < s->nargs; i++)
         if (strstr(s->args[i], "://"))
-            return fail(p, "%s: sources from URLs are not supported (RUN curl ... does that)", keywords[s->kind]);
+            return fail(p, "%s: sources from URLs are not supported (RUN curl ... does that)",
+                        keywords[s->kind]);
     return 0;
 }
 
@@ -259,7 +268,11 @@ static long parse_duration(const char *s)
         long v = 0;
         while (isdigit((unsigned char)*s) && v < 100000000)
             v = v * 10 + (*s++ - '0');
-        long unit = strncmp(s, "ms", 2) == 0 ? 1 : *s == 's' ? 1000 : *s == 'm' ? 60000 : *s == 'h' ? 3600000 : -1;
+        long unit = strncmp(s, "ms", 2) == 0 ? 1
+                    : *s == 's'              ? 1000
+                    : *s == 'm'              ? 60000
+                    : *s == 'h'              ? 3600000
+                                             : -1;
         if (unit < 0 || v >= 100000000)
             return -1;
         s += unit == 1 ? 2 : 1;
@@ -285,8 +298,8 @@ static int parse_healthcheck(parse_ctx *p, const char *rest, df_step *s)
         else if (eq && strncmp(opt, "--start-period=", 15) == 0 && ms > 0)
             s->timeout_ms = (unsigned)ms;
         else if (!(eq && strncmp(opt, "--timeout=", 10) == 0 && ms > 0) &&
-                 !(eq && strncmp(opt, "--retries=", 10) == 0 && strspn(eq + 1, "0123456789") == strlen(eq + 1) &&
-                   eq[1]))
+                 !(eq && strncmp(opt, "--retries=", 10) == 0 &&
+                   strspn(eq + 1, "0123456789") == strlen(eq + 1) && eq[1]))
             return fail(p, "HEALTHCHECK: '%s' (--interval, --timeout, --start-period, --retries)", opt);
         rest += len;
         while (isspace((unsigned char)*rest))
@@ -363,8 +376,9 @@ static int parse_step(parse_ctx *p, const char *logical, abx_dockerfile *df, boo
     size_t klen = strcspn(logical, " \t");
     df_kind kind;
     if (kind_of(logical, klen, &kind) < 0)
-        return fail(p, "'%.*s' is not an instruction abx supports (FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, "
-                       "USER, CMD, ENTRYPOINT, HEALTHCHECK)",
+        return fail(p,
+                    "'%.*s' is not an instruction abx supports (FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, "
+                    "USER, CMD, ENTRYPOINT, HEALTHCHECK)",
                     (int)(klen < 32 ? klen : 32), logical);
     if (kind == DF_FROM && *seen_from)
         return fail(p, "a second FROM: multi-stage builds are not supported");
@@ -381,18 +395,35 @@ static int parse_step(parse_ctx *p, const char *logical, abx_dockerfile *df, boo
         return fail(p, "out of memory");
     int rc;
     switch (kind) {
-    case DF_FROM: rc = parse_from(p, rest, s); *seen_from = true; break;
+    case DF_FROM:
+        rc = parse_from(p, rest, s);
+        *seen_from = true;
+        break;
     case DF_RUN:
     case DF_CMD:
-    case DF_ENTRYPOINT: rc = parse_command(p, rest, s); break;
+    case DF_ENTRYPOINT:
+        rc = parse_command(p, rest, s);
+        break;
     case DF_COPY:
-    case DF_ADD: rc = parse_copy(p, rest, s); break;
-    case DF_ENV: rc = parse_env(p, rest, s); break;
-    case DF_ARG: rc = parse_arg(p, rest, s); break;
-    case DF_HEALTHCHECK: rc = parse_healthcheck(p, rest, s); break;
+    case DF_ADD:
+        rc = parse_copy(p, rest, s);
+        break;
+    case DF_ENV:
+        rc = parse_env(p, rest, s);
+        break;
+    case DF_ARG:
+        rc = parse_arg(p, rest, s);
+        break;
+    case DF_HEALTHCHECK:
+        rc = parse_healthcheck(p, rest, s);
+        break;
     case DF_WORKDIR:
-    case DF_USER: rc = parse_single(p, rest, s); break;
-    default: rc = fail(p, "unknown instruction"); break;
+    case DF_USER:
+        rc = parse_single(p, rest, s);
+        break;
+    default:
+        rc = fail(p, "unknown instruction");
+        break;
     }
     if (rc < 0) {
         step_free(s);
@@ -446,7 +477,8 @@ int abx__dockerfile_parse(const char *text, size_t len, abx_dockerfile *out, cha
         while (lead < n && isspace((unsigned char)line[lead]))
             lead++;
         if (lead == n || line[lead] == '#') {
-            if (llen == 0 && lead < n && strncasecmp(line + lead, "# escape=", 9) == 0 && line[lead + 9] != '\\')
+            if (llen == 0 && lead < n && strncasecmp(line + lead, "# escape=", 9) == 0 &&
+                line[lead + 9] != '\\')
                 rc = (p.line = lineno, fail(&p, "the escape directive: only '\\' is supported"));
             continue; /* blank lines and comments, also inside a continuation */
         }
@@ -466,8 +498,9 @@ int abx__dockerfile_parse(const char *text, size_t len, abx_dockerfile *out, cha
     }
     free(logical);
     if (rc == 0 && !seen_from)
-        rc = (p.line = lineno ? lineno : 1, fail(&p, "no FROM: a Dockerfile starts with FROM (debian:bookworm-slim, "
-                                                   "scratch, a template's name or an archive)"));
+        rc = (p.line = lineno ? lineno : 1,
+              fail(&p, "no FROM: a Dockerfile starts with FROM (debian:bookworm-slim, "
+                       "scratch, a template's name or an archive)"));
     if (rc < 0)
         abx__dockerfile_free(out);
     return rc;

@@ -35,18 +35,18 @@ typedef enum df_kind {
 
 typedef struct df_step {
     df_kind kind;
-    unsigned line;   /* where it starts, from 1 */
-    char *text;      /* as written, continuations joined: the cache key and messages use it */
-    bool exec_form;  /* RUN, CMD, ENTRYPOINT, HEALTHCHECK: a JSON array, run without a shell */
-    char **args;     /* owned. FROM: image; RUN/CMD/ENTRYPOINT/HEALTHCHECK: the command
-                        (one string, or the array); COPY/ADD: sources..., destination;
-                        ENV: name, value pairs; ARG: name[, default]; WORKDIR, USER: one */
+    unsigned line;  /* where it starts, from 1 */
+    char *text;     /* as written, continuations joined: the cache key and messages use it */
+    bool exec_form; /* RUN, CMD, ENTRYPOINT, HEALTHCHECK: a JSON array, run without a shell */
+    char **args;    /* owned. FROM: image; RUN/CMD/ENTRYPOINT/HEALTHCHECK: the command
+                       (one string, or the array); COPY/ADD: sources..., destination;
+                       ENV: name, value pairs; ARG: name[, default]; WORKDIR, USER: one */
     size_t nargs;
-    bool has_default;        /* ARG NAME=default */
-    char *chown;             /* COPY/ADD --chown=U[:G], or NULL */
-    bool healthcheck_none;   /* HEALTHCHECK NONE */
-    unsigned interval_ms;    /* HEALTHCHECK --interval (default 1000 here) */
-    unsigned timeout_ms;     /* HEALTHCHECK --timeout: the whole wait for readiness (default 30000) */
+    bool has_default;      /* ARG NAME=default */
+    char *chown;           /* COPY/ADD --chown=U[:G], or NULL */
+    bool healthcheck_none; /* HEALTHCHECK NONE */
+    unsigned interval_ms;  /* HEALTHCHECK --interval (default 1000 here) */
+    unsigned timeout_ms;   /* HEALTHCHECK --timeout: the whole wait for readiness (default 30000) */
 } df_step;
 
 typedef struct abx_dockerfile {

@@ -124,7 +124,10 @@ typedef struct membuf {
     abx_buf b;
     bool overflow;
 } membuf;
-#define MEMBUF_INIT {{NULL, 0, 0, MAX_RESPONSE}, false}
+#define MEMBUF_INIT                                                                                          \
+    {                                                                                                        \
+        {NULL, 0, 0, MAX_RESPONSE}, false                                                                    \
+    }
 
 static size_t membuf_write(char *ptr, size_t size, size_t n, void *ud)
 {
@@ -137,11 +140,15 @@ static size_t membuf_write(char *ptr, size_t size, size_t n, void *ud)
 
 static int code_from_connect(const char *connect)
 {
-    static const struct { const char *name; int code; } map[] = {
-        {"not_found", ABX_ENOENT}, {"invalid_argument", ABX_EINVAL}, {"permission_denied", ABX_EPERM},
-        {"unauthenticated", ABX_EAUTH}, {"resource_exhausted", ABX_ELIMIT}, {"unavailable", ABX_ENOTRUNNING},
-        {"deadline_exceeded", ABX_ETIMEOUT}, {"unimplemented", ABX_ENOTSUP}, {"already_exists", ABX_EINVAL},
-        {"canceled", ABX_ECANCELLED},
+    static const struct {
+        const char *name;
+        int code;
+    } map[] = {
+        {"not_found", ABX_ENOENT},           {"invalid_argument", ABX_EINVAL},
+        {"permission_denied", ABX_EPERM},    {"unauthenticated", ABX_EAUTH},
+        {"resource_exhausted", ABX_ELIMIT},  {"unavailable", ABX_ENOTRUNNING},
+        {"deadline_exceeded", ABX_ETIMEOUT}, {"unimplemented", ABX_ENOTSUP},
+        {"already_exists", ABX_EINVAL},      {"canceled", ABX_ECANCELLED},
     };
     for (size_t i = 0; connect && i < sizeof map / sizeof map[0]; i++)
         if (strcmp(connect, map[i].name) == 0)
@@ -165,7 +172,7 @@ static int error_from_body(const char *body, size_t len, long status, abx_error 
         code < 9000) {
         rc = abx__error_set(err, code, "%s", rest[0] ? rest : abx_strerror(code));
     } else {
-        code = connect ? code_from_connect(connect)
+        code = connect         ? code_from_connect(connect)
                : status == 401 ? ABX_EAUTH
                : status == 404 ? ABX_ENOENT
                : status == 507 ? ABX_ETOOBIG
@@ -194,9 +201,10 @@ static int no_data_plane(const abx_envd *e, abx_error **err)
 {
     if (e->base_url[0])
         return 0;
-    return abx__error_set(err, ABX_ENOTSUP,
-                          "this sandbox's provider has no envd data plane and did not declare the capability this "
-                          "operation needs");
+    return abx__error_set(
+        err, ABX_ENOTSUP,
+        "this sandbox's provider has no envd data plane and did not declare the capability this "
+        "operation needs");
 }
 
 /* A handle for one call: none (with *rc and *err set) for a sandbox
@@ -207,7 +215,8 @@ static CURL *begin(abx_envd *e, int *rc, abx_error **err)
         return NULL;
     CURL *c = acquire(e);
     if (!c)
-        *rc = abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+        *rc = abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT,
+                             "libcurl could not be loaded or used");
     return c;
 }
 
@@ -219,7 +228,8 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     if (!c)
         return rc;
     char url[1200];
-    snprintf(url, sizeof url, "%s%s", e->code_url[0] ? e->code_url : e->base_url, path); /* the code interpreter */
+    snprintf(url, sizeof url, "%s%s", e->code_url[0] ? e->code_url : e->base_url,
+             path); /* the code interpreter */
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct curl_slist *h = base_headers(e, user, body ? "application/json" : NULL);
     membuf out = MEMBUF_INIT;
@@ -335,8 +345,9 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
     return len;
 }
 
-int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
-                     abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err)
+int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req,
+                     unsigned deadline_ms, abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel,
+                     abx_error **err)
 {
     int rc = 0;
     CURL *c = begin(e, &rc, err);
@@ -367,7 +378,11 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
         h = curl_slist_append(h, line);
     }
-    stream_state s = {.buf = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .cs = {.cancel = cancel, .userdata = userdata}};
+    stream_state s = {.buf = MEMBUF_INIT,
+                      .fn = fn,
+                      .userdata = userdata,
+                      .curl = c,
+                      .cs = {.cancel = cancel, .userdata = userdata}};
     if (cancel) {
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s.cs);
@@ -398,7 +413,8 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
         if (code && strcmp(code, "deadline_exceeded") == 0)
             rc = abx__error_set(err, ABX_ETIMEOUT, "the command's deadline passed");
         else if (code && strcmp(code, "unavailable") == 0)
-            rc = abx__error_set(err, ABX_ENOTRUNNING, "the sandbox ended (timed out or killed) while the command ran");
+            rc = abx__error_set(err, ABX_ENOTRUNNING,
+                                "the sandbox ended (timed out or killed) while the command ran");
         else
             rc = abx__error_set(err, code_from_connect(code), "the stream ended with an error");
     } else if (!s.ended) {
@@ -416,8 +432,9 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
 
 /* ---- a JSON request with a raw answer (code interpreter: NDJSON) ---------- */
 
-int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
-                       void *userdata, char **out, size_t *out_len, abx_error **err)
+int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body,
+                       abx_envd_cancel_fn cancel, void *userdata, char **out, size_t *out_len,
+                       abx_error **err)
 {
     *out = NULL;
     *out_len = 0;
@@ -452,7 +469,8 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     if (cs.cancelled)
         rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
     else if (cc != CURLE_OK)
-        rc = answer.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
+        rc = answer.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB")
+                             : curl_failure(cc, err);
     else if (status < 200 || status > 299)
         rc = error_from_body(answer.b.data, answer.b.len, status, err);
     if (rc == 0)
@@ -548,7 +566,8 @@ int abx__envd_download_range(abx_envd *e, const char *path, const char *user, ab
     char url[4800];
     files_url(e, c, path, user, url, sizeof url);
     struct curl_slist *h = base_headers(e, NULL, NULL);
-    download_state d = {.err_body = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
+    download_state d = {
+        .err_body = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
     char bytes[64];
     if (range) {
         snprintf(bytes, sizeof bytes, "%llu-%llu", range->offset,

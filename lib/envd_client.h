@@ -10,9 +10,9 @@
 #include <stddef.h>
 
 typedef struct abx_envd {
-    char base_url[256];     /* "http://localhost" with a Unix socket */
-    char unix_socket[600];  /* "" for TCP */
-    char token[128];        /* X-Access-Token; "" for none */
+    char base_url[256];    /* "http://localhost" with a Unix socket */
+    char unix_socket[600]; /* "" for TCP */
+    char token[128];       /* X-Access-Token; "" for none */
     /* An E2B-protocol cloud reached through one URL (E2B's E2B_SANDBOX_URL
      * way): every request names the sandbox in E2b-Sandbox-Id and the port
      * (49983 envd, 49999 code interpreter) in E2b-Sandbox-Port. "": none. */
@@ -20,8 +20,8 @@ typedef struct abx_envd {
     /* The code interpreter's own base URL (https://49999-ID.DOMAIN); "":
      * base_url serves it too. */
     char code_url[256];
-    pthread_mutex_t mu;     /* guards cached */
-    void *cached;           /* one idle CURL handle kept for reuse */
+    pthread_mutex_t mu; /* guards cached */
+    void *cached;       /* one idle CURL handle kept for reuse */
 } abx_envd;
 
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token);
@@ -44,18 +44,21 @@ typedef int (*abx_envd_event_fn)(json_t *msg, void *userdata);
  * ended with deadline_exceeded returns -ABX_ETIMEOUT; cancel (may be NULL,
  * called with userdata) returning true aborts it with -ABX_ECANCELLED. */
 typedef bool (*abx_envd_cancel_fn)(void *userdata);
-int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req, unsigned deadline_ms,
-                     abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel, abx_error **err);
+int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req,
+                     unsigned deadline_ms, abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel,
+                     abx_error **err);
 
 /* POST path with a JSON body; the answer's bytes, whatever their type, in
  * *out (NUL-terminated; the caller frees). cancel (may be NULL) is polled:
  * true cuts the transfer (-ABX_ECANCELLED), which the server sees as a
  * hang-up. */
-int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body, abx_envd_cancel_fn cancel,
-                       void *userdata, char **out, size_t *out_len, abx_error **err);
+int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *body,
+                       abx_envd_cancel_fn cancel, void *userdata, char **out, size_t *out_len,
+                       abx_error **err);
 
-typedef size_t (*abx_envd_write_fn)(const char *data, size_t len, void *userdata); /* return len, else abort */
-typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata);         /* 0 at end */
+typedef size_t (*abx_envd_write_fn)(const char *data, size_t len,
+                                    void *userdata);                       /* return len, else abort */
+typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata); /* 0 at end */
 /* GET /files: the file's bytes go to fn as they arrive. */
 int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
                        abx_error **err);

@@ -57,18 +57,18 @@ struct abx_epp {
     char id[64];
     pid_t pid;
     int to_fd, from_fd, log_fd;
-    int wake[2];                /* stop -> the reader */
+    int wake[2]; /* stop -> the reader */
     atomic_int refs;
     pthread_t reader;
     bool reader_running;
-    pthread_mutex_t write_mu;   /* one message at a time on the plugin's stdin */
-    pthread_mutex_t mu;         /* what follows */
-    pthread_cond_t answered;    /* an answer came, or the plugin is gone */
+    pthread_mutex_t write_mu; /* one message at a time on the plugin's stdin */
+    pthread_mutex_t mu;       /* what follows */
+    pthread_cond_t answered;  /* an answer came, or the plugin is gone */
     long long next_id;
-    epp_pending *pending;       /* calls waiting (on their callers' stacks) */
+    epp_pending *pending; /* calls waiting (on their callers' stacks) */
     bool dead;
     char why[200];
-    uint64_t heard_ms;          /* when the plugin last wrote a line */
+    uint64_t heard_ms; /* when the plugin last wrote a line */
     unsigned request_timeout_ms;
     json_t *features;
     abx_epp_execs *execs;
@@ -111,7 +111,8 @@ static char **trimmed_env(const abx_manifest *m, const char *data_dir)
     env_add(env, &n, cap, "ABX_PROVIDER_DATA_DIR", data_dir);
     size_t i;
     json_t *v;
-    json_array_foreach(m->env, i, v) env_add(env, &n, cap, json_string_value(v), getenv(json_string_value(v)));
+    json_array_foreach(m->env, i, v)
+        env_add(env, &n, cap, json_string_value(v), getenv(json_string_value(v)));
     return env;
 }
 
@@ -171,7 +172,8 @@ static void log_line(abx_epp *e, json_t *params)
     if (e->log_fd < 0)
         return;
     char *text = NULL;
-    int n = asprintf(&text, "[log %.16s] %.4000s\n", json_string_value(json_object_get(params, "level")) ?: "info",
+    int n = asprintf(&text, "[log %.16s] %.4000s\n",
+                     json_string_value(json_object_get(params, "level")) ?: "info",
                      json_string_value(json_object_get(params, "message")) ?: "");
     if (n > 0 && abx__write_all(e->log_fd, text, (size_t)n) < 0)
         n = -1;
@@ -289,8 +291,8 @@ static int plugin_error(const abx_epp *e, const char *method, json_t *error, abx
         if (n > 8000 && abx_err_name(n) && strcmp(abx_err_name(n), named) == 0)
             return abx__error_set(err, n, "provider '%s': %s failed", e->id, method);
     }
-    return abx__error_set(err, ABX_EPROVIDER, "provider '%s': %s failed (the plugin's own log says why)", e->id,
-                          method);
+    return abx__error_set(err, ABX_EPROVIDER, "provider '%s': %s failed (the plugin's own log says why)",
+                          e->id, method);
 }
 
 static void unlink_pending(abx_epp *e, epp_pending *p)
@@ -338,8 +340,8 @@ int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeo
     }
     pthread_mutex_unlock(&e->mu);
     int rc = dead ? -ABX_EPROVIDER : 0;
-    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)p.id, "method", method,
-                            "params", params ? json_incref(params) : json_object());
+    json_t *msg = json_pack("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", (json_int_t)p.id, "method",
+                            method, "params", params ? json_incref(params) : json_object());
     if (rc == 0)
         rc = write_msg(e, msg);
     json_decref(msg);
@@ -363,11 +365,11 @@ int abx__epp_call(abx_epp *e, const char *method, json_t *params, unsigned timeo
         return rc;
     }
     if (rc == -ABX_ETIMEOUT)
-        return abx__error_set(err, ABX_ETIMEOUT, "provider '%s' did not answer %s in time (%u s)", e->id, method,
-                              (timeout_ms ? timeout_ms : e->request_timeout_ms) / 1000);
+        return abx__error_set(err, ABX_ETIMEOUT, "provider '%s' did not answer %s in time (%u s)", e->id,
+                              method, (timeout_ms ? timeout_ms : e->request_timeout_ms) / 1000);
     if (rc == -ABX_EPROVIDER)
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' broke the protocol during %s: it %s", e->id, method,
-                              why[0] ? why : "exited");
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' broke the protocol during %s: it %s", e->id,
+                              method, why[0] ? why : "exited");
     return abx__error_set(err, -rc, "provider '%s': %s", e->id, method);
 }
 
@@ -388,7 +390,8 @@ bool abx__epp_has(const abx_epp *e, const char *capability)
 {
     size_t i;
     json_t *f;
-    json_array_foreach(e->features, i, f) if (json_is_string(f) && strcmp(json_string_value(f), capability) == 0) return true;
+    json_array_foreach(e->features, i,
+                       f) if (json_is_string(f) && strcmp(json_string_value(f), capability) == 0) return true;
     return false;
 }
 
@@ -434,7 +437,8 @@ static int spawn(abx_epp *e, const abx_manifest *m, const char *dir, const char 
         for (int sig = 1; sig < NSIG; sig++)
             if (sig != SIGKILL && sig != SIGSTOP)
                 signal(sig, SIG_DFL);
-        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || (log_fd >= 0 && dup2(log_fd, 2) < 0) || chdir(dir) < 0)
+        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || (log_fd >= 0 && dup2(log_fd, 2) < 0) ||
+            chdir(dir) < 0)
             _exit(127);
         execvpe(argv[0], (char *const *)argv, env);
         _exit(127);
@@ -460,7 +464,8 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
 {
     *out = NULL;
     abx_manifest m;
-    int rc = abx__plugin_manifest_verified(id, &m, err); /* the digest first: a changed plugin is never started */
+    int rc =
+        abx__plugin_manifest_verified(id, &m, err); /* the digest first: a changed plugin is never started */
     if (rc < 0)
         return rc;
     char dir[640], data_dir[640], parent[640];
@@ -471,7 +476,8 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
     abx__mkdir_exist_ok(data_dir, 0700);
     if (strcmp(m.kind, "exec") != 0) {
         abx__manifest_clear(&m);
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' is a rest plugin: it has no process to start", id);
+        return abx__error_set(err, ABX_EPROVIDER,
+                              "provider '%s' is a rest plugin: it has no process to start", id);
     }
     abx_epp *e = calloc(1, sizeof *e);
     if (!e) {
@@ -500,14 +506,16 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
         rc = abx__error_set(err, ABX_ESYS, "starting the provider's reader");
     e->reader_running = rc == 0;
     if (rc == 0) {
-        json_t *params = json_pack("{s:s, s:{s:s, s:s}, s:o, s:s}", "protocol_version", "1", "host", "name", "abx",
-                                   "version", abx_version(), "config", plugin_config(id), "data_dir", data_dir);
+        json_t *params =
+            json_pack("{s:s, s:{s:s, s:s}, s:o, s:s}", "protocol_version", "1", "host", "name", "abx",
+                      "version", abx_version(), "config", plugin_config(id), "data_dir", data_dir);
         json_t *result = NULL;
         rc = abx__epp_call(e, "initialize", params, EPP_INIT_TIMEOUT_MS, &result, err);
         json_decref(params);
         json_t *features = json_object_get(result, "features");
         if (rc == 0 && !json_is_array(features))
-            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': initialize answered without features", id);
+            rc =
+                abx__error_set(err, ABX_EPROVIDER, "provider '%s': initialize answered without features", id);
         if (rc == 0)
             e->features = json_incref(features);
         json_decref(result);

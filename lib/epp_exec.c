@@ -44,7 +44,7 @@ typedef struct exec_record {
     bool released; /* a foreground exec done with it */
     bool exited;
     int exit_code;
-    bool lost;     /* ended without exec.exit: the plugin went away */
+    bool lost; /* ended without exec.exit: the plugin went away */
     char why[160];
     ring out, err;
     unsigned long long seq; /* age, for reuse */
@@ -110,7 +110,7 @@ static void ring_write(abx_epp_execs *x, ring *g, const char *data, size_t len)
         }
     }
     if (!g->cap)
-        return; /* no memory for any ring: the bytes are counted, not kept */
+        return;         /* no memory for any ring: the bytes are counted, not kept */
     if (len > g->cap) { /* only the last cap bytes can stay */
         g->total += len - g->cap;
         data += len - g->cap;
@@ -201,7 +201,8 @@ static int protocol_error(char *why, size_t why_len, const char *what, const cha
 }
 
 /* exec.output or exec.exit on record r (locked). */
-static int apply(abx_epp_execs *x, exec_record *r, const char *method, json_t *params, char *why, size_t why_len)
+static int apply(abx_epp_execs *x, exec_record *r, const char *method, json_t *params, char *why,
+                 size_t why_len)
 {
     if (r->exited)
         return protocol_error(why, why_len,
@@ -308,8 +309,8 @@ void abx__epp_execs_tag(abx_epp_execs *x, int pid, char *buf, size_t len)
 }
 
 int abx__epp_execs_read(abx_epp_execs *x, const char *exec_id, int pid, unsigned long long stdout_offset,
-                        unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out, char *why,
-                        size_t why_len)
+                        unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                        char *why, size_t why_len)
 {
     memset(out, 0, sizeof *out);
     struct timespec until;
@@ -317,7 +318,8 @@ int abx__epp_execs_read(abx_epp_execs *x, const char *exec_id, int pid, unsigned
     pthread_mutex_lock(&x->mu);
     exec_record *r = find(x, exec_id, pid);
     /* wait for new output or the end, but no longer than asked */
-    while (r && wait_ms && !r->exited && !r->lost && r->out.total <= stdout_offset && r->err.total <= stderr_offset) {
+    while (r && wait_ms && !r->exited && !r->lost && r->out.total <= stdout_offset &&
+           r->err.total <= stderr_offset) {
         if (pthread_cond_timedwait(&x->changed, &x->mu, &until) != 0)
             break;
         r = find(x, exec_id, pid); /* it may have been reused meanwhile */

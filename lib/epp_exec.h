@@ -34,8 +34,8 @@ void abx__epp_execs_release(abx_epp_execs *x, const char *exec_id);
  * -ABX_EPROVIDER when the plugin went away or broke the protocol before
  * the exec ended (why filled). */
 int abx__epp_execs_read(abx_epp_execs *x, const char *exec_id, int pid, unsigned long long stdout_offset,
-                        unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out, char *why,
-                        size_t why_len);
+                        unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                        char *why, size_t why_len);
 /* The tag given at claim for pid, copied into buf ("" when none). */
 void abx__epp_execs_tag(abx_epp_execs *x, int pid, char *buf, size_t len);
 

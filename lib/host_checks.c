@@ -27,7 +27,8 @@ typedef struct check_list {
 
 static void add(check_list *l, const char *name, const char *status, const char *detail)
 {
-    json_array_append_new(l->checks, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
+    json_array_append_new(l->checks,
+                          json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
     if (strcmp(status, "fail") == 0)
         l->failed = true;
 }
@@ -64,10 +65,12 @@ static void check_namespaces(check_list *l)
     long max = read_long("/proc/sys/user/max_user_namespaces", -1);
     long unpriv = read_long("/proc/sys/kernel/unprivileged_userns_clone", 1);
     if (max == 0)
-        add(l, "user namespaces", "fail", "user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000");
+        add(l, "user namespaces", "fail",
+            "user.max_user_namespaces is 0: sysctl -w user.max_user_namespaces=15000");
     else if (geteuid() != 0 && unpriv == 0)
         add(l, "user namespaces", "fail",
-            "kernel.unprivileged_userns_clone is 0: run abx as root, or sysctl -w kernel.unprivileged_userns_clone=1");
+            "kernel.unprivileged_userns_clone is 0: run abx as root, or sysctl -w "
+            "kernel.unprivileged_userns_clone=1");
     else
         add(l, "user namespaces", "ok", geteuid() == 0 ? "as root" : "allowed for unprivileged users");
 }
@@ -91,43 +94,52 @@ static void check_cgroups(check_list *l)
         if (f)
             fclose(f);
         self[n] = '\0';
-        bool user_subtree = geteuid() != 0 && !(parent && *parent) &&
-                            abx__cgroup_user_parent(self, (unsigned)geteuid(), delegated, sizeof delegated) == 0;
+        bool user_subtree =
+            geteuid() != 0 && !(parent && *parent) &&
+            abx__cgroup_user_parent(self, (unsigned)geteuid(), delegated, sizeof delegated) == 0;
         if (user_subtree)
-            *strrchr(delegated, '/') = '\0'; /* abx.slice is made there: the service's directory must be ours */
+            *strrchr(delegated, '/') =
+                '\0'; /* abx.slice is made there: the service's directory must be ours */
         const char *dir = parent && *parent ? parent : user_subtree ? delegated : "/sys/fs/cgroup";
         char detail[320];
-        snprintf(detail, sizeof detail, "v2, %s", parent && *parent ? "the delegated subtree in ABX_CGROUP_PARENT"
-                                                  : user_subtree ? "the subtree systemd delegates to you (abx.slice)"
-                                                                 : "as root");
+        snprintf(detail, sizeof detail, "v2, %s",
+                 parent && *parent ? "the delegated subtree in ABX_CGROUP_PARENT"
+                 : user_subtree    ? "the subtree systemd delegates to you (abx.slice)"
+                                   : "as root");
         if (access(dir, W_OK) == 0)
             add(l, "cgroups", "ok", detail);
         else
             add(l, "cgroups", "fail",
-                "v2 without a subtree this user may write: run abx from a systemd user session (its user@UID.service "
-                "is delegated), set ABX_CGROUP_PARENT to a delegated cgroup (e.g. systemd-run --user --scope -p "
+                "v2 without a subtree this user may write: run abx from a systemd user session (its "
+                "user@UID.service "
+                "is delegated), set ABX_CGROUP_PARENT to a delegated cgroup (e.g. systemd-run --user --scope "
+                "-p "
                 "Delegate=yes), or run abx as root (E8007)");
         return;
     }
     bool v1 = access("/sys/fs/cgroup/memory", F_OK) == 0 && access("/sys/fs/cgroup/pids", F_OK) == 0 &&
               access("/sys/fs/cgroup/cpu", F_OK) == 0;
     if (!v1)
-        add(l, "cgroups", "fail", "neither cgroup v2 nor the v1 memory, pids and cpu controllers are mounted (E8007)");
+        add(l, "cgroups", "fail",
+            "neither cgroup v2 nor the v1 memory, pids and cpu controllers are mounted (E8007)");
     else if (access("/sys/fs/cgroup/memory", W_OK) < 0)
         add(l, "cgroups", "fail", "v1 controllers this user may not write: run abx as root (E8007)");
     else
         add(l, "cgroups", "ok",
-            access("/sys/fs/cgroup/freezer", F_OK) == 0 ? "v1 memory, pids, cpu and freezer" : "v1 memory, pids, cpu");
+            access("/sys/fs/cgroup/freezer", F_OK) == 0 ? "v1 memory, pids, cpu and freezer"
+                                                        : "v1 memory, pids, cpu");
 }
 
 static void check_ids(check_list *l)
 {
     if (geteuid() == 0)
         add(l, "host ids", "ok",
-            "each sandbox gets 65536 host uids of its own (pool from ABX_UID_POOL_BASE, 1000000000 by default)");
+            "each sandbox gets 65536 host uids of its own (pool from ABX_UID_POOL_BASE, 1000000000 by "
+            "default)");
     else
         add(l, "host ids", "warn",
-            "not root: only your own uid is mapped, so commands run as root inside (--user root); `user` needs root");
+            "not root: only your own uid is mapped, so commands run as root inside (--user root); `user` "
+            "needs root");
 }
 
 static void check_home(check_list *l)
@@ -164,7 +176,8 @@ static void check_network(check_list *l)
 {
     void *nft = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
     if (geteuid() != 0)
-        add(l, "sandbox networking", "warn", "needs root: --network internet and --allow-out are refused (E8010)");
+        add(l, "sandbox networking", "warn",
+            "needs root: --network internet and --allow-out are refused (E8010)");
     else if (!nft)
         add(l, "sandbox networking", "warn", "libnftables not found: apt-get install libnftables1");
     else
@@ -185,13 +198,15 @@ static void check_templates(check_list *l)
     bool debian = access("/usr/bin/mmdebstrap", X_OK) == 0 || access("/usr/sbin/debootstrap", X_OK) == 0;
     char detail[200];
     if (geteuid() != 0)
-        add(l, "templates", "warn", "need root (id-mapped mounts): abx template build and --template are refused (E8010)");
+        add(l, "templates", "warn",
+            "need root (id-mapped mounts): abx template build and --template are refused (E8010)");
     else if (!idmap) {
-        snprintf(detail, sizeof detail, "kernel %.60s: sandboxes from templates need 5.19+ (E8008); base works",
-                 u.release);
+        snprintf(detail, sizeof detail,
+                 "kernel %.60s: sandboxes from templates need 5.19+ (E8008); base works", u.release);
         add(l, "templates", "warn", detail);
     } else if (!debian)
-        add(l, "templates", "warn", "FROM debian needs mmdebstrap: apt-get install mmdebstrap (imports work)");
+        add(l, "templates", "warn",
+            "FROM debian needs mmdebstrap: apt-get install mmdebstrap (imports work)");
     else
         add(l, "templates", "ok", "id-mapped template trees; FROM debian with mmdebstrap");
 }

@@ -32,7 +32,8 @@ static void lower_by_config(const abx_kvs *kvs, const char *key, unsigned *value
 void abx_limit_maxima_get(abx_limit_maxima *out)
 {
     struct sysinfo si;
-    unsigned long long mem_mb = sysinfo(&si) == 0 ? (unsigned long long)si.totalram * si.mem_unit >> 20 : 1024;
+    unsigned long long mem_mb =
+        sysinfo(&si) == 0 ? (unsigned long long)si.totalram * si.mem_unit >> 20 : 1024;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     out->memory_mb = mem_mb > 0 && mem_mb < 1048576 ? (unsigned)mem_mb : 1048576;
     out->cpu_count = cpus > 0 && cpus < 1024 ? (unsigned)cpus : 1;
@@ -50,12 +51,13 @@ void abx_limit_maxima_get(abx_limit_maxima *out)
     free(kvs);
 }
 
-static int check_one(const char *field, unsigned v, unsigned min, unsigned max, const char *unit, abx_error **err)
+static int check_one(const char *field, unsigned v, unsigned min, unsigned max, const char *unit,
+                     abx_error **err)
 {
     if (v == 0 || (v >= min && v <= max))
         return 0;
-    return abx__error_set(err, ABX_EINVAL, "%s: must be from %u to %u%s (this host's maximum)", field, min, max,
-                          unit);
+    return abx__error_set(err, ABX_EINVAL, "%s: must be from %u to %u%s (this host's maximum)", field, min,
+                          max, unit);
 }
 
 int abx_limits_check(const abx_limits *l, abx_error **err)

@@ -51,7 +51,8 @@ static int only_keys(json_t *table, const char *section, const char *const *allo
 {
     const char *k;
     json_t *v;
-    json_object_foreach(table, k, v) {
+    json_object_foreach(table, k, v)
+    {
         bool known = false;
         for (size_t i = 0; allowed[i] && !known; i++)
             known = strcmp(k, allowed[i]) == 0;
@@ -65,8 +66,8 @@ static int only_keys(json_t *table, const char *section, const char *const *allo
 }
 
 /* An optional string key copied into out (bounded); a non-string is an error. */
-static int take_string(json_t *table, const char *section, const char *key, bool required, char *out, size_t len,
-                       abx_error **err)
+static int take_string(json_t *table, const char *section, const char *key, bool required, char *out,
+                       size_t len, abx_error **err)
 {
     json_t *v = json_object_get(table, key);
     char full[200];
@@ -90,7 +91,8 @@ static int check_provider(json_t *t, abx_manifest *m, abx_error **err)
         (rc = take_string(t, "provider", "name", false, m->name, sizeof m->name, err)) < 0 ||
         (rc = take_string(t, "provider", "version", false, m->version, sizeof m->version, err)) < 0 ||
         (rc = take_string(t, "provider", "kind", true, m->kind, sizeof m->kind, err)) < 0 ||
-        (rc = take_string(t, "provider", "description", false, m->description, sizeof m->description, err)) < 0 ||
+        (rc = take_string(t, "provider", "description", false, m->description, sizeof m->description, err)) <
+            0 ||
         (rc = take_string(t, "provider", "license", false, m->license, sizeof m->license, err)) < 0)
         return rc;
     if (!abx__provider_id_valid(m->id))
@@ -117,13 +119,15 @@ static int check_runtime(json_t *t, abx_manifest *m, abx_error **err)
     if (rc < 0)
         return rc;
     json_t *cmd = json_object_get(t, "command"), *env = json_object_get(t, "env");
-    if (strcmp(m->kind, "exec") == 0 && (!json_is_array(cmd) || json_array_size(cmd) == 0 || !strings_only(cmd)))
+    if (strcmp(m->kind, "exec") == 0 &&
+        (!json_is_array(cmd) || json_array_size(cmd) == 0 || !strings_only(cmd)))
         return bad(err, "expected a non-empty array of strings for", "runtime.command");
     if (env && (!json_is_array(env) || !strings_only(env)))
         return bad(err, "expected an array of strings for", "runtime.env");
     size_t i;
     json_t *v;
-    json_array_foreach(env, i, v) {
+    json_array_foreach(env, i, v)
+    {
         const char *name = json_string_value(v);
         if (!abx__env_name_valid(name, strlen(name)))
             return bad(err, "runtime.env: not an environment variable name:", name);
@@ -139,8 +143,9 @@ static int check_rest(json_t *t, abx_manifest *m, abx_error **err)
     if (!t)
         return strcmp(m->kind, "rest") == 0 ? bad(err, "missing table", "rest") : 0;
     int rc = json_is_object(t) ? only_keys(t, "rest", keys, err) : bad(err, "expected a table", "rest");
-    if (rc < 0 || (rc = take_string(t, "rest", "base_url", strcmp(m->kind, "rest") == 0, m->base_url,
-                                    sizeof m->base_url, err)) < 0 ||
+    if (rc < 0 ||
+        (rc = take_string(t, "rest", "base_url", strcmp(m->kind, "rest") == 0, m->base_url,
+                          sizeof m->base_url, err)) < 0 ||
         (rc = take_string(t, "rest", "domain", false, m->domain, sizeof m->domain, err)) < 0)
         return rc;
     if (m->base_url[0] && strncmp(m->base_url, "http://", 7) != 0 && strncmp(m->base_url, "https://", 8) != 0)
@@ -158,7 +163,8 @@ static int check_config(json_t *t, abx_manifest *m, abx_error **err)
         return bad(err, "expected a table", "config");
     const char *k;
     json_t *v;
-    json_object_foreach(t, k, v) {
+    json_object_foreach(t, k, v)
+    {
         char section[160];
         snprintf(section, sizeof section, "config.%s", k);
         if (!json_is_object(v))
@@ -169,8 +175,9 @@ static int check_config(json_t *t, abx_manifest *m, abx_error **err)
         json_t *secret = json_object_get(v, "secret"), *desc = json_object_get(v, "description");
         if ((secret && !json_is_boolean(secret)) || (desc && !json_is_string(desc)))
             return bad(err, "secret must be true or false and description a string in", section);
-        json_object_set_new(m->config, k, json_pack("{s:b, s:s}", "secret", json_is_true(secret), "description",
-                                                     desc ? json_string_value(desc) : ""));
+        json_object_set_new(m->config, k,
+                            json_pack("{s:b, s:s}", "secret", json_is_true(secret), "description",
+                                      desc ? json_string_value(desc) : ""));
     }
     return 0;
 }
@@ -181,7 +188,8 @@ int abx__manifest_parse(const char *text, abx_manifest *m, abx_error **err)
     json_t *doc = NULL;
     int line = 0;
     if (abx__toml_parse_json(text, &doc, &line) < 0)
-        return abx__error_set(err, ABX_ECONFIG, "abx-provider.toml: line %d is not in the TOML subset abx reads", line);
+        return abx__error_set(err, ABX_ECONFIG,
+                              "abx-provider.toml: line %d is not in the TOML subset abx reads", line);
     static const char *const tables[] = {"provider", "runtime", "rest", "config", NULL};
     int rc = only_keys(doc, NULL, tables, err);
     if (rc == 0)

@@ -8,10 +8,10 @@
 
 typedef struct abx_manifest {
     char id[64], name[128], version[64], kind[8], description[512], license[64];
-    json_t *command;  /* [runtime] command: argv strings (exec), or NULL */
-    json_t *env;      /* [runtime] env: variable names passed through (an array, maybe empty) */
+    json_t *command; /* [runtime] command: argv strings (exec), or NULL */
+    json_t *env;     /* [runtime] env: variable names passed through (an array, maybe empty) */
     char base_url[512], domain[256]; /* [rest] */
-    json_t *config;   /* {KEY: {secret, description}} */
+    json_t *config;                  /* {KEY: {secret, description}} */
 } abx_manifest;
 
 /* Parses and checks text; 0, or -ABX_ECONFIG naming the key or line. On

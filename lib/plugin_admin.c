@@ -69,7 +69,8 @@ static int copy_tree(const char *src, const char *dst, int depth, char *why, siz
             int out = in >= 0 ? open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755) : -1;
             char buf[65536];
             ssize_t n = 0;
-            while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0 && abx__write_all(out, buf, (size_t)n) == 0)
+            while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0 &&
+                   abx__write_all(out, buf, (size_t)n) == 0)
                 ;
             if (in < 0 || out < 0 || n < 0 || fchmod(out, st.st_mode & 0755) < 0) {
                 rc = -1;
@@ -120,7 +121,8 @@ static int read_manifest(const char *dir, abx_manifest *m, abx_error **err)
     snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
     FILE *f = fopen(path, "re");
     if (!f)
-        return abx__error_set(err, ABX_ECONFIG, "no readable abx-provider.toml in the plugin (%s)", strerror(errno));
+        return abx__error_set(err, ABX_ECONFIG, "no readable abx-provider.toml in the plugin (%s)",
+                              strerror(errno));
     char *text = calloc(1, 65537);
     size_t n = text ? fread(text, 1, 65536, f) : 0;
     bool too_long = text && n == 65536 && fgetc(f) != EOF;
@@ -137,8 +139,8 @@ static int read_manifest(const char *dir, abx_manifest *m, abx_error **err)
 /* The manifest as the JSON the confirm callback is shown. */
 static char *manifest_json(const abx_manifest *m)
 {
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:O, s:O}", "id", m->id, "name", m->name, "version",
-                            m->version, "kind", m->kind, "description", m->description, "command",
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:O, s:O}", "id", m->id, "name", m->name,
+                            "version", m->version, "kind", m->kind, "description", m->description, "command",
                             m->command ? m->command : json_null(), "base_url", m->base_url, "env",
                             m->env ? m->env : json_null(), "config", m->config ? m->config : json_null());
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -185,8 +187,10 @@ static int install_dir(const char *src, const char *label, const abx_plugin_inst
         return rc;
     const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
     if (strcmp(base, m.id) != 0) {
-        rc = abx__error_set(err, ABX_EINVAL, "install: the directory is named '%.64s' but the manifest's id is '%s': "
-                                             "they must be the same", base, m.id);
+        rc = abx__error_set(err, ABX_EINVAL,
+                            "install: the directory is named '%.64s' but the manifest's id is '%s': "
+                            "they must be the same",
+                            base, m.id);
         abx__manifest_clear(&m);
         return rc;
     }
@@ -219,13 +223,14 @@ static int install_dir(const char *src, const char *label, const abx_plugin_inst
         if (inner && !why[0])
             snprintf(why, sizeof why, "%s", abx_error_message(inner));
         abx_error_free(inner);
-        rc = abx__error_set(err, ABX_EINVAL, "install %s: %s; nothing was installed", m.id, why[0] ? why : "failed");
+        rc = abx__error_set(err, ABX_EINVAL, "install %s: %s; nothing was installed", m.id,
+                            why[0] ? why : "failed");
         abx__manifest_clear(&m);
         return rc;
     }
     json_t *index = NULL;
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source", label,
-                              "linked", o->link, "digest", o->link ? json_null() : json_string(hex));
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:b, s:o}", "kind", m.kind, "version", m.version, "source",
+                              label, "linked", o->link, "digest", o->link ? json_null() : json_string(hex));
     rc = abx__plugin_index_load(&index, err);
     if (rc == 0) {
         json_object_set(index, m.id, entry);
@@ -251,11 +256,12 @@ static int install_dir(const char *src, const char *label, const abx_plugin_inst
  * ABX_PROVIDER_GIT_BASE, default https://github.com/), the subdirectory
  * optional. Only file, http(s) and ssh URLs; nothing that git could read
  * as an option; a subdirectory without "..". */
-static int parse_git_source(const char *source, char *url, size_t url_len, char *subdir, size_t sub_len, char *why,
-                            size_t why_len)
+static int parse_git_source(const char *source, char *url, size_t url_len, char *subdir, size_t sub_len,
+                            char *why, size_t why_len)
 {
     if (source[0] == '-' || strpbrk(source, " \t\n\r\\'\"`$;|&<>")) {
-        snprintf(why, why_len, "a git source may not start with '-' or hold spaces, quotes or shell characters");
+        snprintf(why, why_len,
+                 "a git source may not start with '-' or hold spaces, quotes or shell characters");
         return -1;
     }
     const char *scheme = strstr(source, "://");
@@ -300,14 +306,16 @@ static int git_clone(const char *url, const char *dir)
             dup2(devnull, 1);
         }
         setenv("GIT_TERMINAL_PROMPT", "0", 1);
-        execlp("git", "git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--depth", "1", "--", url, dir,
-               (char *)NULL);
+        execlp("git", "git", "-c", "core.hooksPath=/dev/null", "clone", "--quiet", "--depth", "1", "--", url,
+               dir, (char *)NULL);
         _exit(127);
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid)
         return -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2 : -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0     ? 0
+           : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -2
+                                                             : -1;
 }
 
 /* A tar archive (compressed or not): the manifest at its root, or inside
@@ -321,7 +329,8 @@ static int install_archive(const char *src, const abx_plugin_install_options *o,
     snprintf(tree, sizeof tree, "%s/tree", unpack);
     int rc;
     if (mkdir(unpack, 0700) < 0 || mkdir(tree, 0700) < 0) {
-        rc = abx__error_set(err, ABX_EIO, "install: cannot make a scratch directory under $ABX_HOME/providers");
+        rc = abx__error_set(err, ABX_EIO,
+                            "install: cannot make a scratch directory under $ABX_HOME/providers");
     } else if (abx__archive_extract(src, tree, why, sizeof why) < 0) {
         rc = abx__error_set(err, ABX_EINVAL, "install: %s; nothing was installed", why);
     } else {
@@ -342,15 +351,17 @@ static int install_archive(const char *src, const abx_plugin_install_options *o,
             if (rc == 0) {
                 snprintf(plugin, sizeof plugin, "%s/%s", unpack, m.id);
                 abx__manifest_clear(&m);
-                rc = rename(tree, plugin) == 0 ? install_dir(plugin, src, o, info, err)
-                                               : abx__error_set(err, ABX_EIO, "install: cannot stage the plugin");
+                rc = rename(tree, plugin) == 0
+                         ? install_dir(plugin, src, o, info, err)
+                         : abx__error_set(err, ABX_EIO, "install: cannot stage the plugin");
             }
         } else if (count == 1) {
             snprintf(plugin, sizeof plugin, "%s/%s", tree, name);
             rc = install_dir(plugin, src, o, info, err);
         } else {
-            rc = abx__error_set(err, ABX_EINVAL, "install: no abx-provider.toml at the archive's root or in its one "
-                                                 "top-level directory");
+            rc = abx__error_set(err, ABX_EINVAL,
+                                "install: no abx-provider.toml at the archive's root or in its one "
+                                "top-level directory");
         }
     }
     abx__tree_remove(unpack);
@@ -371,8 +382,10 @@ static int install_git(const char *source, const abx_plugin_install_options *o, 
     int rc;
     struct stat st;
     if (cloned < 0) {
-        rc = abx__error_set(err, ABX_EINVAL, cloned == -2 ? "install: git is not installed (apt-get install git)"
-                                                          : "install: git could not clone %s", url);
+        rc = abx__error_set(err, ABX_EINVAL,
+                            cloned == -2 ? "install: git is not installed (apt-get install git)"
+                                         : "install: git could not clone %s",
+                            url);
     } else {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s%s%s", clone, subdir[0] ? "/" : "", subdir);
@@ -427,13 +440,14 @@ int abx_plugin_list(char **json, abx_error **err)
     int rc = abx__plugin_index_load(&index, err);
     const char *id;
     json_t *e;
-    json_object_foreach(rc == 0 ? index : NULL, id, e) {
+    json_object_foreach(rc == 0 ? index : NULL, id, e)
+    {
         char state[16];
         abx__plugin_check(id, e, state, sizeof state, NULL);
-        json_array_append_new(out, json_pack("{s:s, s:O, s:O, s:O, s:b, s:s}", "id", id, "kind",
-                                             json_object_get(e, "kind"), "version", json_object_get(e, "version"),
-                                             "source", json_object_get(e, "source"), "linked",
-                                             json_is_true(json_object_get(e, "linked")), "digest", state));
+        json_array_append_new(
+            out, json_pack("{s:s, s:O, s:O, s:O, s:b, s:s}", "id", id, "kind", json_object_get(e, "kind"),
+                           "version", json_object_get(e, "version"), "source", json_object_get(e, "source"),
+                           "linked", json_is_true(json_object_get(e, "linked")), "digest", state));
     }
     json_decref(index);
     if (rc == 0 && !(*json = json_dumps(out, JSON_COMPACT)))
@@ -475,7 +489,8 @@ int abx_plugin_remove(const char *id, bool purge, abx_error **err)
 
 static void check_as(json_t *list, const char *name, const char *status, const char *detail)
 {
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
+    json_array_append_new(list,
+                          json_pack("{s:s, s:s, s:s}", "check", name, "status", status, "detail", detail));
 }
 
 static void check(json_t *list, const char *name, bool ok, const char *detail)
@@ -531,7 +546,8 @@ static void check_answers(json_t *checks, const char *id, const abx_manifest *m)
             rc = abx_list(c, NULL, 1, 0, &items, &n, &err);
         abx_sandbox_info_list_free(items, n);
         abx_client_free(c);
-        snprintf(detail, sizeof detail, "%s", rc == 0 ? "the API answered a list with this key" : abx_error_message(err));
+        snprintf(detail, sizeof detail, "%s",
+                 rc == 0 ? "the API answered a list with this key" : abx_error_message(err));
         check(checks, "api", rc == 0, detail);
     }
     abx_error_free(err);
@@ -545,13 +561,16 @@ static void check_config(json_t *checks, const char *id, const abx_manifest *m)
     const char *k;
     json_t *v;
     char detail[700];
-    json_object_foreach(m->config, k, v) {
+    json_object_foreach(m->config, k, v)
+    {
         char key[256];
         snprintf(key, sizeof key, "providers.%s.%s", id, k);
         bool set = loaded && abx__kvs_get(kvs, key);
         snprintf(detail, sizeof detail, set ? "%s is set" : "%s is not set: abx config set %s%s", key, key,
-                 json_is_true(json_object_get(v, "secret")) ? " (then type it: a secret is read from stdin)" : " VALUE");
-        check_as(checks, "config", set ? "ok" : "warn", detail); /* the manifest does not say which are required */
+                 json_is_true(json_object_get(v, "secret")) ? " (then type it: a secret is read from stdin)"
+                                                            : " VALUE");
+        check_as(checks, "config", set ? "ok" : "warn",
+                 detail); /* the manifest does not say which are required */
     }
     if (kvs)
         explicit_bzero(kvs, sizeof *kvs);
@@ -580,8 +599,10 @@ int abx_plugin_doctor(const char *id, char **json, abx_error **err)
     if (manifest_ok && m.command) {
         const char *prog = json_string_value(json_array_get(m.command, 0));
         bool found = command_found(dir, prog);
-        snprintf(detail, sizeof detail, found ? "%s found" : "%s: not found or not executable (install it, or fix "
-                                                             "[runtime] command)",
+        snprintf(detail, sizeof detail,
+                 found ? "%s found"
+                       : "%s: not found or not executable (install it, or fix "
+                         "[runtime] command)",
                  prog);
         check(checks, "command", found, detail);
     }
@@ -589,7 +610,8 @@ int abx_plugin_doctor(const char *id, char **json, abx_error **err)
     rc = abx__plugin_check(id, entry, state, sizeof state, NULL);
     check(checks, "digest", rc == 0,
           rc < 0 ? "files changed since install (E8011): reinstall with abx provider install --force"
-                 : strcmp(state, "linked") == 0 ? "a --link install: not checked" : "matches the install");
+          : strcmp(state, "linked") == 0 ? "a --link install: not checked"
+                                         : "matches the install");
     if (rc == 0 && manifest_ok)
         check_answers(checks, id, &m);
     if (manifest_ok && m.config)
@@ -600,7 +622,8 @@ int abx_plugin_doctor(const char *id, char **json, abx_error **err)
     bool failed = false;
     size_t i;
     json_t *c;
-    json_array_foreach(checks, i, c) failed |= strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
+    json_array_foreach(checks, i, c) failed |=
+        strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
     json_t *doc = json_pack("{s:s, s:b, s:o}", "id", id, "ok", !failed, "checks", checks);
     *json = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);

@@ -157,10 +157,11 @@ int abx__plugin_digest(const char *dir, char hex[65], abx_error **err)
         free(l.paths[i]);
     free(l.paths);
     close(dirfd);
-    return rc < 0 ? abx__error_set(err, ABX_EIO,
-                                   "the plugin directory cannot be read whole (more than %d files, a device node, "
-                                   "or an unreadable file)",
-                                   MAX_FILES)
+    return rc < 0 ? abx__error_set(
+                        err, ABX_EIO,
+                        "the plugin directory cannot be read whole (more than %d files, a device node, "
+                        "or an unreadable file)",
+                        MAX_FILES)
                   : 0;
 }
 
@@ -227,10 +228,11 @@ int abx__plugin_check(const char *id, json_t *entry, char *state, size_t len, ab
     abx_error_free(ignored);
     snprintf(state, len, "%s", same ? "ok" : "mismatch");
     return same ? 0
-                : abx__error_set(err, ABX_EPLUGINCHANGED,
-                                 "provider '%s': its files changed since it was installed (edited, added, removed or "
-                                 "re-moded); nothing was started",
-                                 id);
+                : abx__error_set(
+                      err, ABX_EPLUGINCHANGED,
+                      "provider '%s': its files changed since it was installed (edited, added, removed or "
+                      "re-moded); nothing was started",
+                      id);
 }
 
 bool abx__plugin_config_secret(const char *id, const char *key)
@@ -275,7 +277,9 @@ int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **e
     if (rc < 0)
         return rc;
     if (linked)
-        fprintf(stderr, "abx: warning: provider %s is a --link install (development): its files are not checked\n", id);
+        fprintf(stderr,
+                "abx: warning: provider %s is a --link install (development): its files are not checked\n",
+                id);
     abx__plugin_path("providers", id, dir, sizeof dir, NULL);
     snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
     char *text = calloc(1, 65537);

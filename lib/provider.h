@@ -26,24 +26,24 @@ typedef struct abx_quota_book abx_quota_book;
  * holds a reference to the root, so either may be freed first. */
 struct abx_client {
     char provider[64];
-    const char *source;         /* where the provider came from (flag, env, config, default) */
+    const char *source; /* where the provider came from (flag, env, config, default) */
     const abx_provider *ops;
-    void *state;                /* the provider's own per client (a plugin's process); ops->free_state, by the root */
-    atomic_int refs;            /* the caller's, and each handle's that needs the client (abx__client_ref) */
-    abx_client *root;           /* a tenant's client: the root whose state it uses (a reference); NULL: a root */
-    abx_quota_book *quota;      /* a root's: creates in flight per tenant (tenant.c) */
+    void *state;      /* the provider's own per client (a plugin's process); ops->free_state, by the root */
+    atomic_int refs;  /* the caller's, and each handle's that needs the client (abx__client_ref) */
+    abx_client *root; /* a tenant's client: the root whose state it uses (a reference); NULL: a root */
+    abx_quota_book *quota;           /* a root's: creates in flight per tenant (tenant.c) */
     char tenant[ABX_TENANT_MAX + 1]; /* "" : none (or a set) */
-    char **tenant_set;          /* abx_client_for_tenants: NULL-terminated; else NULL */
+    char **tenant_set;               /* abx_client_for_tenants: NULL-terminated; else NULL */
 };
 
 struct abx_sandbox {
     const abx_provider *ops;
-    char qualified[96];         /* "<provider>:<id>" */
-    abx_envd envd;              /* the data plane */
-    void *impl;                 /* the provider's own; freed by ops->free_impl */
-    char shell[16];             /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
+    char qualified[96];              /* "<provider>:<id>" */
+    abx_envd envd;                   /* the data plane */
+    void *impl;                      /* the provider's own; freed by ops->free_impl */
+    char shell[16];                  /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
     char tenant[ABX_TENANT_MAX + 1]; /* whom the provider recorded it for; "": nobody */
-    char *notes;                /* a remote provider's copy of the notes (JSON), or NULL; freed with the handle */
+    char *notes; /* a remote provider's copy of the notes (JSON), or NULL; freed with the handle */
 };
 
 /* One sandbox of a provider's list: its info and its recorded tenant. */
@@ -53,18 +53,20 @@ typedef struct abx__listed {
 } abx__listed;
 
 struct abx_provider {
-    const char *name;           /* the id prefix: "local" */
+    const char *name; /* the id prefix: "local" */
     /* id: the part after "<name>:". *out is a new handle (abx_sandbox_free). */
     int (*connect)(abx_client *c, const char *id, abx_sandbox **out, abx_error **err);
     int (*create)(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err);
     int (*get_info)(abx_sandbox *s, abx_sandbox_info *out, abx_error **err);
     /* Every sandbox the provider has (status_filter applied), whoever's:
      * sandbox.c filters by tenant, sorts and pages. *items: free(). */
-    int (*list)(abx_client *c, const char *status_filter, abx__listed **items, size_t *count, abx_error **err);
+    int (*list)(abx_client *c, const char *status_filter, abx__listed **items, size_t *count,
+                abx_error **err);
     int (*set_timeout)(abx_sandbox *s, unsigned seconds, abx_error **err);
     int (*kill)(abx_sandbox *s, abx_error **err);
-    int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
-                       unsigned wait_ms, abx_process_output *out, abx_error **err);
+    int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                       unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                       abx_error **err);
     void (*free_impl)(void *impl);
     /* Optional: pause (processes stopped, memory and files kept) or resume
      * with a new lifetime of timeout seconds (0: its last); E8001 when it
@@ -100,8 +102,8 @@ struct abx_provider {
     /* Optional: the data plane by named methods for a sandbox without envd
      * (an exec plugin's files.*): params (taken) gain the sandbox's id;
      * capability gates the call (E8004 when undeclared). */
-    int (*data_call)(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
-                     abx_error **err);
+    int (*data_call)(abx_sandbox *s, const char *capability, const char *method, json_t *params,
+                     json_t **result, abx_error **err);
     /* Optional: the notes given at create (*json: free()); a provider that
      * keeps them in s->notes leaves this NULL. */
     int (*notes)(abx_sandbox *s, char **json, abx_error **err);
@@ -149,7 +151,8 @@ int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const cha
                                json_t **result, abx_error **err);
 /* "K=V" pairs into obj (field names the error); env_names: keys must be
  * environment variable names. */
-int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names, abx_error **err);
+int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names,
+                         abx_error **err);
 /* The root client whose per-client state c uses (c itself for a root). */
 abx_client *abx__client_root(abx_client *c);
 /* A remote provider's create: metadata (an object, may be NULL) refusing

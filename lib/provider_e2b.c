@@ -73,10 +73,11 @@ static int check_config(e2b_client *ec, abx_error **err)
 {
     trim_slash(ec->base_url);
     if (strncmp(ec->base_url, "http://", 7) != 0 && strncmp(ec->base_url, "https://", 8) != 0)
-        return abx__error_set(err, ABX_ECONFIG,
-                              "provider '%s' has no API URL: set ABX_SANDBOX_BASE_URL or providers.%s.base_url "
-                              "(an http(s) URL)",
-                              ec->id, ec->id);
+        return abx__error_set(
+            err, ABX_ECONFIG,
+            "provider '%s' has no API URL: set ABX_SANDBOX_BASE_URL or providers.%s.base_url "
+            "(an http(s) URL)",
+            ec->id, ec->id);
     if (!ec->api_key[0])
         return abx__error_set(err, ABX_EAUTH,
                               "provider '%s' has no API key: set ABX_SANDBOX_API_KEY or 'abx config set "
@@ -163,7 +164,7 @@ static abx_epp_execs *e2b_task_table(abx_sandbox *s, abx_client **ref)
 /* ---- the REST calls --------------------------------------------------------------------- */
 
 typedef struct answer {
-    abx_buf body;       /* at most MAX_ANSWER */
+    abx_buf body; /* at most MAX_ANSWER */
     bool too_big;
     long retry_after;
     char next_token[128];
@@ -202,7 +203,8 @@ static int status_error(const e2b_client *ec, long status, abx_error **err)
     if (status == 404)
         return abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
     if (status == 429)
-        return abx__error_set(err, ABX_ELIMIT, "provider '%s' is rate limiting (429): try again later", ec->id);
+        return abx__error_set(err, ABX_ELIMIT, "provider '%s' is rate limiting (429): try again later",
+                              ec->id);
     if (status == 400 || status == 409 || status == 413)
         return abx__error_set(err, ABX_EINVAL, "provider '%s' refused the request (%ld)", ec->id, status);
     return abx__error_set(err, ABX_EPROVIDER, "provider '%s' failed (%ld)", ec->id, status);
@@ -226,7 +228,8 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         CURL *c = curl_easy_init();
         struct curl_slist *h = curl_slist_append(NULL, key);
         h = curl_slist_append(h, "Content-Type: application/json");
-        h = curl_slist_append(h, "User-Agent: abx/" "0.1");
+        h = curl_slist_append(h, "User-Agent: abx/"
+                                 "0.1");
         answer a = {.retry_after = -1};
         abx__buf_init(&a.body, MAX_ANSWER);
         curl_easy_setopt(c, CURLOPT_URL, url);
@@ -253,8 +256,8 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
             rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered more than %u MiB", ec->id,
                                 MAX_ANSWER >> 20);
         } else if (cc != CURLE_OK) {
-            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)", ec->id,
-                                cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
+            rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)",
+                                ec->id, cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
         } else if (status == 429 && attempt == 0 && a.retry_after >= 0 && a.retry_after <= 30) {
             sleep((unsigned)a.retry_after); /* honoured once */
             abx__buf_free(&a.body);
@@ -264,7 +267,8 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         } else if (a.body.len) {
             *out = json_loadb(a.body.data, a.body.len, 0, NULL);
             if (!*out)
-                rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered something that is not JSON", ec->id);
+                rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered something that is not JSON",
+                                    ec->id);
         }
         if (next_token)
             snprintf(next_token, nt_len, "%s", a.next_token);
@@ -295,7 +299,8 @@ static int handle_from(abx_client *c, json_t *doc, abx_sandbox **out, abx_error 
     e2b_client *ec = c->state;
     const char *sid = json_string_value(json_object_get(doc, "sandboxID"));
     if (!id_ok(sid))
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandboxID", ec->id);
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandboxID",
+                              ec->id);
     char qualified[160];
     snprintf(qualified, sizeof qualified, "%s:%s", ec->id, sid);
     abx_sandbox *s = abx__sandbox_new(&abx__provider_e2b, qualified);
@@ -362,9 +367,10 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
 {
     int rc = 0;
     if (o && o->options && o->options[0])
-        return abx__error_set(err, ABX_EINVAL, "--opt: provider '%s' takes no options", ((e2b_client *)c->state)->id);
-    json_t *body = json_pack("{s:s, s:i}", "templateID", o && o->template_id ? o->template_id : "base", "timeout",
-                             o && o->timeout_s ? (int)o->timeout_s : 300);
+        return abx__error_set(err, ABX_EINVAL, "--opt: provider '%s' takes no options",
+                              ((e2b_client *)c->state)->id);
+    json_t *body = json_pack("{s:s, s:i}", "templateID", o && o->template_id ? o->template_id : "base",
+                             "timeout", o && o->timeout_s ? (int)o->timeout_s : 300);
     json_t *meta = pairs(o ? o->metadata : NULL, "metadata", false, err, &rc);
     if (rc == 0 && !meta)
         meta = json_object();
@@ -382,7 +388,8 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
         rc = api(c->state, "POST", "/sandboxes", body, &doc, NULL, 0, err);
     if (rc == -ABX_ENOTFOUND) /* E2B's API: 404 for a template it does not have */
         rc = abx__error_set(err, ABX_ENOTFOUND, "provider '%s' has no template '%.64s'",
-                            ((e2b_client *)c->state)->id, json_string_value(json_object_get(body, "templateID")));
+                            ((e2b_client *)c->state)->id,
+                            json_string_value(json_object_get(body, "templateID")));
     json_decref(body);
     if (rc == 0)
         rc = handle_from(c, doc, out, err);
@@ -402,7 +409,8 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out, ch
              json_string_value(json_object_get(d, "sandboxID")) ?: "");
     snprintf(out->template_id, sizeof out->template_id, "%s",
              json_string_value(json_object_get(d, "templateID")) ?: "");
-    snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(d, "state")) ?: "running");
+    snprintf(out->status, sizeof out->status, "%s",
+             json_string_value(json_object_get(d, "state")) ?: "running");
     out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(d, "startedAt")));
     out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(d, "endAt")));
     out->cpu_count = (unsigned)json_integer_value(json_object_get(d, "cpuCount"));
@@ -440,13 +448,14 @@ static int e2b_list(abx_client *c, const char *status_filter, abx__listed **item
     int rc = 0;
     for (int page = 0; rc == 0 && page < MAX_LIST_PAGES; page++) {
         char path[400];
-        snprintf(path, sizeof path, "/v2/sandboxes?limit=100&state=%s%s%s", status_filter ? status_filter : "running,paused",
-                 token[0] ? "&nextToken=" : "", token);
+        snprintf(path, sizeof path, "/v2/sandboxes?limit=100&state=%s%s%s",
+                 status_filter ? status_filter : "running,paused", token[0] ? "&nextToken=" : "", token);
         json_t *doc = NULL;
         rc = api(c->state, "GET", path, NULL, &doc, token, sizeof token, err);
         size_t i;
         json_t *d;
-        json_array_foreach(doc, i, d) {
+        json_array_foreach(doc, i, d)
+        {
             if (n == cap) {
                 abx__listed *grown = realloc(all, (cap = cap ? cap * 2 : 64) * sizeof *all);
                 if (!grown)
@@ -457,7 +466,9 @@ static int e2b_list(abx_client *c, const char *status_filter, abx__listed **item
             n++;
         }
         json_decref(doc);
-        if (!token[0] || strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=") != strlen(token))
+        if (!token[0] ||
+            strspn(token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=") !=
+                strlen(token))
             break;
     }
     if (rc < 0) {
@@ -501,7 +512,8 @@ static int e2b_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **e
     e2b_sandbox *es = s->impl;
     char path[128];
     snprintf(path, sizeof path, "/sandboxes/%s/%s", es->id, pause ? "pause" : "connect");
-    json_t *body = pause ? json_object() : json_pack("{s:i}", "timeout", timeout ? (int)timeout : 300), *doc = NULL;
+    json_t *body = pause ? json_object() : json_pack("{s:i}", "timeout", timeout ? (int)timeout : 300),
+           *doc = NULL;
     abx_error *first = NULL;
     int rc = api(es->client->state, "POST", path, body, &doc, NULL, 0, &first);
     json_decref(body);
@@ -547,7 +559,8 @@ static int e2b_template_list(abx_client *c, json_t **json, abx_error **err)
     json_t *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(doc, i, t) {
+    json_array_foreach(doc, i, t)
+    {
         const char *id = json_string_value(json_object_get(t, "templateID"));
         if (!id)
             continue;
@@ -572,9 +585,11 @@ static int e2b_template_exists(abx_client *c, const char *name, abx_error **err)
     bool found = false;
     size_t i, j;
     json_t *t, *a;
-    json_array_foreach(list, i, t) {
+    json_array_foreach(list, i, t)
+    {
         found |= strcmp(json_string_value(json_object_get(t, "name")), name) == 0;
-        json_array_foreach(json_object_get(t, "aliases"), j, a) found |= json_is_string(a) && strcmp(json_string_value(a), name) == 0;
+        json_array_foreach(json_object_get(t, "aliases"), j, a) found |=
+            json_is_string(a) && strcmp(json_string_value(a), name) == 0;
     }
     json_decref(list);
     return found ? 0 : abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
@@ -585,8 +600,8 @@ static int e2b_features(abx_client *c, json_t **json, abx_error **err)
 {
     (void)c;
     (void)err;
-    *json = json_pack("[s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
-                      "exec.stream", "files.rw");
+    *json = json_pack("[s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause",
+                      "exec.run", "exec.stream", "files.rw");
     return 0;
 }
 

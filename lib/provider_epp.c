@@ -55,9 +55,10 @@ int abx__provider_epp_attach(abx_client *c, const char *id, abx_error **err)
     bool installed = json_object_get(index, id) != NULL;
     json_decref(index);
     if (!installed)
-        return abx__error_set(err, ABX_EPROVIDER,
-                              "provider '%.32s' (from %s) is neither built in nor installed (abx provider list)", id,
-                              c->source);
+        return abx__error_set(
+            err, ABX_EPROVIDER,
+            "provider '%.32s' (from %s) is neither built in nor installed (abx provider list)", id,
+            c->source);
     abx_manifest m;
     rc = abx__plugin_manifest_verified(id, &m, err);
     if (rc < 0)
@@ -145,7 +146,8 @@ static int handle_from(abx_client *c, json_t *record, abx_sandbox **out, abx_err
     const char *sid = json_string_value(json_object_get(record, "sandbox_id"));
     epp_client *ec = c->state;
     if (!sid || !*sid || strlen(sid) >= sizeof((epp_sandbox *)0)->sandbox_id || strchr(sid, '/'))
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandbox_id", ec->id);
+        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandbox_id",
+                              ec->id);
     char qualified[200];
     snprintf(qualified, sizeof qualified, "%s:%s", ec->id, sid);
     abx_sandbox *s = abx__sandbox_new(&abx__provider_epp, qualified);
@@ -172,7 +174,8 @@ static int epp_connect(abx_client *c, const char *id, abx_sandbox **out, abx_err
 {
     json_t *record = NULL;
     abx_error *first = NULL;
-    int rc = call(c, "sandbox.lifecycle", "sandbox.connect", json_pack("{s:s}", "sandbox_id", id), &record, &first);
+    int rc = call(c, "sandbox.lifecycle", "sandbox.connect", json_pack("{s:s}", "sandbox_id", id), &record,
+                  &first);
     if (rc == -ABX_ENOTSUP && abx_error_code(first) == ABX_ENOTSUP) { /* connect is optional: get */
         abx_error_free(first);
         first = NULL;
@@ -193,7 +196,8 @@ static json_t *null_or_int(unsigned v)
     return v ? json_integer(v) : json_null();
 }
 
-static json_t *pairs_or_null(const char *const *pairs, const char *field, bool env_names, abx_error **err, int *rc)
+static json_t *pairs_or_null(const char *const *pairs, const char *field, bool env_names, abx_error **err,
+                             int *rc)
 {
     if (!pairs)
         return json_null();
@@ -222,19 +226,21 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     json_t *params = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:n, s:n, s:n}", "template",
                                o && o->template_id ? json_string(o->template_id) : json_null(), "timeout",
                                null_or_int(o ? o->timeout_s : 0), "metadata", meta, "envs", envs, "cpu",
-                               null_or_int(o ? o->cpu_count : 0), "memory", null_or_int(o ? o->memory_mb : 0), "disk",
-                               "gpu", "request_timeout");
+                               null_or_int(o ? o->cpu_count : 0), "memory", null_or_int(o ? o->memory_mb : 0),
+                               "disk", "gpu", "request_timeout");
     if (o && o->options && o->options[0]) { /* options only when the caller set them */
         json_t *opts = json_object();
         rc = abx__pairs_to_object(o->options, opts, "--opt", false, err);
         const char *k;
         json_t *v;
-        json_object_foreach(opts, k, v) {
+        json_object_foreach(opts, k, v)
+        {
             if (rc == 0 && abx__plugin_config_secret(((epp_client *)c->state)->id, k))
-                rc = abx__error_set(err, ABX_EINVAL,
-                                    "--opt %s: a secret of this provider; set it with 'abx config set providers.%s.%s' "
-                                    "(read from stdin), never on the command line",
-                                    k, ((epp_client *)c->state)->id, k);
+                rc = abx__error_set(
+                    err, ABX_EINVAL,
+                    "--opt %s: a secret of this provider; set it with 'abx config set providers.%s.%s' "
+                    "(read from stdin), never on the command line",
+                    k, ((epp_client *)c->state)->id, k);
         }
         json_object_set_new(params, "options", opts);
         if (rc < 0) {
@@ -258,13 +264,16 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     return rc;
 }
 
-static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info *out, char tenant[ABX_TENANT_MAX + 1])
+static void info_from_record(const char *plugin_id, json_t *r, abx_sandbox_info *out,
+                             char tenant[ABX_TENANT_MAX + 1])
 {
     memset(out, 0, sizeof *out);
     snprintf(out->sandbox_id, sizeof out->sandbox_id, "%s:%s", plugin_id,
              json_string_value(json_object_get(r, "sandbox_id")) ?: "");
-    snprintf(out->template_id, sizeof out->template_id, "%s", json_string_value(json_object_get(r, "template")) ?: "");
-    snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(r, "status")) ?: "running");
+    snprintf(out->template_id, sizeof out->template_id, "%s",
+             json_string_value(json_object_get(r, "template")) ?: "");
+    snprintf(out->status, sizeof out->status, "%s",
+             json_string_value(json_object_get(r, "status")) ?: "running");
     out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "created_at")));
     out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(r, "expires_at")));
     json_t *m = json_object_get(r, "metadata");
@@ -279,8 +288,8 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     json_t *record = NULL;
-    int rc = call(es->client, "sandbox.lifecycle", "sandbox.get", json_pack("{s:s}", "sandbox_id", es->sandbox_id),
-                  &record, err);
+    int rc = call(es->client, "sandbox.lifecycle", "sandbox.get",
+                  json_pack("{s:s}", "sandbox_id", es->sandbox_id), &record, err);
     if (rc == 0)
         info_from_record(((epp_client *)es->client->state)->id, record, out, NULL);
     json_decref(record);
@@ -292,7 +301,8 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
 
 /* sandbox.list, page after page while the plugin gives a next_token (at
  * most LIST_PAGES_MAX pages, LIST_ITEMS_MAX sandboxes). */
-static int epp_list(abx_client *c, const char *status_filter, abx__listed **items, size_t *count, abx_error **err)
+static int epp_list(abx_client *c, const char *status_filter, abx__listed **items, size_t *count,
+                    abx_error **err)
 {
     abx__listed *all = NULL;
     size_t kept = 0, cap = 0;
@@ -307,7 +317,8 @@ static int epp_list(abx_client *c, const char *status_filter, abx__listed **item
         rc = call(c, "sandbox.lifecycle", "sandbox.list", params, &result, err);
         size_t i;
         json_t *r;
-        json_array_foreach(json_object_get(result, "sandboxes"), i, r) {
+        json_array_foreach(json_object_get(result, "sandboxes"), i, r)
+        {
             if (!json_is_object(r) || kept >= LIST_ITEMS_MAX)
                 continue;
             if (kept == cap) {
@@ -348,8 +359,9 @@ static int epp_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     json_t *result = NULL;
-    int rc = call(es->client, "sandbox.timeout", "sandbox.set_timeout",
-                  json_pack("{s:s, s:i}", "sandbox_id", es->sandbox_id, "timeout", (int)seconds), &result, err);
+    int rc =
+        call(es->client, "sandbox.timeout", "sandbox.set_timeout",
+             json_pack("{s:s, s:i}", "sandbox_id", es->sandbox_id, "timeout", (int)seconds), &result, err);
     json_decref(result);
     return rc;
 }
@@ -358,8 +370,8 @@ static int epp_kill(abx_sandbox *s, abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     json_t *result = NULL;
-    int rc = call(es->client, "sandbox.lifecycle", "sandbox.kill", json_pack("{s:s}", "sandbox_id", es->sandbox_id),
-                  &result, err);
+    int rc = call(es->client, "sandbox.lifecycle", "sandbox.kill",
+                  json_pack("{s:s}", "sandbox_id", es->sandbox_id), &result, err);
     if (rc == 0 && !json_is_true(json_object_get(result, "killed")))
         rc = abx__error_set(err, ABX_ENOTFOUND, "no such sandbox");
     json_decref(result);
@@ -369,7 +381,8 @@ static int epp_kill(abx_sandbox *s, abx_error **err)
 /* ---- processes: exec.run, exec.start and its events, process.* ---------------------- */
 
 /* exec.run's and exec.start's params (NULL with *rc and err set). */
-static json_t *exec_params(epp_sandbox *es, const char *command, const abx_exec_options *o, abx_error **err, int *rc)
+static json_t *exec_params(epp_sandbox *es, const char *command, const abx_exec_options *o, abx_error **err,
+                           int *rc)
 {
     json_t *envs = pairs_or_null(o ? o->envs : NULL, "envs", true, err, rc);
     if (*rc < 0) {
@@ -416,8 +429,8 @@ static bool timed_out_by_plugin(const abx_exec_options *o, int exit_code, unsign
 
 /* exec.run: the whole result in one answer; the call may take the
  * command's own timeout on top of the request timeout. */
-static int exec_run(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o, abx_exec_result *out,
-                    abx_error **err)
+static int exec_run(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o,
+                    abx_exec_result *out, abx_error **err)
 {
     int rc = 0;
     json_t *params = exec_params(es, command, o, err, &rc);
@@ -446,8 +459,8 @@ static int exec_run(epp_sandbox *es, abx_epp *e, const char *command, const abx_
 
 /* exec.start: *exec_id (caller's buffer) and *pid (0 when the plugin gave
  * none) of a command now running, its record claimed. */
-static int exec_start(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o, bool keep_stdin,
-                      char *exec_id, size_t id_len, int *pid, abx_error **err)
+static int exec_start(epp_sandbox *es, abx_epp *e, const char *command, const abx_exec_options *o,
+                      bool keep_stdin, char *exec_id, size_t id_len, int *pid, abx_error **err)
 {
     int rc = 0;
     json_t *params = exec_params(es, command, o, err, &rc);
@@ -463,15 +476,16 @@ static int exec_start(epp_sandbox *es, abx_epp *e, const char *command, const ab
     json_int_t p = json_integer_value(json_object_get(result, "pid"));
     *pid = p > 0 && p < 4194305 ? (int)p : 0;
     snprintf(exec_id, id_len, "%s", id ? id : "");
-    rc = id && *id && strlen(id) < id_len ? abx__epp_execs_claim(abx__epp_execs(e), id, *pid, o ? o->tag : NULL)
-                                          : -ABX_EPROVIDER;
+    rc = id && *id && strlen(id) < id_len
+             ? abx__epp_execs_claim(abx__epp_execs(e), id, *pid, o ? o->tag : NULL)
+             : -ABX_EPROVIDER;
     json_decref(result);
     if (rc == -ABX_ELIMIT)
         return abx__error_set(err, ABX_ELIMIT, "too many commands running through provider '%s' at once",
                               abx__epp_id(e));
     if (rc < 0)
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered exec.start without a usable exec_id",
-                              abx__epp_id(e));
+        return abx__error_set(err, ABX_EPROVIDER,
+                              "provider '%s' answered exec.start without a usable exec_id", abx__epp_id(e));
     return 0;
 }
 
@@ -533,8 +547,8 @@ static int kill_process(epp_sandbox *es, int pid)
 /* Waits for exec_id's events, giving its output to the caller as it comes,
  * until exec.exit; the command's timeout, a cancel and the plugin going
  * away end the wait too. */
-static int stream_until_exit(epp_sandbox *es, abx_epp *e, const char *exec_id, int pid, const abx_exec_options *o,
-                             abx_exec_result *out, abx_error **err)
+static int stream_until_exit(epp_sandbox *es, abx_epp *e, const char *exec_id, int pid,
+                             const abx_exec_options *o, abx_exec_result *out, abx_error **err)
 {
     abx_capbuf keep_out, keep_err;
     abx__capbuf_init(&keep_out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
@@ -620,8 +634,9 @@ static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options 
 {
     epp_sandbox *es = epp_of(s);
     if (o && o->pty)
-        return abx__error_set(err, ABX_ENOTSUP, "a terminal needs a sandbox with an envd data plane; provider '%s' "
-                                                "serves commands without one",
+        return abx__error_set(err, ABX_ENOTSUP,
+                              "a terminal needs a sandbox with an envd data plane; provider '%s' "
+                              "serves commands without one",
                               ((epp_client *)es->client->state)->id);
     abx_epp *e = NULL;
     int rc = plugin(es->client, NULL, &e, err);
@@ -634,35 +649,40 @@ static int epp_exec(abx_sandbox *s, const char *command, const abx_exec_options 
     else if (can_run)
         rc = exec_run(es, e, command, o, out, err);
     else
-        rc = abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare exec.run or exec.stream", abx__epp_id(e));
+        rc = abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare exec.run or exec.stream",
+                            abx__epp_id(e));
     abx__epp_stop(e);
     return rc;
 }
 
 /* A background task: exec.start; its output is kept by this client (the
  * plugin process's event table) for read_output. */
-static int epp_start(abx_sandbox *s, const char *command, const abx_exec_options *o, int *pid, abx_error **err)
+static int epp_start(abx_sandbox *s, const char *command, const abx_exec_options *o, int *pid,
+                     abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     abx_epp *e = NULL;
     int rc = plugin(es->client, "exec.stream", &e, err);
     if (rc == 0 && !abx__epp_has(e, "process.manage"))
-        rc = abx__error_set(err, ABX_ENOTSUP, "provider '%s' did not declare process.manage (background tasks need "
-                                              "exec.stream and process.manage)",
+        rc = abx__error_set(err, ABX_ENOTSUP,
+                            "provider '%s' did not declare process.manage (background tasks need "
+                            "exec.stream and process.manage)",
                             abx__epp_id(e));
     char exec_id[128];
     if (rc == 0)
         rc = exec_start(es, e, command, o, false, exec_id, sizeof exec_id, pid, err);
     if (rc == 0 && *pid <= 0) {
         abx__epp_execs_release(abx__epp_execs(e), exec_id);
-        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' started the task without a pid", abx__epp_id(e));
+        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' started the task without a pid",
+                            abx__epp_id(e));
     }
     abx__epp_stop(e);
     return rc;
 }
 
-static int epp_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset, unsigned long long stderr_offset,
-                           unsigned wait_ms, abx_process_output *out, abx_error **err)
+static int epp_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                           unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                           abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     abx_epp *e = NULL;
@@ -678,10 +698,11 @@ static int epp_read_output(abx_sandbox *s, int pid, unsigned long long stdout_of
         out->exit_code = -1;
         rc = 0;
     } else if (rc == -ABX_ENOTASK) {
-        rc = abx__error_set(err, ABX_ENOTASK,
-                            "no task %d here: a plugin's task output is kept by the abx process that started it "
-                            "(one MCP session), for as long as its plugin runs",
-                            pid);
+        rc = abx__error_set(
+            err, ABX_ENOTASK,
+            "no task %d here: a plugin's task output is kept by the abx process that started it "
+            "(one MCP session), for as long as its plugin runs",
+            pid);
     } else if (rc < 0) {
         rc = abx__error_set(err, -rc, "task output");
     }
@@ -709,8 +730,8 @@ static int epp_list_processes(abx_sandbox *s, char **json, abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     json_t *result = NULL;
-    int rc = call(es->client, "process.manage", "process.list", json_pack("{s:s}", "sandbox_id", es->sandbox_id),
-                  &result, err);
+    int rc = call(es->client, "process.manage", "process.list",
+                  json_pack("{s:s}", "sandbox_id", es->sandbox_id), &result, err);
     if (rc < 0)
         return rc;
     abx_epp *e = NULL;
@@ -718,7 +739,8 @@ static int epp_list_processes(abx_sandbox *s, char **json, abx_error **err)
     json_t *list = json_array();
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(result, "processes"), i, p) {
+    json_array_foreach(json_object_get(result, "processes"), i, p)
+    {
         json_int_t pid = json_integer_value(json_object_get(p, "pid"));
         const char *cmd = json_string_value(json_object_get(p, "cmd"));
         if (pid <= 0 || !cmd || json_array_size(list) >= 4096)
@@ -738,8 +760,8 @@ static int epp_list_processes(abx_sandbox *s, char **json, abx_error **err)
     return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
 }
 
-static int epp_data_call(abx_sandbox *s, const char *capability, const char *method, json_t *params, json_t **result,
-                         abx_error **err)
+static int epp_data_call(abx_sandbox *s, const char *capability, const char *method, json_t *params,
+                         json_t **result, abx_error **err)
 {
     epp_sandbox *es = epp_of(s);
     json_object_set_new(params, "sandbox_id", json_string(es->sandbox_id));
@@ -753,7 +775,8 @@ static int epp_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **e
     json_t *params = json_pack("{s:s}", "sandbox_id", es->sandbox_id), *record = NULL;
     if (!pause && timeout)
         json_object_set_new(params, "timeout", json_integer(timeout));
-    int rc = call(es->client, "sandbox.pause", pause ? "sandbox.pause" : "sandbox.resume", params, &record, err);
+    int rc =
+        call(es->client, "sandbox.pause", pause ? "sandbox.pause" : "sandbox.resume", params, &record, err);
     json_decref(record);
     return rc;
 }

@@ -47,10 +47,10 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
     c->quota = abx__quota_book_new();
     int rc = c->quota ? 0 : abx__error_set(err, ABX_ENOMEM, "client");
     if (rc == 0)
-        rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL, c->provider,
-                                   sizeof c->provider, &c->source, err);
+        rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL,
+                                   c->provider, sizeof c->provider, &c->source, err);
     if (rc == 0 && (strcmp(c->provider, "e2b") == 0 || strcmp(c->provider, "alicloud-express") == 0))
-        rc = abx__provider_e2b_attach(c, c->provider, err); /* E2B's protocol, built in */
+        rc = abx__provider_e2b_attach(c, c->provider, err);      /* E2B's protocol, built in */
     else if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
         rc = abx__provider_epp_attach(c, c->provider, err);
     else if (rc == 0 && c->ops->attach)
@@ -103,10 +103,22 @@ int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const 
     json_decref(policy);
     return rc;
 }
-const char *abx_client_provider(const abx_client *c) { return c->provider; }
-const char *abx_client_provider_source(const abx_client *c) { return c->source; }
-const char *abx_sandbox_id(const abx_sandbox *s) { return s->qualified; }
-const char *abx_sandbox_tenant(const abx_sandbox *s) { return s->tenant[0] ? s->tenant : NULL; }
+const char *abx_client_provider(const abx_client *c)
+{
+    return c->provider;
+}
+const char *abx_client_provider_source(const abx_client *c)
+{
+    return c->source;
+}
+const char *abx_sandbox_id(const abx_sandbox *s)
+{
+    return s->qualified;
+}
+const char *abx_sandbox_tenant(const abx_sandbox *s)
+{
+    return s->tenant[0] ? s->tenant : NULL;
+}
 
 abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified)
 {
@@ -131,7 +143,7 @@ void abx_sandbox_free(abx_sandbox *s)
 }
 
 int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names,
-                           abx_error **err)
+                         abx_error **err)
 {
     for (size_t i = 0; pairs && pairs[i]; i++) {
         const char *eq = strchr(pairs[i], '=');
@@ -206,8 +218,8 @@ static bool wants_network(const abx_create_options *o)
     char def[32];
     json_t *policy = NULL;
     if (abx__config_network_default(def, sizeof def, NULL) < 0 ||
-        abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL, def, &policy,
-                              NULL) < 0)
+        abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL, def,
+                              &policy, NULL) < 0)
         return false; /* the provider refuses it */
     bool on = strcmp(abx__net_policy_mode(policy), "none") != 0;
     json_decref(policy);
@@ -221,7 +233,8 @@ static int check_notes(const char *notes, abx_error **err)
     json_t *doc = strlen(notes) <= ABX_NOTES_MAX ? json_loads(notes, 0, NULL) : NULL;
     bool ok = json_is_object(doc);
     json_decref(doc);
-    return ok ? 0 : abx__error_set(err, ABX_EINVAL, "notes: a JSON object of at most %u bytes", ABX_NOTES_MAX);
+    return ok ? 0
+              : abx__error_set(err, ABX_EINVAL, "notes: a JSON object of at most %u bytes", ABX_NOTES_MAX);
 }
 
 int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
@@ -244,7 +257,7 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         return rc;
     rc = c->ops->create(c, o, out, err);
     if (rc == 0)
-        snprintf((*out)->tenant, sizeof (*out)->tenant, "%s", tenant);
+        snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
     abx__quota_release(c, networked);
     return rc;
 }
@@ -302,8 +315,8 @@ void abx_sandbox_info_list_free(abx_sandbox_info *items, size_t count)
     free(items);
 }
 
-int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset, abx_sandbox_info **items,
-             size_t *count, abx_error **err)
+int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned offset,
+             abx_sandbox_info **items, size_t *count, abx_error **err)
 {
     *items = NULL;
     *count = 0;
@@ -394,14 +407,14 @@ void abx_process_output_clear(abx_process_output *o)
 }
 
 /* A task this process follows (sandbox_envd.c's start_followed). */
-static int followed_output(abx_sandbox *s, int pid, unsigned long long so, unsigned long long se, unsigned wait_ms,
-                           abx_process_output *out, abx_error **err)
+static int followed_output(abx_sandbox *s, int pid, unsigned long long so, unsigned long long se,
+                           unsigned wait_ms, abx_process_output *out, abx_error **err)
 {
     abx_client *ref = NULL;
     abx_epp_execs *table = s->ops->task_table(s, &ref);
     char why[200] = "";
-    int rc = table ? abx__epp_execs_read(table, NULL, pid, so, se, wait_ms > 600000 ? 600000 : wait_ms, out, why,
-                                         sizeof why)
+    int rc = table ? abx__epp_execs_read(table, NULL, pid, so, se, wait_ms > 600000 ? 600000 : wait_ms, out,
+                                         why, sizeof why)
                    : -ABX_ENOMEM;
     abx_client_free(ref);
     if (rc == -ABX_EPROVIDER) { /* what came stays readable; the end is unknown */
@@ -410,8 +423,10 @@ static int followed_output(abx_sandbox *s, int pid, unsigned long long so, unsig
         return 0;
     }
     if (rc == -ABX_ENOTASK)
-        return abx__error_set(err, ABX_ENOTASK, "no task %d here: a task's output is kept by the abx process that "
-                                                "started it (one MCP session)", pid);
+        return abx__error_set(err, ABX_ENOTASK,
+                              "no task %d here: a task's output is kept by the abx process that "
+                              "started it (one MCP session)",
+                              pid);
     return rc < 0 ? abx__error_set(err, -rc, "task output") : 0;
 }
 
@@ -440,8 +455,8 @@ int abx_sandbox_port_url(abx_sandbox *s, unsigned port, char **url, abx_error **
     if (port < 1 || port > 65535)
         return abx__error_set(err, ABX_EINVAL, "port: expected 1-65535");
     json_t *result = NULL;
-    int rc = abx__sandbox_provider_call(s, "ports.url", "ports.url", json_pack("{s:i}", "port", (int)port), &result,
-                                        err);
+    int rc = abx__sandbox_provider_call(s, "ports.url", "ports.url", json_pack("{s:i}", "port", (int)port),
+                                        &result, err);
     const char *u = json_string_value(json_object_get(result, "url"));
     if (rc == 0 && (!u || (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)))
         rc = abx__error_set(err, ABX_EPROVIDER, "the provider answered ports.url without an http(s) url");
@@ -457,7 +472,8 @@ int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const cha
     *result = NULL;
     if (!s->ops->data_call) {
         json_decref(params);
-        return abx__error_set(err, ABX_ENOTSUP, "%s: provider '%s' has no such operation", method, s->ops->name);
+        return abx__error_set(err, ABX_ENOTSUP, "%s: provider '%s' has no such operation", method,
+                              s->ops->name);
     }
     return s->ops->data_call(s, capability, method, params, result, err);
 }
@@ -519,7 +535,8 @@ static int envd_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_e
     } else if (port == ABX_PORT_CODE && e->code_url[0]) {
         snprintf(out->url, sizeof out->url, "%s", e->code_url);
     } else {
-        return abx__error_set(err, ABX_ENOTSUP, "provider '%s': port %u cannot be relayed", s->ops->name, port);
+        return abx__error_set(err, ABX_ENOTSUP, "provider '%s': port %u cannot be relayed", s->ops->name,
+                              port);
     }
     snprintf(out->token, sizeof out->token, "%s", e->token);
     return 0;
@@ -537,7 +554,8 @@ int abx_sandbox_socket(abx_sandbox *s, int *fd, abx_error **err)
 {
     *fd = -1;
     if (!s->ops->socket)
-        return abx__error_set(err, ABX_ENOTSUP, "provider '%s' makes no sockets in its sandboxes: use its endpoint URL",
+        return abx__error_set(err, ABX_ENOTSUP,
+                              "provider '%s' makes no sockets in its sandboxes: use its endpoint URL",
                               s->ops->name);
     return s->ops->socket(s, fd, err);
 }

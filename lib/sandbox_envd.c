@@ -61,8 +61,8 @@ static bool terminal_size(int fd, unsigned *rows, unsigned *cols)
     return true;
 }
 
-static json_t *start_request(const char *const *argv, const abx_exec_options *o, bool want_stdin, abx_error **err,
-                             int *rc)
+static json_t *start_request(const char *const *argv, const abx_exec_options *o, bool want_stdin,
+                             abx_error **err, int *rc)
 {
     json_t *args = json_array();
     for (size_t i = 1; argv[i]; i++)
@@ -82,7 +82,8 @@ static json_t *start_request(const char *const *argv, const abx_exec_options *o,
     if (o && o->pty) {
         unsigned rows = 24, cols = 80;
         terminal_size(o->pty_fd, &rows, &cols);
-        json_object_set_new(req, "pty", json_pack("{s:{s:i, s:i}}", "size", "rows", (int)rows, "cols", (int)cols));
+        json_object_set_new(req, "pty",
+                            json_pack("{s:{s:i, s:i}}", "size", "rows", (int)rows, "cols", (int)cols));
     }
     return req;
 }
@@ -99,7 +100,7 @@ static void shell_argv(const abx_sandbox *s, const char *command, const char *ar
 typedef struct exec_state {
     abx_sandbox *sandbox;
     const abx_exec_options *opts;
-    pthread_t pump;             /* copies opts->stdin_fd to the command (with_stdin) */
+    pthread_t pump; /* copies opts->stdin_fd to the command (with_stdin) */
     bool pumping;
     atomic_bool stop_pump;
     bool (*should_cancel)(void *userdata);
@@ -108,7 +109,7 @@ typedef struct exec_state {
     bool ended;
     bool stop_at_start;
     bool cancelled_at_start; /* cancel came before the start event: stopped there */
-    abx_capbuf out, err; /* kept output: head and tail (base/bounds.h) */
+    abx_capbuf out, err;     /* kept output: head and tail (base/bounds.h) */
 } exec_state;
 
 /* Moves what st kept into its result (exec_state's buffers are empty after). */
@@ -136,7 +137,8 @@ static int signal_from_status(const char *status)
 /* The stdin pump: the caller's bytes to the command, then its stdin closed.
  * It polls so that it ends as soon as the command does (stop_pump), even
  * when the caller's input never ends. */
-static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err);
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len,
+                      abx_error **err);
 
 static void *stdin_pump(void *arg)
 {
@@ -185,7 +187,9 @@ static int exec_event(json_t *msg, void *ud)
     }
     json_t *data = json_object_get(ev, "data");
     if (data) {
-        const char *which = json_object_get(data, "stdout") ? "stdout" : json_object_get(data, "pty") ? "pty" : "stderr";
+        const char *which = json_object_get(data, "stdout") ? "stdout"
+                            : json_object_get(data, "pty")  ? "pty"
+                                                            : "stderr";
         char *raw = NULL;
         long len = abx__b64_decode(json_string_value(json_object_get(data, which)) ?: "", &raw);
         if (len >= 0) {
@@ -234,7 +238,8 @@ void abx_exec_result_clear(abx_exec_result *r)
 
 static int kill_pid(abx_sandbox *s, int pid)
 {
-    json_t *req = json_pack("{s:{s:{s:i}}, s:s}", "process", "selector", "pid", pid, "signal", "SIGNAL_SIGKILL");
+    json_t *req =
+        json_pack("{s:{s:{s:i}}, s:s}", "process", "selector", "pid", pid, "signal", "SIGNAL_SIGKILL");
     json_t *resp = NULL;
     int rc = abx__envd_unary(&s->envd, "/process.Process/SendSignal", NULL, req, &resp, NULL);
     json_decref(req);
@@ -276,7 +281,8 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
     if (!s->envd.base_url[0] && s->ops->exec && argv && argv[0] && argv[0][0]) {
         memset(out, 0, sizeof *out);
         char *command = quoted_command(argv);
-        int rc = command ? s->ops->exec(s, command, opts, out, err) : abx__error_set(err, ABX_ENOMEM, "command");
+        int rc =
+            command ? s->ops->exec(s, command, opts, out, err) : abx__error_set(err, ABX_ENOMEM, "command");
         free(command);
         return rc;
     }
@@ -299,8 +305,8 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
     abx__capbuf_init(&st.out, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     abx__capbuf_init(&st.err, ABX_BOUND_KEEP_HEAD, ABX_BOUND_KEEP_TAIL);
     unsigned deadline = opts->timeout_s ? opts->timeout_s * 1000u : 0;
-    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event, &st,
-                          opts->should_cancel ? exec_cancel : NULL, err);
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, deadline, exec_event,
+                          &st, opts->should_cancel ? exec_cancel : NULL, err);
     json_decref(req);
     if (st.pumping) {
         atomic_store(&st.stop_pump, true);
@@ -358,16 +364,16 @@ int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options
  * by abx_sandbox_read_output for as long as this client lives. */
 
 typedef struct follow_state {
-    atomic_int refs;            /* the starter's and the thread's */
-    abx_envd envd;              /* a copy: the handle may be freed before the task ends */
+    atomic_int refs; /* the starter's and the thread's */
+    abx_envd envd;   /* a copy: the handle may be freed before the task ends */
     json_t *req;
     char user[16];
     char tag[64];
     abx_epp_execs *table;
-    abx_client *client;         /* a reference: the table lives in its state */
+    abx_client *client; /* a reference: the table lives in its state */
     pthread_mutex_t mu;
     pthread_cond_t started;
-    int pid;                    /* > 0 once the start event came */
+    int pid; /* > 0 once the start event came */
     bool done;
     char exec_id[16];
 } follow_state;
@@ -389,7 +395,8 @@ static int follow_event(json_t *msg, void *ud)
 {
     follow_state *f = ud;
     json_t *ev = json_object_get(msg, "event");
-    json_t *start = json_object_get(ev, "start"), *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+    json_t *start = json_object_get(ev, "start"), *data = json_object_get(ev, "data"),
+           *end = json_object_get(ev, "end");
     if (start) {
         int pid = (int)json_integer_value(json_object_get(start, "pid"));
         snprintf(f->exec_id, sizeof f->exec_id, "%d", pid);
@@ -424,9 +431,11 @@ static int follow_event(json_t *msg, void *ud)
 static void *follow_main(void *arg)
 {
     follow_state *f = arg;
-    int rc = abx__envd_stream(&f->envd, "/process.Process/Start", f->user, f->req, 0, follow_event, f, NULL, NULL);
+    int rc =
+        abx__envd_stream(&f->envd, "/process.Process/Start", f->user, f->req, 0, follow_event, f, NULL, NULL);
     if (f->exec_id[0])
-        abx__epp_execs_end(f->table, f->exec_id, rc < 0 ? "the connection to the sandbox ended" : "its stream ended");
+        abx__epp_execs_end(f->table, f->exec_id,
+                           rc < 0 ? "the connection to the sandbox ended" : "its stream ended");
     pthread_mutex_lock(&f->mu);
     f->done = true;
     pthread_cond_broadcast(&f->started);
@@ -449,7 +458,8 @@ static int start_followed(abx_sandbox *s, json_t *req, const abx_exec_options *o
     f->table = s->ops->task_table(s, &f->client);
     snprintf(f->user, sizeof f->user, "%s", user_of(o->user) ? user_of(o->user) : "");
     snprintf(f->tag, sizeof f->tag, "%s", o->tag ? o->tag : "");
-    abx__envd_init(&f->envd, s->envd.base_url, s->envd.unix_socket[0] ? s->envd.unix_socket : NULL, s->envd.token);
+    abx__envd_init(&f->envd, s->envd.base_url, s->envd.unix_socket[0] ? s->envd.unix_socket : NULL,
+                   s->envd.token);
     abx__envd_route(&f->envd, s->envd.route_id, s->envd.code_url);
     pthread_t t;
     if (!f->table || pthread_create(&t, NULL, follow_main, f) != 0) {
@@ -496,8 +506,8 @@ int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, c
     abx_exec_result unused;
     memset(&unused, 0, sizeof unused);
     exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};
-    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st, NULL,
-                          err);
+    rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st,
+                          NULL, err);
     json_decref(req);
     if (rc < 0)
         return rc;
@@ -534,22 +544,25 @@ static int process_call(abx_sandbox *s, const char *method, json_t *req, abx_err
 int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
 {
     if (pid <= 0 || sig <= 0 || sig >= 65)
-        return abx__error_set(err, ABX_EINVAL, "signal: expected a process id and a signal number from 1 to 64");
+        return abx__error_set(err, ABX_EINVAL,
+                              "signal: expected a process id and a signal number from 1 to 64");
     if (!s->envd.base_url[0] && s->ops->signal)
         return s->ops->signal(s, pid, sig, err);
     return process_call(s, "/process.Process/SendSignal",
-                        json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig), err);
+                        json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig),
+                        err);
 }
 
 /* SendInput: bytes to a process's stdin, or ("pty") to its terminal. */
-static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len, abx_error **err)
+static int send_input(abx_sandbox *s, int pid, const char *kind, const void *data, size_t len,
+                      abx_error **err)
 {
     char *enc = abx__b64_encode(data, len);
     if (!enc)
         return abx__error_set(err, ABX_ENOMEM, "input");
-    int rc = process_call(s, "/process.Process/SendInput",
-                          json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", kind, enc),
-                          err);
+    int rc = process_call(
+        s, "/process.Process/SendInput",
+        json_pack("{s:{s:{s:i}}, s:{s:s}}", "process", "selector", "pid", pid, "input", kind, enc), err);
     free(enc);
     return rc;
 }
@@ -564,8 +577,8 @@ int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len
 int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
 {
     return process_call(s, "/process.Process/Update",
-                        json_pack("{s:{s:{s:i}}, s:{s:{s:i, s:i}}}", "process", "selector", "pid", pid, "pty", "size",
-                                  "rows", (int)rows, "cols", (int)cols),
+                        json_pack("{s:{s:{s:i}}, s:{s:{s:i, s:i}}}", "process", "selector", "pid", pid, "pty",
+                                  "size", "rows", (int)rows, "cols", (int)cols),
                         err);
 }
 
@@ -573,8 +586,8 @@ int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
 {
     if (!s->envd.base_url[0] && s->ops->send_input)
         return s->ops->send_input(s, pid, "", 0, true, err);
-    return process_call(s, "/process.Process/CloseStdin", json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid),
-                        err);
+    return process_call(s, "/process.Process/CloseStdin",
+                        json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid), err);
 }
 
 int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
@@ -658,8 +671,8 @@ static bool via_provider(const abx_sandbox *s)
     return !s->envd.base_url[0] && s->ops->data_call;
 }
 
-static int provider_call(abx_sandbox *s, const char *method, const char *user, json_t *params, json_t **result,
-                         abx_error **err)
+static int provider_call(abx_sandbox *s, const char *method, const char *user, json_t *params,
+                         json_t **result, abx_error **err)
 {
     if (user)
         if (user_of(user))
@@ -751,19 +764,19 @@ static json_t *envd_entry_from_plugin(json_t *e)
     for (int i = 0; i < 9; i++)
         perms[i + 1] = (mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
     perms[10] = '\0';
-    json_t *out = json_pack("{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
-                            type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
-                            json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"),
-                            "permissions", perms, "modifiedTime",
-                            json_object_get(e, json_object_get(e, "mtime") ? "mtime" : "modified_time"));
+    json_t *out = json_pack(
+        "{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
+        type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
+        json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"), "permissions", perms,
+        "modifiedTime", json_object_get(e, json_object_get(e, "mtime") ? "mtime" : "modified_time"));
     if (out && type && strcmp(type, "symlink") == 0)
         json_object_set_new(out, "symlinkTarget", json_string(""));
     return out;
 }
 
 /* envd's filesystem calls, served by the provider's files.* instead. */
-static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
-                                abx_error **err)
+static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *user, json_t *req,
+                                json_t **resp, abx_error **err)
 {
     const char *path = json_string_value(json_object_get(req, "path"));
     json_t *result = NULL;
@@ -774,7 +787,8 @@ static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *
             *resp = json_pack("{s:o}", "entry", envd_entry_from_plugin(result));
     } else if (strcmp(method, "/filesystem.Filesystem/ListDir") == 0) {
         rc = provider_call(s, "files.list", user,
-                           json_pack("{s:s, s:O}", "path", path, "depth", json_object_get(req, "depth")), &result, err);
+                           json_pack("{s:s, s:O}", "path", path, "depth", json_object_get(req, "depth")),
+                           &result, err);
         json_t *entries = json_array();
         size_t i;
         json_t *e;
@@ -785,11 +799,13 @@ static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *
         else
             json_decref(entries);
     } else if (strcmp(method, "/filesystem.Filesystem/MakeDir") == 0) {
-        rc = provider_call(s, "files.mkdir", user, json_pack("{s:s, s:b}", "path", path, "parents", 1), &result, err);
+        rc = provider_call(s, "files.mkdir", user, json_pack("{s:s, s:b}", "path", path, "parents", 1),
+                           &result, err);
         if (rc == 0)
             *resp = json_object();
     } else if (strcmp(method, "/filesystem.Filesystem/Remove") == 0) {
-        rc = provider_call(s, "files.remove", user, json_pack("{s:s, s:b}", "path", path, "recursive", 1), &result, err);
+        rc = provider_call(s, "files.remove", user, json_pack("{s:s, s:b}", "path", path, "recursive", 1),
+                           &result, err);
         if (rc == 0)
             *resp = json_object();
     } else if (strcmp(method, "/filesystem.Filesystem/Move") == 0) {
@@ -1033,13 +1049,16 @@ static json_t *entry_from_envd(json_t *e)
     const char *type = json_string_value(json_object_get(e, "type"));
     const char *size = json_string_value(json_object_get(e, "size"));
     json_t *target = json_object_get(e, "symlinkTarget");
-    json_t *out = json_pack("{s:O?, s:s, s:O?, s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "name", json_object_get(e, "name"),
-                            "type", target ? "symlink" : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir" : "file",
-                            "path", json_object_get(e, "path"), "size",
-                            (json_int_t)(size ? strtoll(size, NULL, 10) : json_integer_value(json_object_get(e, "size"))),
-                            "mode", json_object_get(e, "mode"), "permissions", json_object_get(e, "permissions"),
-                            "owner", json_object_get(e, "owner"), "group", json_object_get(e, "group"),
-                            "modified_time", json_object_get(e, "modifiedTime"));
+    json_t *out = json_pack(
+        "{s:O?, s:s, s:O?, s:I, s:O?, s:O?, s:O?, s:O?, s:O?}", "name", json_object_get(e, "name"), "type",
+        target                                             ? "symlink"
+        : type && strcmp(type, "FILE_TYPE_DIRECTORY") == 0 ? "dir"
+                                                           : "file",
+        "path", json_object_get(e, "path"), "size",
+        (json_int_t)(size ? strtoll(size, NULL, 10) : json_integer_value(json_object_get(e, "size"))), "mode",
+        json_object_get(e, "mode"), "permissions", json_object_get(e, "permissions"), "owner",
+        json_object_get(e, "owner"), "group", json_object_get(e, "group"), "modified_time",
+        json_object_get(e, "modifiedTime"));
     if (out && target) {
         json_object_set(out, "symlink_target", target);
         json_object_set_new(out, "target_type",
@@ -1052,16 +1071,16 @@ int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, con
                            abx_error **err)
 {
     json_t *resp = NULL;
-    int rc = fs_call(s, "/filesystem.Filesystem/ListDir", user,
-                     json_pack("{s:s, s:i}", "path", path && *path ? path : "/", "depth", (int)(depth ? depth : 1)),
-                     &resp, err);
+    int rc = fs_call(
+        s, "/filesystem.Filesystem/ListDir", user,
+        json_pack("{s:s, s:i}", "path", path && *path ? path : "/", "depth", (int)(depth ? depth : 1)), &resp,
+        err);
     if (rc < 0)
         return rc;
     json_t *entries = json_object_get(resp, "entries"), *list = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e)
-        json_array_append_new(list, entry_from_envd(e));
+    json_array_foreach(entries, i, e) json_array_append_new(list, entry_from_envd(e));
     *json = json_dumps(list, JSON_COMPACT);
     json_decref(list);
     json_decref(resp);
@@ -1093,11 +1112,13 @@ int abx_sandbox_mkdir(abx_sandbox *s, const char *path, const char *user, bool *
         return abx__error_set(err, ABX_EINVAL, "path: must not be empty");
     json_t *resp = NULL;
     abx_error *local_err = NULL;
-    int rc = fs_call(s, "/filesystem.Filesystem/MakeDir", user, json_pack("{s:s}", "path", path), &resp, &local_err);
+    int rc = fs_call(s, "/filesystem.Filesystem/MakeDir", user, json_pack("{s:s}", "path", path), &resp,
+                     &local_err);
     json_decref(resp);
     if (created)
         *created = rc == 0;
-    if (rc < 0 && abx_error_code(local_err) == ABX_EINVAL && strstr(abx_error_message(local_err), "already exists")) {
+    if (rc < 0 && abx_error_code(local_err) == ABX_EINVAL &&
+        strstr(abx_error_message(local_err), "already exists")) {
         abx_error_free(local_err);
         return 0;
     }

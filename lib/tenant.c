@@ -36,8 +36,8 @@ bool abx_tenant_valid(const char *t)
     if (!t || !*t || strlen(t) > ABX_TENANT_MAX)
         return false;
     for (const char *p = t; *p; p++) {
-        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-                  *p == '_' || *p == ':' || *p == '=' || *p == '-';
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  *p == '.' || *p == '_' || *p == ':' || *p == '=' || *p == '-';
         if (!ok)
             return false;
     }
@@ -94,7 +94,7 @@ int abx_client_for_tenant(abx_client *c, const char *tenant, abx_client **out, a
         return abx__error_set(err, ABX_EINVAL, "tenant: 1-%u bytes of [A-Za-z0-9._:=-]", ABX_TENANT_MAX);
     int rc = view_new(c, out, err);
     if (rc == 0)
-        snprintf((*out)->tenant, sizeof (*out)->tenant, "%s", tenant);
+        snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
     return rc;
 }
 
@@ -104,7 +104,8 @@ int abx_client_for_tenants(abx_client *c, const char *const *tenants, abx_client
     size_t n = 0;
     while (tenants && tenants[n] && n <= MAX_TENANT_SET)
         if (!abx_tenant_valid(tenants[n++]))
-            return abx__error_set(err, ABX_EINVAL, "tenants: each 1-%u bytes of [A-Za-z0-9._:=-]", ABX_TENANT_MAX);
+            return abx__error_set(err, ABX_EINVAL, "tenants: each 1-%u bytes of [A-Za-z0-9._:=-]",
+                                  ABX_TENANT_MAX);
     if (!c || n == 0 || n > MAX_TENANT_SET)
         return abx__error_set(err, ABX_EINVAL, "tenants: from 1 to %d of them", MAX_TENANT_SET);
     char **set = calloc(n + 1, sizeof *set);
@@ -168,8 +169,8 @@ int abx__tenant_for_create(const abx_client *c, const char **tenant, abx_error *
 int abx__remote_meta_put(const abx_client *c, const abx_create_options *o, json_t *metadata, abx_error **err)
 {
     if (json_object_get(metadata, ABX_TENANT_META_KEY) || json_object_get(metadata, ABX_NOTES_META_KEY))
-        return abx__error_set(err, ABX_EINVAL, "metadata: the keys %s and %s are abx's own", ABX_TENANT_META_KEY,
-                              ABX_NOTES_META_KEY);
+        return abx__error_set(err, ABX_EINVAL, "metadata: the keys %s and %s are abx's own",
+                              ABX_TENANT_META_KEY, ABX_NOTES_META_KEY);
     if (c->tenant[0])
         json_object_set_new(metadata, ABX_TENANT_META_KEY, json_string(c->tenant));
     if (o && o->notes_json && *o->notes_json)
@@ -273,7 +274,8 @@ static bool networked_info(const abx_sandbox_info *in)
 }
 
 /* The tenant's live sandboxes (and those with a network), by the provider's list. */
-static int count_live(abx_client *root, const char *tenant, unsigned *all, unsigned *networked, abx_error **err)
+static int count_live(abx_client *root, const char *tenant, unsigned *all, unsigned *networked,
+                      abx_error **err)
 {
     abx__listed *items = NULL;
     size_t n = 0;

@@ -53,8 +53,8 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
     if (strcmp(lang, "python") == 0 || strcmp(lang, "javascript") == 0) {
         bool py = lang[0] == 'p';
         if (!has_program(b, py ? "python3" : "node"))
-            return abx__error_set(err, ABX_ECMDNOTFOUND, "language %s: %s is not installed in the sandbox", lang,
-                                  py ? "python3" : "node");
+            return abx__error_set(err, ABX_ECMDNOTFOUND, "language %s: %s is not installed in the sandbox",
+                                  lang, py ? "python3" : "node");
         argv[0] = py ? "python3" : "node";
         argv[1] = py ? "-c" : "-e";
         argv[2] = req->code;
@@ -64,7 +64,8 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
         argv[2] = req->code;
     } else if (strcmp(lang, "r") == 0) {
         if (!has_program(b, "Rscript"))
-            return abx__error_set(err, ABX_ECMDNOTFOUND, "language r: Rscript is not installed in the sandbox");
+            return abx__error_set(err, ABX_ECMDNOTFOUND,
+                                  "language r: Rscript is not installed in the sandbox");
         argv[0] = "Rscript";
         argv[1] = "-e";
         argv[2] = req->code;
@@ -75,14 +76,18 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
             if (has_program(b, ts_runners[i]))
                 runner = ts_runners[i];
         if (!runner)
-            return abx__error_set(err, ABX_ECMDNOTFOUND,
-                                  "language typescript: no TypeScript runtime (tsx, ts-node, deno or bun) in the sandbox");
+            return abx__error_set(
+                err, ABX_ECMDNOTFOUND,
+                "language typescript: no TypeScript runtime (tsx, ts-node, deno or bun) in the sandbox");
         argv[0] = runner;
         argv[1] = strcmp(runner, "deno") == 0 ? "eval" : "-e";
         argv[2] = req->code;
     }
-    abx_exec_options o = {.cwd = req->cwd, .timeout_s = req->timeout_s, .keep_output = true,
-                          .should_cancel = req->should_cancel, .userdata = req->userdata,
+    abx_exec_options o = {.cwd = req->cwd,
+                          .timeout_s = req->timeout_s,
+                          .keep_output = true,
+                          .should_cancel = req->should_cancel,
+                          .userdata = req->userdata,
                           .save_output_after = req->save_after};
     abx_exec_result r;
     int rc = abx_sandbox_exec_argv(b->handle, argv, &o, &r, err);
@@ -135,11 +140,16 @@ static void stderr_with_error(abx_code_result *r, mcp_code_result *out)
     out->stderr_total = (size_t)r->stderr_total + (out->stderr_len - r->stderr_len);
 }
 
-static int run_in_interpreter(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
+static int run_in_interpreter(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out,
+                              abx_error **err)
 {
-    abx_code_options o = {.language = req->language, .cwd = req->cwd, .timeout_s = req->timeout_s,
-                          .fresh = !req->stateful, .save_output_after = req->save_after,
-                          .should_cancel = req->should_cancel, .userdata = req->userdata};
+    abx_code_options o = {.language = req->language,
+                          .cwd = req->cwd,
+                          .timeout_s = req->timeout_s,
+                          .fresh = !req->stateful,
+                          .save_output_after = req->save_after,
+                          .should_cancel = req->should_cancel,
+                          .userdata = req->userdata};
     abx_code_result r;
     int rc = abx_sandbox_run_code(b->handle, req->code, &o, &r, err);
     if (rc < 0)

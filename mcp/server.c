@@ -46,7 +46,7 @@ struct mcp_server {
     char name[64];
     bool initialized;
     bool ended;
-    char version[16];       /* the negotiated protocol version */
+    char version[16]; /* the negotiated protocol version */
     int log_level;
     inflight calls[MAX_INFLIGHT];
     int ncalls;
@@ -72,7 +72,8 @@ static void send_result(const mcp_sink *sink, json_t *id, json_t *result)
 /* id NULL: the message's id could not be read, so it is left out. */
 static void send_error(const mcp_sink *sink, json_t *id, int code, const char *message)
 {
-    json_t *msg = json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message", message);
+    json_t *msg =
+        json_pack("{s:s, s:{s:i, s:s}}", "jsonrpc", "2.0", "error", "code", code, "message", message);
     json_object_set(msg, "id", id ? id : json_null()); /* JSON-RPC: null when it could not be read */
     send_msg(sink, msg);
 }
@@ -160,12 +161,13 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
         if (strcmp(asked, supported_versions[i]) == 0)
             version = supported_versions[i];
     snprintf(s->version, sizeof s->version, "%s", version);
-    return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version,
-                     "capabilities", "tools", "listChanged", 0, "logging", "serverInfo", "name", s->name, "version",
-                     abx_version(), "title", "abx agent sandbox", "instructions",
-                     "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
-                     "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
-                     "creates are destroyed when it ends.");
+    return json_pack(
+        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
+        "tools", "listChanged", 0, "logging", "serverInfo", "name", s->name, "version", abx_version(),
+        "title", "abx agent sandbox", "instructions",
+        "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
+        "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
+        "creates are destroyed when it ends.");
 }
 
 typedef struct call_job {
@@ -173,7 +175,7 @@ typedef struct call_job {
     mcp_call call;
     json_t *id;
     json_t *params;
-    json_t *args;   /* the arguments object (an empty one when none came) */
+    json_t *args; /* the arguments object (an empty one when none came) */
     char name[130];
 } call_job;
 
@@ -295,7 +297,8 @@ static bool id_valid(json_t *id)
     return json_is_string(id) || json_is_integer(id);
 }
 
-static void handle_request(mcp_server *s, const char *method, json_t *id, json_t *params, const mcp_sink *sink)
+static void handle_request(mcp_server *s, const char *method, json_t *id, json_t *params,
+                           const mcp_sink *sink)
 {
     if (params && !json_is_object(params)) {
         send_error(sink, id, -32602, "Invalid params: params must be an object");

@@ -21,7 +21,7 @@ struct mcp_call;
 /* A set of tools. abx's fifteen (tools.c) are the default; the conformance
  * test server (tests/) brings its own. */
 typedef struct mcp_toolset {
-    json_t *(*list)(void);                                  /* tools/list; caller owns */
+    json_t *(*list)(void); /* tools/list; caller owns */
     bool (*exists)(const char *name);
     json_t *(*call)(struct mcp_call *call, const char *name); /* a CallToolResult */
 } mcp_toolset;

@@ -61,8 +61,8 @@ int mcp_session_init(mcp_session *s, const char *template_name, const char *prov
 
 /* Connects to an id the session did not create (libabx answers another
  * tenant's id as one that does not exist). */
-static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, abx_sandbox_info *info, bool *have_info,
-                            abx_error **err)
+static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, abx_sandbox_info *info,
+                            bool *have_info, abx_error **err)
 {
     *have_info = false;
     int rc = abx_sandbox_connect(s->client, id, out, err);

@@ -14,12 +14,12 @@
  * by the session's end). Reference-counted: a tool call holds a reference
  * for its duration. */
 typedef struct mcp_sandbox {
-    char id[96];              /* qualified */
+    char id[96]; /* qualified */
     char template_name[64];
     abx_sandbox *handle;
     bool owned;
-    unsigned renew_s;         /* renewal lifetime (owned only); 0: none */
-    uint64_t renewed_ms;      /* when it was last renewed (monotonic ms) */
+    unsigned renew_s;    /* renewal lifetime (owned only); 0: none */
+    uint64_t renewed_ms; /* when it was last renewed (monotonic ms) */
     int refs;
     bool killed;
 } mcp_sandbox;
@@ -31,7 +31,7 @@ typedef struct mcp_session {
     char template_name[64];
     mcp_sandbox *boxes[MCP_SESSION_MAX_SANDBOXES];
     int nboxes;
-    mcp_sandbox *default_box;  /* borrowed from boxes */
+    mcp_sandbox *default_box; /* borrowed from boxes */
     bool creating_default;
     bool ended;
     /* The tenant the session acts for ("" on STDIO: the user's own

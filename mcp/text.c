@@ -13,7 +13,8 @@
 #include <string.h>
 
 /* Builds the string head + marker + tail (each part may be empty). */
-static json_t *text_parts(const char *head, size_t head_len, const char *marker, const char *tail, size_t tail_len)
+static json_t *text_parts(const char *head, size_t head_len, const char *marker, const char *tail,
+                          size_t tail_len)
 {
     size_t mlen = strlen(marker);
     char *out = malloc(mlen + (head_len + tail_len) * 3 + 1);
@@ -35,7 +36,8 @@ json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated)
     if (truncated)
         *truncated = 0;
     if (len > max) {
-        snprintf(marker, sizeof marker, "[abx: output truncated: showing the last %zu of %zu bytes]\n", max, len);
+        snprintf(marker, sizeof marker, "[abx: output truncated: showing the last %zu of %zu bytes]\n", max,
+                 len);
         data += len - max;
         len = max;
         if (truncated)
@@ -89,8 +91,8 @@ int mcp_output_limit_get(size_t *limit, abx_error **err)
 /* data holds a stream's first cut bytes and its last len - cut (all of it
  * when total == len). Picks the first `head` and last `tail` bytes of the
  * stream that data still has. */
-static void pick_ends(size_t len, size_t cut, unsigned long long total, size_t head, size_t tail, size_t *head_n,
-                      size_t *tail_from)
+static void pick_ends(size_t len, size_t cut, unsigned long long total, size_t head, size_t tail,
+                      size_t *head_n, size_t *tail_from)
 {
     size_t head_avail = total > len ? cut : len;
     *head_n = head < head_avail ? head : head_avail;
@@ -99,8 +101,8 @@ static void pick_ends(size_t len, size_t cut, unsigned long long total, size_t h
     *tail_from = from > floor ? from : floor;
 }
 
-json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, const mcp_output_view *view,
-                        int *truncated)
+json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total,
+                        const mcp_output_view *view, int *truncated)
 {
     if (!data)
         data = "";
@@ -128,10 +130,11 @@ json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long 
                                                : "to read it all, run the command again with its output "
                                                  "redirected to a file and read that file in parts");
     char marker[512];
-    snprintf(marker, sizeof marker,
-             "\n[abx: output truncated: %llu bytes left out here; showing the first %zu and the last %zu of %llu "
-             "bytes; %s]\n",
-             total - shown, head_n, len - tail_from, total, where);
+    snprintf(
+        marker, sizeof marker,
+        "\n[abx: output truncated: %llu bytes left out here; showing the first %zu and the last %zu of %llu "
+        "bytes; %s]\n",
+        total - shown, head_n, len - tail_from, total, where);
     /* neither part starts or ends inside a multi-byte character */
     size_t head_len = head_n, start = head_n;
     while (start > 0 && head_n - start < 4 && ((unsigned char)data[start - 1] & 0xC0) == 0x80)

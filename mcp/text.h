@@ -34,8 +34,8 @@ typedef struct mcp_output_view {
 /* The view of a stream's kept output (base/bounds.h): data holds its first
  * cut bytes and its last len - cut, and total bytes were written in all.
  * Sets *truncated when bytes were left out. */
-json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total, const mcp_output_view *view,
-                        int *truncated);
+json_t *mcp_output_text(const char *data, size_t len, size_t cut, unsigned long long total,
+                        const mcp_output_view *view, int *truncated);
 /* The top-level "id" of a JSON-RPC message too long to parse, from its
  * first bytes (an id before any large member) or its last (an id as the
  * last member, as the MCP SDKs write it): a new integer or string, or NULL

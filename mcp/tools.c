@@ -79,8 +79,8 @@ static json_t *output_schema(json_t *declared, json_t *defs)
                         json_pack("{s:s, s:s}", "type", "boolean", "description",
                                   "True when the default sandbox had ended and this call ran in a new one"));
     json_object_set_new(props, "sandbox_replaced_reason", json_pack("{s:s}", "type", "string"));
-    json_t *schema = json_pack("{s:s, s:o, s:[{s:O}, {s:[s]}]}", "type", "object", "properties", props, "anyOf",
-                               "required", required ? required : json_array(), "required", "error");
+    json_t *schema = json_pack("{s:s, s:o, s:[{s:O}, {s:[s]}]}", "type", "object", "properties", props,
+                               "anyOf", "required", required ? required : json_array(), "required", "error");
     json_decref(success);
     return schema;
 }
@@ -106,9 +106,13 @@ static bool sandbox_has(const char *name)
 static void describe_languages(char *out, size_t len)
 {
     bool ts = sandbox_has("tsx") || sandbox_has("ts-node") || sandbox_has("deno") || sandbox_has("bun");
-    const struct { const char *lang; bool here; } l[] = {
-        {"python", sandbox_has("python3")}, {"javascript", sandbox_has("node")}, {"shell", sandbox_has("bash")},
-        {"typescript", ts}, {"r", sandbox_has("Rscript")},
+    const struct {
+        const char *lang;
+        bool here;
+    } l[] = {
+        {"python", sandbox_has("python3")}, {"javascript", sandbox_has("node")},
+        {"shell", sandbox_has("bash")},     {"typescript", ts},
+        {"r", sandbox_has("Rscript")},
     };
     char yes[96] = "", no[96] = "";
     for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
@@ -122,8 +126,8 @@ static void describe_languages(char *out, size_t len)
 
 static void describe_tools(char *out, size_t len)
 {
-    static const char *const tools[] = {"python3", "pip3", "node", "npm", "git", "curl", "wget", "make", "gcc",
-                                        "g++", "jq", "sqlite3", "rg", "zip", "unzip", "tar"};
+    static const char *const tools[] = {"python3", "pip3", "node", "npm",     "git", "curl", "wget",  "make",
+                                        "gcc",     "g++",  "jq",   "sqlite3", "rg",  "zip",  "unzip", "tar"};
     size_t used = (size_t)snprintf(out, len, "(This host: the sandbox has bash, coreutils");
     for (size_t i = 0; i < sizeof tools / sizeof tools[0] && used < len; i++)
         if (sandbox_has(tools[i]))
@@ -157,12 +161,13 @@ static json_t *described(json_t *description)
         limit = MCP_OUTPUT_LIMIT_DEFAULT;
     char policy[512], limit_text[24], langs[256], tools[512];
     snprintf(limit_text, sizeof limit_text, "%zu", limit);
-    snprintf(policy, sizeof policy,
-             "each stream up to %zu bytes is shown whole; a longer one as its first and last %zu bytes around a "
-             "note saying how many bytes were left out and which file in the sandbox holds all of it "
-             "(stdout_path, stderr_path: read it with read_file offset/length, or grep it). stdout_bytes and "
-             "stderr_bytes count everything written.",
-             limit, limit / 2);
+    snprintf(
+        policy, sizeof policy,
+        "each stream up to %zu bytes is shown whole; a longer one as its first and last %zu bytes around a "
+        "note saying how many bytes were left out and which file in the sandbox holds all of it "
+        "(stdout_path, stderr_path: read it with read_file offset/length, or grep it). stdout_bytes and "
+        "stderr_bytes count everything written.",
+        limit, limit / 2);
     describe_languages(langs, sizeof langs);
     describe_tools(tools, sizeof tools);
     json_t *a = with_value(description, "{output_policy}", policy);
@@ -202,7 +207,8 @@ static void build_tools(void)
     json_t *t;
     abx_limit_maxima max;
     abx_limit_maxima_get(&max);
-    json_array_foreach(json_object_get(doc, "tools"), i, t) {
+    json_array_foreach(json_object_get(doc, "tools"), i, t)
+    {
         bounds_from_constants(t);
         if (strcmp(json_string_value(json_object_get(t, "name")), "create_sandbox") == 0) {
             /* this host's bounds (lib/limits.c) */
@@ -210,9 +216,10 @@ static void build_tools(void)
             json_object_set_new(json_object_get(props, "cpu"), "maximum", json_integer(max.cpu_count));
             json_object_set_new(json_object_get(props, "memory"), "maximum", json_integer(max.memory_mb));
         }
-        json_t *tool = json_pack("{s:O, s:O, s:o, s:O, s:o, s:O}", "name", json_object_get(t, "name"), "title",
-                                 json_object_get(t, "title"), "description", described(json_object_get(t, "description")),
-                                 "inputSchema", json_object_get(t, "inputSchema"), "outputSchema",
+        json_t *tool = json_pack("{s:O, s:O, s:o, s:O, s:o, s:O}", "name", json_object_get(t, "name"),
+                                 "title", json_object_get(t, "title"), "description",
+                                 described(json_object_get(t, "description")), "inputSchema",
+                                 json_object_get(t, "inputSchema"), "outputSchema",
                                  output_schema(json_object_get(t, "outputSchema"), defs), "annotations",
                                  json_object_get(t, "annotations"));
         json_array_append_new(list, tool);
@@ -232,7 +239,8 @@ bool mcp_tool_exists(const char *name)
     pthread_once(&tools_once, build_tools);
     size_t i;
     json_t *t;
-    json_array_foreach(tools_cache, i, t) if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0) return true;
+    json_array_foreach(tools_cache, i,
+                       t) if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0) return true;
     return false;
 }
 
@@ -349,7 +357,8 @@ static bool fail_arg(arg_fail *f, const char *field, const char *rule)
 }
 
 /* Optional string: absent -> def. Present and not a string -> fail. */
-static bool arg_string(mcp_call *c, const char *name, bool required, const char *def, const char **out, arg_fail *f)
+static bool arg_string(mcp_call *c, const char *name, bool required, const char *def, const char **out,
+                       arg_fail *f)
 {
     json_t *v = json_object_get(c->args, name);
     if (!v || json_is_null(v)) {
@@ -364,8 +373,8 @@ static bool arg_string(mcp_call *c, const char *name, bool required, const char 
 
 /* Optional integer in [min, max] (JSON integers only: no booleans, strings
  * or reals). */
-static bool arg_int(mcp_call *c, const char *name, long long min, long long max, long long def, long long *out,
-                    bool required, arg_fail *f)
+static bool arg_int(mcp_call *c, const char *name, long long min, long long max, long long def,
+                    long long *out, bool required, arg_fail *f)
 {
     json_t *v = json_object_get(c->args, name);
     char rule[96];
@@ -408,12 +417,13 @@ static bool arg_envs(mcp_call *c, const char *name, char ***pairs, arg_fail *f)
     size_t n = 0;
     const char *k;
     json_t *val;
-    json_object_foreach(v, k, val) {
+    json_object_foreach(v, k, val)
+    {
         size_t klen = strlen(k);
         bool good = json_is_string(val) && klen > 0 && klen < 256 && (k[0] < '0' || k[0] > '9');
         for (size_t i = 0; good && i < klen; i++)
-            good = (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '0' && k[i] <= '9') ||
-                   k[i] == '_';
+            good = (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') ||
+                   (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
         if (!good) {
             for (size_t i = 0; i < n; i++)
                 free(p[i]);
@@ -443,15 +453,16 @@ static json_t *invalid(arg_fail *f)
     char message[256];
     snprintf(message, sizeof message, "%s %s", f->field ? f->field : "arguments",
              f->rule[0] ? f->rule : "is not valid");
-    return tool_error_hinted(ABX_EINVAL, f->field ? f->field : "arguments", message,
-                             "Fix the argument named in field as the message says; the tool's inputSchema gives "
-                             "every argument's type and range.");
+    return tool_error_hinted(
+        ABX_EINVAL, f->field ? f->field : "arguments", message,
+        "Fix the argument named in field as the message says; the tool's inputSchema gives "
+        "every argument's type and range.");
 }
 
 /* ---- progress, logging, cancellation ----------------------------------------- */
 
-static const char *const level_names[] = {"debug", "info", "notice", "warning", "error", "critical", "alert",
-                                          "emergency"};
+static const char *const level_names[] = {"debug", "info",     "notice", "warning",
+                                          "error", "critical", "alert",  "emergency"};
 
 int mcp_log_level_from_name(const char *name)
 {
@@ -475,19 +486,21 @@ void mcp_call_log(mcp_call *c, int level, const char *text)
 {
     if (level < c->log_level)
         return;
-    call_send(c, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message",
-                           "params", "level", level_names[level], "logger", "abx", "data", text));
+    call_send(c,
+              json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "jsonrpc", "2.0", "method", "notifications/message",
+                        "params", "level", level_names[level], "logger", "abx", "data", text));
 }
 
 void mcp_call_progress(mcp_call *c, double value, double total, const char *message)
 {
     if (!c->progress_token || atomic_load(&c->cancelled))
         return;
-    json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", c->progress_token, "progress", value, "message",
-                               message);
+    json_t *params = json_pack("{s:O, s:f, s:s}", "progressToken", c->progress_token, "progress", value,
+                               "message", message);
     if (total > 0)
         json_object_set_new(params, "total", json_real(total));
-    call_send(c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params", params));
+    call_send(c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params",
+                           params));
 }
 
 static void progress(mcp_call *c, const char *message)
@@ -543,8 +556,9 @@ static json_t *sandbox_meta(const abx_sandbox_info *i)
     return json_pack("{s:s, s:o, s:o, s:n, s:o, s:o, s:o, s:o, s:o}", "sandbox_id", i->sandbox_id, "template",
                      i->template_id[0] ? json_string(i->template_id) : json_null(), "status",
                      i->status[0] ? json_string(i->status) : json_null(), "region", "started_at",
-                     iso_time(i->started_at), "end_at", iso_time(i->end_at), "cpu_count", nullable_int(i->cpu_count),
-                     "memory_mb", nullable_int(i->memory_mb), "disk_size_mb", nullable_int(i->disk_size_mb));
+                     iso_time(i->started_at), "end_at", iso_time(i->end_at), "cpu_count",
+                     nullable_int(i->cpu_count), "memory_mb", nullable_int(i->memory_mb), "disk_size_mb",
+                     nullable_int(i->disk_size_mb));
 }
 
 /* ---- handlers ------------------------------------------------------------------ */
@@ -575,8 +589,9 @@ static bool arg_network(mcp_call *c, abx_net_egress *out, arg_fail *f)
     if (net && !json_is_object(net))
         return fail_arg(f, "network", "must be an object {allow_out: [...], deny_out: [...]}");
     abx_error *err = NULL;
-    if (abx__net_egress_from_e2b(json_object_get(c->args, "allow_internet_access"), json_object_get(net, "allow_out"),
-                                 json_object_get(net, "deny_out"), out, &err) == 0)
+    if (abx__net_egress_from_e2b(json_object_get(c->args, "allow_internet_access"),
+                                 json_object_get(net, "allow_out"), json_object_get(net, "deny_out"), out,
+                                 &err) == 0)
         return true;
     fail_arg(f, "network", abx_error_message(err));
     abx_error_free(err);
@@ -597,14 +612,17 @@ static json_t *tool_create_sandbox(mcp_call *c)
     char **envs = NULL;
     abx_limit_maxima max;
     abx_limit_maxima_get(&max);
-    if (!arg_string(c, "template", false, NULL, &tmpl, &f) || (tmpl && !*tmpl && !fail_arg(&f, "template", "must not be empty")) ||
-        !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 300, &timeout, false, &f) || !arg_envs(c, "envs", &envs, &f) ||
-        !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
+    if (!arg_string(c, "template", false, NULL, &tmpl, &f) ||
+        (tmpl && !*tmpl && !fail_arg(&f, "template", "must not be empty")) ||
+        !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 300, &timeout, false, &f) ||
+        !arg_envs(c, "envs", &envs, &f) || !arg_int(c, "cpu", 1, max.cpu_count, 0, &cpu, false, &f) ||
         !arg_int(c, "memory", 16, max.memory_mb, 0, &memory, false, &f) ||
-        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f) ||
+        !arg_string(c, "provider", false, NULL, &provider, &f) ||
+        !arg_string(c, "region", false, NULL, &region, &f) ||
         (tmpl && *tmpl && !template_known(c, tmpl) &&
-         !fail_arg(&f, "template", "must be a template the provider has: base, code-interpreter-v1 or one "
-                                   "'abx template list' shows"))) {
+         !fail_arg(&f, "template",
+                   "must be a template the provider has: base, code-interpreter-v1 or one "
+                   "'abx template list' shows"))) {
         free_pairs(envs); /* envs may have been parsed before a later field failed */
         return invalid(&f);
     }
@@ -618,9 +636,14 @@ static json_t *tool_create_sandbox(mcp_call *c)
         abx__net_egress_free(&net);
         return invalid(&f);
     }
-    mcp_create_args a = {.template_name = tmpl, .timeout_s = (unsigned)timeout, .envs = (const char *const *)envs,
-                         .cpu = (unsigned)cpu, .memory_mb = (unsigned)memory, .network = net.mode,
-                         .allow_out = (const char *const *)net.allow, .deny_out = (const char *const *)net.deny};
+    mcp_create_args a = {.template_name = tmpl,
+                         .timeout_s = (unsigned)timeout,
+                         .envs = (const char *const *)envs,
+                         .cpu = (unsigned)cpu,
+                         .memory_mb = (unsigned)memory,
+                         .network = net.mode,
+                         .allow_out = (const char *const *)net.allow,
+                         .deny_out = (const char *const *)net.deny};
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     progress(c, "creating the sandbox");
@@ -630,8 +653,8 @@ static json_t *tool_create_sandbox(mcp_call *c)
     if (rc < 0)
         return failure_of(err, rc);
     mcp_call_log(c, 1, "sandbox created");
-    json_t *r = json_pack("{s:s, s:s, s:n, s:s, s:i}", "sandbox_id", b->id, "status", "running", "url", "template",
-                          b->template_name, "timeout", (int)timeout);
+    json_t *r = json_pack("{s:s, s:s, s:n, s:s, s:i}", "sandbox_id", b->id, "status", "running", "url",
+                          "template", b->template_name, "timeout", (int)timeout);
     mcp_session_release(c->session, b);
     return ok(r);
 }
@@ -643,16 +666,20 @@ static json_t *tool_create_sandbox(mcp_call *c)
 static json_t *rich_results(json_t *results, json_t *images)
 {
     static const char *const text_forms[] = {"text", "html", "markdown", "svg", "latex"};
-    static const struct { const char *key, *mime; } image_forms[] = {{"png", "image/png"}, {"jpeg", "image/jpeg"}};
+    static const struct {
+        const char *key, *mime;
+    } image_forms[] = {{"png", "image/png"}, {"jpeg", "image/jpeg"}};
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(results, i, r) {
+    json_array_foreach(results, i, r)
+    {
         json_t *e = json_pack("{s:b}", "is_main_result", json_is_true(json_object_get(r, "is_main_result")));
         for (size_t k = 0; k < sizeof text_forms / sizeof text_forms[0]; k++) {
             const char *v = json_string_value(json_object_get(r, text_forms[k]));
             if (v)
-                json_object_set_new(e, text_forms[k], mcp_text(v, strlen(v), ABX_BOUND_RESULT_TEXT_STRING, NULL));
+                json_object_set_new(e, text_forms[k],
+                                    mcp_text(v, strlen(v), ABX_BOUND_RESULT_TEXT_STRING, NULL));
         }
         json_t *j = json_object_get(r, "json");
         if (j && !json_is_null(j))
@@ -663,8 +690,8 @@ static json_t *rich_results(json_t *results, json_t *images)
                 continue;
             json_object_set_new(e, "image", json_integer((json_int_t)json_array_size(images)));
             json_object_set_new(e, "mime_type", json_string(image_forms[k].mime));
-            json_array_append_new(images, json_pack("{s:s, s:s, s:s}", "type", "image", "data", data, "mimeType",
-                                                    image_forms[k].mime));
+            json_array_append_new(images, json_pack("{s:s, s:s, s:s}", "type", "image", "data", data,
+                                                    "mimeType", image_forms[k].mime));
         }
         json_array_append_new(out, e);
     }
@@ -686,8 +713,9 @@ static json_t *tool_run_code(mcp_call *c)
     arg_fail f = {0};
     const char *code, *lang, *id;
     long long timeout;
-    if (!arg_string(c, "code", true, NULL, &code, &f) || !arg_string(c, "language", false, "python", &lang, &f) ||
-        !arg_id(c, &id, &f) || !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 30, &timeout, false, &f))
+    if (!arg_string(c, "code", true, NULL, &code, &f) ||
+        !arg_string(c, "language", false, "python", &lang, &f) || !arg_id(c, &id, &f) ||
+        !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 30, &timeout, false, &f))
         return invalid(&f);
     static const char *const langs[] = {"python", "javascript", "shell", "typescript", "r"};
     bool known = false;
@@ -700,21 +728,26 @@ static json_t *tool_run_code(mcp_call *c)
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return failure_of(err, rc);
-    mcp_code_request req = {.language = lang, .code = code, .timeout_s = (unsigned)timeout,
-                            .stateful = strcmp(b->template_name, "code-interpreter-v1") == 0, .cwd = "/app",
+    mcp_code_request req = {.language = lang,
+                            .code = code,
+                            .timeout_s = (unsigned)timeout,
+                            .stateful = strcmp(b->template_name, "code-interpreter-v1") == 0,
+                            .cwd = "/app",
                             .save_after = c->session->output_limit,
-                            .should_cancel = cancelled, .userdata = c};
+                            .should_cancel = cancelled,
+                            .userdata = c};
     mcp_code_result r;
     progress(c, "running");
     rc = mcp_run_code(b, &req, &r, &err);
     mcp_session_release(c->session, b);
     if (rc == -ABX_ECMDNOTFOUND && (strcmp(lang, "typescript") == 0 || strcmp(lang, "r") == 0)) {
         abx_error_free(err);
-        return tool_error_with(ABX_ECMDNOTFOUND, "language",
-                               strcmp(lang, "r") == 0
-                                   ? "language r needs Rscript in the sandbox, and it is not installed"
-                                   : "language typescript needs a TypeScript runtime (tsx, ts-node, deno or bun) "
-                                     "in the sandbox, and none is installed");
+        return tool_error_with(
+            ABX_ECMDNOTFOUND, "language",
+            strcmp(lang, "r") == 0
+                ? "language r needs Rscript in the sandbox, and it is not installed"
+                : "language typescript needs a TypeScript runtime (tsx, ts-node, deno or bun) "
+                  "in the sandbox, and none is installed");
     }
     if (rc < 0)
         return failure_of(err, rc);
@@ -724,17 +757,18 @@ static json_t *tool_run_code(mcp_call *c)
     size_t limit = c->session->output_limit;
     mcp_output_view vo = {.limit = limit, .saved_path = r.stdout_path},
                     ve = {.limit = limit, .saved_path = r.stderr_path},
-                    vr = {.limit = limit, .how_to_read_all = "to read it all, assign the value to a variable and "
-                                                              "print it in parts, or write it to a file"};
-    json_t *out = json_pack("{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout",
-                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out),
-                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err),
-                            "exit_code",
-                            r.exit_code, "output_files", r.output_files, "result",
-                            r.result ? mcp_output_text(r.result, strlen(r.result), strlen(r.result), strlen(r.result),
-                                                       &vr, &t_res)
-                                     : json_null(),
-                            "timed_out", r.timed_out);
+                    vr = {.limit = limit,
+                          .how_to_read_all = "to read it all, assign the value to a variable and "
+                                             "print it in parts, or write it to a file"};
+    json_t *out = json_pack(
+        "{s:o, s:o, s:i, s:O, s:o, s:b}", "stdout",
+        mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out), "stderr",
+        mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err), "exit_code",
+        r.exit_code, "output_files", r.output_files, "result",
+        r.result
+            ? mcp_output_text(r.result, strlen(r.result), strlen(r.result), strlen(r.result), &vr, &t_res)
+            : json_null(),
+        "timed_out", r.timed_out);
     json_object_set_new(out, "truncated", json_boolean(t_out || t_err || t_res));
     set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)r.stdout_total));
@@ -744,8 +778,9 @@ static json_t *tool_run_code(mcp_call *c)
     if (r.state_reset) {
         char reason[400];
         snprintf(reason, sizeof reason, "%s%svariables, functions and imports from earlier calls are gone",
-                 r.state_reset_reason[0] ? r.state_reset_reason : "the previous kernel for this language died or "
-                                                                  "was stopped",
+                 r.state_reset_reason[0] ? r.state_reset_reason
+                                         : "the previous kernel for this language died or "
+                                           "was stopped",
                  ": ");
         json_object_set_new(out, "state_reset", json_true());
         json_object_set_new(out, "state_reset_reason", json_string(reason));
@@ -765,8 +800,10 @@ static json_t *tool_run_command(mcp_call *c)
     arg_fail f = {0};
     const char *command, *id, *cwd;
     long long timeout;
-    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
-        !arg_id(c, &id, &f) || !arg_string(c, "cwd", false, NULL, &cwd, &f) || (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
+    if (!arg_string(c, "command", true, NULL, &command, &f) ||
+        (!*command && !fail_arg(&f, "command", "must not be empty")) || !arg_id(c, &id, &f) ||
+        !arg_string(c, "cwd", false, NULL, &cwd, &f) ||
+        (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
         !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 60, &timeout, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
@@ -774,10 +811,15 @@ static json_t *tool_run_command(mcp_call *c)
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
         return failure_of(err, rc);
-    abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .timeout_s = (unsigned)timeout, .keep_output = true,
+    abx_exec_options o = {.cwd = cwd,
+                          .default_cwd = "/app",
+                          .timeout_s = (unsigned)timeout,
+                          .keep_output = true,
                           .on_stdout = c->progress_token ? on_output : NULL,
-                          .on_stderr = c->progress_token ? on_output : NULL, .userdata = c,
-                          .should_cancel = cancelled, .save_output_after = c->session->output_limit};
+                          .on_stderr = c->progress_token ? on_output : NULL,
+                          .userdata = c,
+                          .should_cancel = cancelled,
+                          .save_output_after = c->session->output_limit};
     abx_exec_result r;
     progress(c, "running");
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
@@ -787,11 +829,12 @@ static json_t *tool_run_command(mcp_call *c)
     int t_out = 0, t_err = 0;
     mcp_output_view vo = {.limit = c->session->output_limit, .saved_path = r.stdout_path},
                     ve = {.limit = c->session->output_limit, .saved_path = r.stderr_path};
-    json_t *out = json_pack("{s:o, s:o, s:i, s:b, s:I, s:I}", "stdout",
-                            mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out),
-                            "stderr", mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err),
-                            "exit_code", r.exit_code, "timed_out", r.timed_out, "stdout_bytes",
-                            (json_int_t)r.stdout_total, "stderr_bytes", (json_int_t)r.stderr_total);
+    json_t *out = json_pack(
+        "{s:o, s:o, s:i, s:b, s:I, s:I}", "stdout",
+        mcp_output_text(r.stdout_data, r.stdout_len, r.stdout_cut, r.stdout_total, &vo, &t_out), "stderr",
+        mcp_output_text(r.stderr_data, r.stderr_len, r.stderr_cut, r.stderr_total, &ve, &t_err), "exit_code",
+        r.exit_code, "timed_out", r.timed_out, "stdout_bytes", (json_int_t)r.stdout_total, "stderr_bytes",
+        (json_int_t)r.stderr_total);
     json_object_set_new(out, "truncated", json_boolean(t_out || t_err));
     set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     abx_exec_result_clear(&r);
@@ -822,7 +865,8 @@ static json_t *tool_read_file(mcp_call *c)
     arg_fail f = {0};
     const char *path, *id, *enc;
     long long offset, length;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) ||
+        (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f) ||
         !arg_string(c, "encoding", false, "utf-8", &enc, &f) ||
         !arg_int(c, "offset", 0, (1ll << 53), 0, &offset, false, &f) ||
         !arg_int(c, "length", 1, FILE_MAX, 0, &length, false, &f))
@@ -845,8 +889,8 @@ static json_t *tool_read_file(mcp_call *c)
     if (cut) { /* the first half from offset, and the file's last half-limit */
         tail_from = size - (limit - limit / 2);
         head_len = limit / 2;
-        rc = abx_sandbox_read_file_range(b->handle, path, NULL, tail_from, limit - limit / 2, &tail, &tail_len,
-                                         &size, &err);
+        rc = abx_sandbox_read_file_range(b->handle, path, NULL, tail_from, limit - limit / 2, &tail,
+                                         &tail_len, &size, &err);
     }
     mcp_session_release(c->session, b);
     if (rc < 0) {
@@ -862,18 +906,20 @@ static json_t *tool_read_file(mcp_call *c)
             memcpy(both + head_len, tail, tail_len);
         }
         char how[200];
-        snprintf(how, sizeof how, "read the part left out with read_file offset=%llu length=N (up to %u bytes a call)",
+        snprintf(how, sizeof how,
+                 "read the part left out with read_file offset=%llu length=N (up to %u bytes a call)",
                  (unsigned long long)offset + head_len, FILE_MAX);
         mcp_output_view v = {.limit = limit, .how_to_read_all = how};
-        content = both ? mcp_output_text(both, head_len + tail_len, head_len, size - (unsigned long long)offset, &v, NULL)
+        content = both ? mcp_output_text(both, head_len + tail_len, head_len,
+                                         size - (unsigned long long)offset, &v, NULL)
                        : json_string("");
         free(both);
     } else {
         content = mcp_text(head, head_len, FILE_MAX, NULL);
     }
-    json_t *out = json_pack("{s:o, s:I, s:I, s:I, s:b}", "content", content, "size", (json_int_t)size, "offset",
-                            (json_int_t)offset, "length", (json_int_t)(cut ? size - (unsigned long long)offset : shown),
-                            "truncated", cut);
+    json_t *out = json_pack("{s:o, s:I, s:I, s:I, s:b}", "content", content, "size", (json_int_t)size,
+                            "offset", (json_int_t)offset, "length",
+                            (json_int_t)(cut ? size - (unsigned long long)offset : shown), "truncated", cut);
     abx_free(head);
     abx_free(tail);
     return ok(out);
@@ -897,7 +943,8 @@ static json_t *tool_write_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *content, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) ||
+        (!*path && !fail_arg(&f, "path", "must not be empty")) ||
         !arg_string(c, "content", true, NULL, &content, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
     size_t len = json_string_length(json_object_get(c->args, "content"));
@@ -909,8 +956,9 @@ static json_t *tool_list_files(mcp_call *c)
     arg_fail f = {0};
     const char *path, *id;
     long long depth;
-    if (!arg_string(c, "path", false, "/app", &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
-        !arg_id(c, &id, &f) || !arg_int(c, "depth", 1, 5, 1, &depth, false, &f))
+    if (!arg_string(c, "path", false, "/app", &path, &f) ||
+        (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f) ||
+        !arg_int(c, "depth", 1, 5, 1, &depth, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
@@ -926,7 +974,8 @@ static json_t *tool_list_files(mcp_call *c)
     abx_free(text);
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *target = json_string_value(json_object_get(e, "symlink_target"));
         json_t *entry = json_pack("{s:O, s:O, s:O, s:O}", "name", json_object_get(e, "name"), "path",
                                   json_object_get(e, "path"), "type", json_object_get(e, "type"), "size",
@@ -955,7 +1004,8 @@ static json_t *tool_kill_sandbox(mcp_call *c)
 
 /* Appends to arr a page of the sandboxes the session's client sees (its
  * tenant's only: libabx filters). */
-static int list_visible(mcp_session *ses, const char *status, size_t limit, size_t offset, json_t *arr, abx_error **err)
+static int list_visible(mcp_session *ses, const char *status, size_t limit, size_t offset, json_t *arr,
+                        abx_error **err)
 {
     abx_sandbox_info *items = NULL;
     size_t n = 0;
@@ -971,14 +1021,17 @@ static json_t *tool_list_sandboxes(mcp_call *c)
     arg_fail f = {0};
     const char *status, *provider, *region;
     long long limit, offset;
-    if (!arg_string(c, "status", false, NULL, &status, &f) || !arg_int(c, "limit", 1, ABX_LIST_LIMIT_MAX, 100, &limit, false, &f) ||
+    if (!arg_string(c, "status", false, NULL, &status, &f) ||
+        !arg_int(c, "limit", 1, ABX_LIST_LIMIT_MAX, 100, &limit, false, &f) ||
         !arg_int(c, "offset", 0, 1000000000, 0, &offset, false, &f) ||
-        !arg_string(c, "provider", false, NULL, &provider, &f) || !arg_string(c, "region", false, NULL, &region, &f))
+        !arg_string(c, "provider", false, NULL, &provider, &f) ||
+        !arg_string(c, "region", false, NULL, &region, &f))
         return invalid(&f);
     if (status && strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
         return invalid(&(arg_fail){"status", "must be running or paused"});
     if (provider && strcmp(provider, abx_client_provider(c->session->client)) != 0)
-        return tool_error(ABX_EPROVIDER, "provider"); /* one provider per server: the one it was started with */
+        return tool_error(ABX_EPROVIDER,
+                          "provider"); /* one provider per server: the one it was started with */
     json_t *arr = json_array();
     abx_error *err = NULL;
     int rc = list_visible(c->session, status, (size_t)limit, (size_t)offset, arr, &err);
@@ -986,7 +1039,8 @@ static json_t *tool_list_sandboxes(mcp_call *c)
         json_decref(arr);
         return failure_of(err, rc);
     }
-    return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset", (json_int_t)offset));
+    return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset",
+                        (json_int_t)offset));
 }
 
 static json_t *tool_get_sandbox(mcp_call *c)
@@ -1020,14 +1074,16 @@ static json_t *tool_set_sandbox_timeout(mcp_call *c)
     arg_fail f = {0};
     const char *id;
     long long timeout;
-    if (!arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 0, &timeout, true, &f) || !arg_id(c, &id, &f))
+    if (!arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 0, &timeout, true, &f) ||
+        !arg_id(c, &id, &f))
         return invalid(&f);
     char qualified[128] = "";
     abx_error *err = NULL;
     int rc = mcp_session_set_timeout(c->session, id, (unsigned)timeout, qualified, sizeof qualified, &err);
     if (rc < 0)
         return failure_of(err, rc);
-    return ok(json_pack("{s:b, s:s, s:I}", "success", 1, "sandbox_id", qualified, "timeout", (json_int_t)timeout));
+    return ok(
+        json_pack("{s:b, s:s, s:I}", "success", 1, "sandbox_id", qualified, "timeout", (json_int_t)timeout));
 }
 
 static json_t *tool_start_background_task(mcp_call *c)
@@ -1035,9 +1091,11 @@ static json_t *tool_start_background_task(mcp_call *c)
     arg_fail f = {0};
     const char *command, *cwd, *id;
     char **envs = NULL;
-    if (!arg_string(c, "command", true, NULL, &command, &f) || (!*command && !fail_arg(&f, "command", "must not be empty")) ||
-        !arg_string(c, "cwd", false, NULL, &cwd, &f) || (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
-        !arg_envs(c, "envs", &envs, &f) || !arg_id(c, &id, &f)) {
+    if (!arg_string(c, "command", true, NULL, &command, &f) ||
+        (!*command && !fail_arg(&f, "command", "must not be empty")) ||
+        !arg_string(c, "cwd", false, NULL, &cwd, &f) ||
+        (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) || !arg_envs(c, "envs", &envs, &f) ||
+        !arg_id(c, &id, &f)) {
         free_pairs(envs);
         return invalid(&f);
     }
@@ -1120,14 +1178,13 @@ static json_t *tool_get_background_task(mcp_call *c)
     mcp_output_view vo = {.limit = c->session->output_limit, .how_to_read_all = how_out},
                     ve = {.limit = c->session->output_limit, .how_to_read_all = how_err};
     int t_out = 0, t_err = 0;
-    json_t *out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "task_id", task, "status",
-                            o.running ? "running" : "exited", "exit_code",
-                            o.running ? json_null() : json_integer(o.exit_code), "stdout",
-                            mcp_output_text(o.stdout_data, o.stdout_len, o.stdout_len, o.stdout_len, &vo, &t_out),
-                            "stderr",
-                            mcp_output_text(o.stderr_data, o.stderr_len, o.stderr_len, o.stderr_len, &ve, &t_err),
-                            "stdout_offset", (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset,
-                            "truncated", o.truncated || t_out || t_err);
+    json_t *out = json_pack(
+        "{s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:b}", "task_id", task, "status",
+        o.running ? "running" : "exited", "exit_code", o.running ? json_null() : json_integer(o.exit_code),
+        "stdout", mcp_output_text(o.stdout_data, o.stdout_len, o.stdout_len, o.stdout_len, &vo, &t_out),
+        "stderr", mcp_output_text(o.stderr_data, o.stderr_len, o.stderr_len, o.stderr_len, &ve, &t_err),
+        "stdout_offset", (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset,
+        "truncated", o.truncated || t_out || t_err);
     abx_process_output_clear(&o);
     return ok(out);
 }
@@ -1137,10 +1194,14 @@ static json_t *tool_stop_background_task(mcp_call *c)
     arg_fail f = {0};
     const char *id, *sig_name;
     int pid;
-    if (!arg_task(c, &pid, &f) || !arg_id(c, &id, &f) || !arg_string(c, "signal", false, "SIGTERM", &sig_name, &f))
+    if (!arg_task(c, &pid, &f) || !arg_id(c, &id, &f) ||
+        !arg_string(c, "signal", false, "SIGTERM", &sig_name, &f))
         return invalid(&f);
-    static const struct { const char *name; int sig; } sigs[] = {
-        {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT}, {"SIGHUP", SIGHUP},
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {
+        {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
         {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},
     };
     int sig = -1;
@@ -1148,7 +1209,8 @@ static json_t *tool_stop_background_task(mcp_call *c)
         if (strcmp(sig_name, sigs[i].name) == 0 || strcmp(sig_name, sigs[i].name + 3) == 0)
             sig = sigs[i].sig;
     if (sig < 0)
-        return invalid(&(arg_fail){"signal", "must be a signal name such as SIGTERM, SIGKILL, SIGINT or SIGHUP"});
+        return invalid(
+            &(arg_fail){"signal", "must be a signal name such as SIGTERM, SIGKILL, SIGINT or SIGHUP"});
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
@@ -1176,7 +1238,8 @@ static json_t *tool_upload_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *b64, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) ||
+    if (!arg_string(c, "path", true, NULL, &path, &f) ||
+        (!*path && !fail_arg(&f, "path", "must not be empty")) ||
         !arg_string(c, "content_base64", true, NULL, &b64, &f) || !arg_id(c, &id, &f))
         return invalid(&f);
     /* a cheap bound first (padding aside), the exact size after decoding */
@@ -1212,7 +1275,8 @@ static json_t *tool_download_file(mcp_call *c)
 {
     arg_fail f = {0};
     const char *path, *id;
-    if (!arg_string(c, "path", true, NULL, &path, &f) || (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f))
+    if (!arg_string(c, "path", true, NULL, &path, &f) ||
+        (!*path && !fail_arg(&f, "path", "must not be empty")) || !arg_id(c, &id, &f))
         return invalid(&f);
     char *data = NULL;
     size_t len = 0;
@@ -1264,7 +1328,8 @@ static bool failed_as_gone(json_t *r)
         return false;
     const char *code = json_string_value(
         json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code"));
-    return code && (strcmp(code, abx_err_name(ABX_ENOTFOUND)) == 0 || strcmp(code, abx_err_name(ABX_ENOTRUNNING)) == 0);
+    return code && (strcmp(code, abx_err_name(ABX_ENOTFOUND)) == 0 ||
+                    strcmp(code, abx_err_name(ABX_ENOTRUNNING)) == 0);
 }
 
 /* A result made on a new default sandbox that replaced one which had ended
@@ -1275,9 +1340,10 @@ static json_t *note_replaced(json_t *r)
     if (!sc || json_is_true(json_object_get(r, "isError")))
         return r;
     json_object_set_new(sc, "sandbox_replaced", json_true());
-    json_object_set_new(sc, "sandbox_replaced_reason",
-                        json_string("the default sandbox had ended (timed out or killed from outside); this call "
-                                    "ran in a new one, without the old one's files and state"));
+    json_object_set_new(
+        sc, "sandbox_replaced_reason",
+        json_string("the default sandbox had ended (timed out or killed from outside); this call "
+                    "ran in a new one, without the old one's files and state"));
     json_t *content = json_object_get(r, "content");
     json_t *shown = elide_long_strings(sc);
     char *text = json_dumps(shown, JSON_COMPACT);
@@ -1301,7 +1367,8 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
                 call->used_default = false;
                 r = handlers[i].fn(call);
                 call->sandbox_replaced = r != NULL;
-                mcp_call_log(call, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
+                mcp_call_log(call, 4,
+                             "the default sandbox had ended (timed out or killed): a new one replaced it");
             }
             return call->sandbox_replaced && r ? note_replaced(r) : r;
         }

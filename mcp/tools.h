@@ -8,16 +8,16 @@
 
 typedef struct mcp_call {
     mcp_session *session;
-    json_t *args;            /* borrowed; an object */
-    json_t *progress_token;  /* borrowed; NULL without one */
-    double progress;         /* the last progress value sent */
-    uint64_t output_bytes;   /* output seen so far (progress messages) */
+    json_t *args;           /* borrowed; an object */
+    json_t *progress_token; /* borrowed; NULL without one */
+    double progress;        /* the last progress value sent */
+    uint64_t output_bytes;  /* output seen so far (progress messages) */
     uint64_t last_progress_ms;
-    bool sandbox_replaced;   /* the default sandbox had ended and a new one took its place */
-    bool used_default;       /* the call used (or lazily made) the default sandbox */
+    bool sandbox_replaced; /* the default sandbox had ended and a new one took its place */
+    bool used_default;     /* the call used (or lazily made) the default sandbox */
     atomic_int cancelled;
     mcp_sink sink;
-    int log_level;           /* the server's, at the call's start */
+    int log_level; /* the server's, at the call's start */
     pthread_mutex_t *send_mu;
 } mcp_call;
 

@@ -49,7 +49,7 @@
 
 #define MAX_BODY ABX_BOUND_MCP_MESSAGE
 #define IDLE_CONNECTION_S 60
-#define HEADER_DEADLINE_S 10   /* to send a request's headers; ABX_MCP_HEADER_TIMEOUT */
+#define HEADER_DEADLINE_S 10       /* to send a request's headers; ABX_MCP_HEADER_TIMEOUT */
 #define PER_CLIENT_CONNECTIONS 256 /* per client address; ABX_MCP_CLIENT_CONNECTIONS */
 #define SSE_KEEPALIVE_MS 15000
 
@@ -57,10 +57,10 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
 
 typedef struct http_session {
     char id[40];
-    int token;              /* index of the token that created it; -1 without auth */
+    int token; /* index of the token that created it; -1 without auth */
     mcp_server *srv;
     uint64_t last_used_ms;
-    int refs;               /* requests using it right now */
+    int refs; /* requests using it right now */
     bool ended;
 } http_session;
 
@@ -87,7 +87,8 @@ static uint64_t now_ms(void)
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
                              const char *session_id)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     if (type)
@@ -107,8 +108,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, int code, const char *message)
 {
     char body[512];
-    snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}", code,
-             message);
+    snprintf(body, sizeof body,
+             "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":%d,\"message\":\"%s\"}}", code, message);
     return reply(c, status, "application/json", body, NULL);
 }
 
@@ -393,10 +394,10 @@ typedef struct exchange {
     pthread_cond_t cv;
     msg_node *head, *tail;
     bool done;
-    int refs;                 /* the sink's and the response's */
+    int refs; /* the sink's and the response's */
     http_server *srv;
-    http_session *session;    /* a reference, dropped when the exchange goes */
-    char *out;                /* SSE bytes being written */
+    http_session *session; /* a reference, dropped when the exchange goes */
+    char *out;             /* SSE bytes being written */
     size_t out_len, out_pos;
 } exchange;
 
@@ -538,7 +539,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char 
         exchange_unref(x);
         return reply(c, 202, NULL, "", session_header);
     }
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_reader, x, sse_free);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_reader, x, sse_free);
     if (!r) {
         exchange_unref(x);
         return MHD_NO;
@@ -555,7 +557,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char 
 /* ---- request handling -------------------------------------------------------------- */
 
 typedef struct http_req {
-    abx_buf body;        /* the POST body, at most MAX_BODY */
+    abx_buf body; /* the POST body, at most MAX_BODY */
     bool too_big;
     int token;
 } http_req;
@@ -591,8 +593,8 @@ static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, ht
 {
     const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
     http_session *hs = sid ? session_get(s, sid, rq->token) : NULL;
-    if (!hs || strcmp(mcp_server_protocol_version(hs->srv), "2025-03-26") != 0 || json_array_size(batch) == 0 ||
-        json_array_size(batch) > 64) {
+    if (!hs || strcmp(mcp_server_protocol_version(hs->srv), "2025-03-26") != 0 ||
+        json_array_size(batch) == 0 || json_array_size(batch) > 64) {
         if (hs)
             session_put(s, hs);
         return reply_error(c, 400, -32600, "Invalid request: batches are not supported");
@@ -600,7 +602,8 @@ static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, ht
     json_t *responses = json_array();
     size_t i;
     json_t *m;
-    json_array_foreach(batch, i, m) {
+    json_array_foreach(batch, i, m)
+    {
         char *text = json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY);
         pthread_mutex_lock(&s->mu);
         hs->refs++; /* the exchange's own reference, dropped when it goes */
@@ -705,7 +708,8 @@ static enum MHD_Result handle_delete(http_server *s, struct MHD_Connection *c, i
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *version, const char *upload, size_t *upload_size,
+                                  void **con_cls)
 {
     (void)version;
     http_server *s = cls;
@@ -745,7 +749,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return handle_post(s, c, rq);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode t)
 {
     (void)t;
     (void)cls;
@@ -779,16 +784,22 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
      * headers (a slow loris, before any auth) at once; ABX_MCP_CONNECTION_TIMEOUT,
      * ABX_MCP_HEADER_TIMEOUT and ABX_MCP_CLIENT_CONNECTIONS change them */
     abx_http_service svc = {.listen = cfg->listen && *cfg->listen ? cfg->listen : "127.0.0.1:8080",
-                            .handler = on_request, .handler_cls = &s, .completed = on_completed,
-                            .env_prefix = "ABX_MCP", .idle_s = IDLE_CONNECTION_S,
-                            .header_deadline_s = HEADER_DEADLINE_S, .per_client = PER_CLIENT_CONNECTIONS,
+                            .handler = on_request,
+                            .handler_cls = &s,
+                            .completed = on_completed,
+                            .env_prefix = "ABX_MCP",
+                            .idle_s = IDLE_CONNECTION_S,
+                            .header_deadline_s = HEADER_DEADLINE_S,
+                            .per_client = PER_CLIENT_CONNECTIONS,
                             .max_connections = 1024};
     abx_http_listener *listener = NULL;
-    int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd") : abx__http_start(&svc, &listener, err);
+    int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd")
+                       : abx__http_start(&svc, &listener, err);
     if (rc == 0 && !abx__http_loopback(listener) && s.ntokens == 0)
-        rc = abx__error_set(err, ABX_EAUTH,
-                            "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
-                            "or --auth-token-file)");
+        rc =
+            abx__error_set(err, ABX_EAUTH,
+                           "refusing to serve a non-loopback address without a token (set ABX_MCP_AUTH_TOKEN "
+                           "or --auth-token-file)");
     if (rc < 0) {
         abx__http_stop(listener);
         if (sigfd >= 0)

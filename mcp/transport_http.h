@@ -5,12 +5,12 @@
 #include "server.h"
 
 typedef struct mcp_http_config {
-    const char *listen;                /* "HOST:PORT" (port 0: any free port) */
-    const char *const *tokens;         /* accepted Bearer tokens, NULL-terminated; none: no auth */
-    unsigned session_ttl_s;            /* idle sessions end after this; 0: 1800 */
-    unsigned max_sessions;             /* 0: 256 */
-    const char *const *allowed_hosts;  /* extra Host/Origin names, NULL-terminated; may be NULL */
-    mcp_server_config server;          /* how each session's server is made */
+    const char *listen;               /* "HOST:PORT" (port 0: any free port) */
+    const char *const *tokens;        /* accepted Bearer tokens, NULL-terminated; none: no auth */
+    unsigned session_ttl_s;           /* idle sessions end after this; 0: 1800 */
+    unsigned max_sessions;            /* 0: 256 */
+    const char *const *allowed_hosts; /* extra Host/Origin names, NULL-terminated; may be NULL */
+    mcp_server_config server;         /* how each session's server is made */
 } mcp_http_config;
 
 /* Serves until SIGTERM, SIGINT or SIGHUP, then ends every session (which

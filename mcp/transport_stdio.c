@@ -71,8 +71,8 @@ static void reject_long(stdio_ctx *c, const char *head, size_t head_len, tail_ri
     for (size_t i = 0; i < t->len; i++)
         linear[i] = t->data[(start + i) % TAIL_KEPT];
     json_t *id = mcp_rpc_id_of_long(head, head_len, linear, t->len);
-    json_t *e = json_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", "code",
-                          -32600, "message", "Invalid request: message too large (16 MiB at most)");
+    json_t *e = json_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+                          "code", -32600, "message", "Invalid request: message too large (16 MiB at most)");
     char *text = json_dumps(e, JSON_COMPACT);
     json_decref(e);
     if (text)

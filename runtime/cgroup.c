@@ -83,7 +83,8 @@ static int write_knob(const char *dir, const char *knob, const char *value, abx_
 static int make_leaf(abx_cgroup *cg, const char *parent, const char *id, abx_error **err)
 {
     if (abx__mkdir_exist_ok(parent, 0755) < 0)
-        return abx__error_set(err, errno == EACCES || errno == EPERM || errno == EROFS ? ABX_ECGROUP : ABX_ECGROUP,
+        return abx__error_set(err,
+                              errno == EACCES || errno == EPERM || errno == EROFS ? ABX_ECGROUP : ABX_ECGROUP,
                               "cgroup: cannot create the abx parent cgroup: %s", strerror(errno));
     char *dir = cg->dirs[cg->ndirs];
     int n = snprintf(dir, sizeof cg->dirs[0], "%s/%s", parent, id);
@@ -202,7 +203,8 @@ static int create_v2(abx_cgroup *cg, const char *id, const abx_limits *lim, abx_
         if (rc < 0)
             return rc;
         if (abx__mkdir_exist_ok(parent, 0755) < 0)
-            return abx__error_set(err, ABX_ECGROUP, "cgroup v2: cannot create %s: %s", parent, strerror(errno));
+            return abx__error_set(err, ABX_ECGROUP, "cgroup v2: cannot create %s: %s", parent,
+                                  strerror(errno));
     }
     if ((rc = enable_v2_controllers(parent, err)) < 0)
         return rc;
@@ -334,7 +336,8 @@ unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg)
     if (cg->ndirs == 0)
         return 0;
     char path[512], text[512];
-    snprintf(path, sizeof path, "%s/%s", cg->dirs[0], cg->version == 2 ? "memory.events" : "memory.oom_control");
+    snprintf(path, sizeof path, "%s/%s", cg->dirs[0],
+             cg->version == 2 ? "memory.events" : "memory.oom_control");
     if (abx__read_small_file(path, text, sizeof text) < 0)
         return 0;
     const char *at = strstr(text, "oom_kill ");
@@ -469,9 +472,11 @@ int abx__cgroup_freeze(const abx_cgroup *cg, bool freeze, abx_error **err)
     char path[512];
     const char *value;
     if (!freeze_knob(cg, freeze, path, sizeof path, &value))
-        return abx__error_set(err, ABX_ENOTSUP, "pausing a sandbox needs the cgroup freezer, which this host lacks");
+        return abx__error_set(err, ABX_ENOTSUP,
+                              "pausing a sandbox needs the cgroup freezer, which this host lacks");
     if (abx__write_file_at(AT_FDCWD, path, value) < 0)
-        return abx__error_errno(err, ABX_ECGROUP, errno, freeze ? "freezing the sandbox" : "thawing the sandbox");
+        return abx__error_errno(err, ABX_ECGROUP, errno,
+                                freeze ? "freezing the sandbox" : "thawing the sandbox");
     for (int waited = 0; waited < 2000; waited++) {
         if (freeze_done(cg, freeze))
             return 0;
@@ -520,12 +525,14 @@ int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned
     if (cg->ndirs == 0)
         return -1;
     char path[512], text[4096];
-    snprintf(path, sizeof path, "%s/%s", cg->dirs[0], cg->version == 2 ? "memory.current" : "memory.usage_in_bytes");
+    snprintf(path, sizeof path, "%s/%s", cg->dirs[0],
+             cg->version == 2 ? "memory.current" : "memory.usage_in_bytes");
     if (abx__read_small_file(path, text, sizeof text) >= 0)
         *mem_bytes = strtoull(text, NULL, 10);
     if (cg->version == 2) {
         snprintf(path, sizeof path, "%s/cpu.stat", cg->dirs[0]);
-        const char *at = abx__read_small_file(path, text, sizeof text) >= 0 ? strstr(text, "usage_usec ") : NULL;
+        const char *at =
+            abx__read_small_file(path, text, sizeof text) >= 0 ? strstr(text, "usage_usec ") : NULL;
         *cpu_us = at ? strtoull(at + 11, NULL, 10) : 0;
         return 0;
     }

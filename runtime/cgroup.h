@@ -9,10 +9,10 @@
 #define ABX_CGROUP_MAX_DIRS 4
 
 typedef struct abx_cgroup {
-    int version;                            /* 1, 2, or 0 when nothing was created */
-    int ndirs;                              /* leaf directories created */
-    char dirs[ABX_CGROUP_MAX_DIRS][256];    /* absolute paths of those leaves */
-    bool freezer;                           /* v1: dirs[3] is a freezer leaf */
+    int version;                         /* 1, 2, or 0 when nothing was created */
+    int ndirs;                           /* leaf directories created */
+    char dirs[ABX_CGROUP_MAX_DIRS][256]; /* absolute paths of those leaves */
+    bool freezer;                        /* v1: dirs[3] is a freezer leaf */
 } abx_cgroup;
 
 /* Creates the sandbox's cgroup(s) named after id and writes the limits

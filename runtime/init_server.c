@@ -40,7 +40,6 @@
 #endif
 #define MAX_ARGS 4096
 
-
 static void send_json(int fd, json_t *msg)
 {
     char *text = json_dumps(msg, JSON_COMPACT);
@@ -62,7 +61,8 @@ static ssize_t recv_msg(int fd, char *buf, size_t cap, int fds[3], int *nfds)
         struct cmsghdr h;
         char space[CMSG_SPACE(3 * sizeof(int))];
     } ctrl;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctrl, .msg_controllen = sizeof ctrl};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctrl, .msg_controllen = sizeof ctrl};
     ssize_t n;
     do
         n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -90,7 +90,7 @@ typedef struct spawn_request {
     const char *envp[MAX_ARGS + 1];
     const char *cwd;
     unsigned uid;
-    bool pty;      /* fds are one pseudo-terminal slave: it becomes the controlling terminal */
+    bool pty; /* fds are one pseudo-terminal slave: it becomes the controlling terminal */
 } spawn_request;
 
 static int parse_strings(json_t *arr, const char **out)
@@ -99,7 +99,8 @@ static int parse_strings(json_t *arr, const char **out)
         return -1;
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) {
+    json_array_foreach(arr, i, v)
+    {
         if (!json_is_string(v))
             return -1;
         out[i] = json_string_value(v);
@@ -115,7 +116,7 @@ typedef struct exec_failure {
 
 /* The child: becomes the requested user with nothing else, then execs. */
 __attribute__((noreturn)) static void child_exec(const spawn_request *r, const int fds[3], int status_fd,
-                                                bool full_id_range, bool root_caps)
+                                                 bool full_id_range, bool root_caps)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -141,9 +142,9 @@ __attribute__((noreturn)) static void child_exec(const spawn_request *r, const i
     if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
         goto fail;
     execvpe(r->argv[0], (char *const *)r->argv, (char *const *)r->envp);
-    f.code = errno == ENOENT || errno == ENOTDIR ? ABX_ECMDNOTFOUND
+    f.code = errno == ENOENT || errno == ENOTDIR   ? ABX_ECMDNOTFOUND
              : errno == EACCES || errno == ENOEXEC ? ABX_ENOEXEC
-                                                  : ABX_EPERM;
+                                                   : ABX_EPERM;
 fail:
     f.err = errno;
     (void)abx__write_all(status_fd, &f, sizeof f);
@@ -156,7 +157,8 @@ static void spawn_reply_error(int ctl, json_int_t seq, int code, const char *mes
                              message));
 }
 
-static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int fds[3], bool full_id_range, bool root_caps)
+static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int fds[3], bool full_id_range,
+                      bool root_caps)
 {
     int status[2];
     if (pipe2(status, O_CLOEXEC) < 0) {
@@ -243,7 +245,8 @@ static void kill_all(int ctl, json_int_t seq)
     send_json(ctl, json_pack("{s:s, s:I}", "op", "killed", "seq", seq));
 }
 
-static void handle_message(int ctl, const char *text, const int fds[3], int nfds, bool full_id_range, bool root_caps)
+static void handle_message(int ctl, const char *text, const int fds[3], int nfds, bool full_id_range,
+                           bool root_caps)
 {
     json_t *msg = json_loads(text, 0, NULL);
     const char *op = json_string_value(json_object_get(msg, "op"));

@@ -66,7 +66,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -81,7 +80,7 @@ typedef struct jail_report {
 } jail_report;
 
 __attribute__((noreturn, format(printf, 4, 5))) static void report_fail(int fd, int code, int exit_status,
-                                                                         const char *fmt, ...)
+                                                                        const char *fmt, ...)
 {
     jail_report r;
     memset(&r, 0, sizeof r);
@@ -133,7 +132,7 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
     uid_t id = cfg->as_root ? 0 : ABX_SANDBOX_USER_UID;
     const char *step = "";
     int dropped = cfg->as_root && cfg->root_caps ? abx__privs_drop_to_root_caps(full_id_range, &step)
-                                                  : abx__privs_drop_all(id, id, full_id_range, &step);
+                                                 : abx__privs_drop_all(id, id, full_id_range, &step);
     if (dropped < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "%s: %s", step, strerror(errno));
     if (chdir(cfg->cwd) < 0)
@@ -275,9 +274,9 @@ static void close_inherited_fds(int keep_a, int keep_b)
 static int limit_user_namespace(char *why, size_t len)
 {
     static const char *const limits[][2] = {
-        {"max_user_namespaces", "0"}, {"max_pid_namespaces", "0"},  {"max_net_namespaces", "0"},
-        {"max_mnt_namespaces", "0"},  {"max_ipc_namespaces", "0"},  {"max_uts_namespaces", "0"},
-        {"max_cgroup_namespaces", "0"}, {"max_time_namespaces", "0"}, {"max_inotify_instances", "128"},
+        {"max_user_namespaces", "0"},     {"max_pid_namespaces", "0"},   {"max_net_namespaces", "0"},
+        {"max_mnt_namespaces", "0"},      {"max_ipc_namespaces", "0"},   {"max_uts_namespaces", "0"},
+        {"max_cgroup_namespaces", "0"},   {"max_time_namespaces", "0"},  {"max_inotify_instances", "128"},
         {"max_inotify_watches", "65536"}, {"max_fanotify_groups", "16"}, {"max_fanotify_marks", "8192"},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
@@ -300,11 +299,13 @@ static int recv_fd(int sock)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl;
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct msghdr m = {
+        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
         return -1;
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
+        h->cmsg_len != CMSG_LEN(sizeof(int)))
         return -1;
     int fd;
     memcpy(&fd, CMSG_DATA(h), sizeof fd);
@@ -320,7 +321,8 @@ static int send_fd(int sock, int fd)
         struct cmsghdr align;
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct msghdr m = {
+        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
     h->cmsg_level = SOL_SOCKET;
     h->cmsg_type = SCM_RIGHTS;
@@ -341,15 +343,17 @@ static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
     int userns = open(path, O_RDONLY | O_CLOEXEC);
     struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                               .userns_fd = (uint64_t)userns};
-    int rc = userns < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0 ? -1 : 0;
+    int rc =
+        userns < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0 ? -1 : 0;
     int saved = errno;
     if (userns >= 0)
         close(userns);
     if (rc < 0) {
         close(tree);
-        return abx__error_errno(err, ABX_EJAIL, saved,
-                                "template: an id-mapped view of its tree (needs kernel 5.12+ and a filesystem that "
-                                "supports it under ABX_HOME)");
+        return abx__error_errno(
+            err, ABX_EJAIL, saved,
+            "template: an id-mapped view of its tree (needs kernel 5.12+ and a filesystem that "
+            "supports it under ABX_HOME)");
     }
     rc = send_fd(sock, tree);
     saved = errno;
@@ -366,7 +370,8 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     if (abx__read_full(go_fd, &go, 1) != 1)
         _exit(125); /* the supervisor gave up or died */
     unsigned char len = 0;
-    if (go == 'r' && (abx__read_full(go_fd, &len, 1) != 1 || abx__read_full(go_fd, resolv, len) != (ssize_t)len))
+    if (go == 'r' &&
+        (abx__read_full(go_fd, &len, 1) != 1 || abx__read_full(go_fd, resolv, len) != (ssize_t)len))
         _exit(125);
     resolv[len] = '\0';
     int template_fd = -1;
@@ -389,9 +394,12 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     char why[256];
     if (full_id_range && limit_user_namespace(why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "user namespace limits: %s", why);
-    abx_rootfs_spec spec = {.hostname = cfg->id, .disk_mb = cfg->limits.disk_mb,
-                            .full_id_range = full_id_range, .resolv_conf = go == 'r' ? resolv : NULL,
-                            .template_fd = template_fd, .template_writable = cfg->template_writable};
+    abx_rootfs_spec spec = {.hostname = cfg->id,
+                            .disk_mb = cfg->limits.disk_mb,
+                            .full_id_range = full_id_range,
+                            .resolv_conf = go == 'r' ? resolv : NULL,
+                            .template_fd = template_fd,
+                            .template_writable = cfg->template_writable};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
@@ -524,10 +532,12 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     jail->lifeline_fd = -1;
     jail->uid_range_fd = -1;
     bool full_id_range = geteuid() == 0;
-    if ((cfg->template_writable || cfg->host_network) && (!full_id_range || !cfg->template_root || !cfg->argv))
+    if ((cfg->template_writable || cfg->host_network) &&
+        (!full_id_range || !cfg->template_root || !cfg->argv))
         return abx__error_set(err, ABX_EINVAL, "a build step runs one command in a template's tree, as root");
     if (!full_id_range && cfg->template_root)
-        return abx__error_set(err, ABX_EPERM, "sandboxes from a template need abx to run as root (id-mapped mounts)");
+        return abx__error_set(err, ABX_EPERM,
+                              "sandboxes from a template need abx to run as root (id-mapped mounts)");
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
                               "running as 'user' inside needs abx to run as root; use --user root");
@@ -536,7 +546,8 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         return rc;
     if (full_id_range && (rc = abx__uid_range_take(&jail->host_id_base, &jail->uid_range_fd, err)) < 0)
         return rc;
-    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->host_name ? cfg->host_name : cfg->id, &cfg->limits, cfg->argv == NULL, err)) < 0) {
+    if ((rc = abx__cgroup_create(&jail->cgroup, cfg->host_name ? cfg->host_name : cfg->id, &cfg->limits,
+                                 cfg->argv == NULL, err)) < 0) {
         abx__jail_release_ids(jail);
         return rc;
     }
@@ -574,9 +585,9 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         goto out_filter;
     }
     unsigned long netns = cfg->host_network ? 0 : CLONE_NEWNET;
-    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | netns | CLONE_NEWUTS |
-                                      CLONE_NEWIPC | SIGCHLD,
-                       NULL, NULL, NULL, NULL);
+    long pid = syscall(
+        SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | netns | CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD,
+        NULL, NULL, NULL, NULL);
     if (pid != 0 && full_id_range)
         restore_owner(saved_bits);
     if (pid == 0) {

@@ -14,7 +14,7 @@
 #define ABX_HOST_ID_COUNT 65536u
 
 typedef struct abx_jail_config {
-    const char *id;          /* sandbox id; also the hostname */
+    const char *id; /* sandbox id; also the hostname */
     /* The sandbox's name on the host (its cgroups): one that does not tell
      * its id to other host users, who can read every process's cgroup in
      * /proc. NULL: the id. */
@@ -47,16 +47,16 @@ typedef struct abx_jail_config {
 #define ABX_JAIL_RESOLV_MAX 255 /* its length travels in one byte */
 
 typedef struct abx_jail {
-    pid_t init_pid;   /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */
-    int report_fd;    /* read end: setup and exec failures from inside */
-    int control_fd;   /* persistent sandboxes: our end of init's control socket (init_proto.h) */
-    int lifeline_fd;  /* write end of the "go" pipe, held open for our whole life: init
-                         sees it hang up if we die before its parent-death signal is armed */
+    pid_t init_pid;  /* the sandbox's pid 1, our child; reaped by abx__jail_wait/destroy */
+    int report_fd;   /* read end: setup and exec failures from inside */
+    int control_fd;  /* persistent sandboxes: our end of init's control socket (init_proto.h) */
+    int lifeline_fd; /* write end of the "go" pipe, held open for our whole life: init
+                        sees it hang up if we die before its parent-death signal is armed */
     abx_cgroup cgroup;
-    uid_t host_id_base;  /* host id of root inside (0 when unprivileged: the caller's ids) */
-    int uid_range_fd;    /* holds the sandbox's id range (uid_pool.c); closed after init is reaped */
+    uid_t host_id_base; /* host id of root inside (0 when unprivileged: the caller's ids) */
+    int uid_range_fd;   /* holds the sandbox's id range (uid_pool.c); closed after init is reaped */
     bool reaped;
-    int init_status;  /* wait status of init once reaped */
+    int init_status; /* wait status of init once reaped */
 } abx_jail;
 
 /* Creates the sandbox and starts cfg->argv in it. Signals SIGCHLD, SIGINT,

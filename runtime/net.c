@@ -50,16 +50,19 @@ int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *p
 {
     *out = NULL;
     if (geteuid() != 0)
-        return abx__error_set(err, ABX_EPERM, "network: a sandbox's network needs root (veth, nftables); "
-                                              "without root, sandboxes have loopback only");
+        return abx__error_set(err, ABX_EPERM,
+                              "network: a sandbox's network needs root (veth, nftables); "
+                              "without root, sandboxes have loopback only");
     abx_net *n = calloc(1, sizeof *n);
     if (!n)
         return abx__error_set(err, ABX_ENOMEM, "network");
     pthread_mutex_init(&n->mu, NULL);
     snprintf(n->state_dir, sizeof n->state_dir, "%s", state_dir ? state_dir : "");
     n->policy = json_incref(policy);
-    int rc = (n->nft = abx__netf_ctx()) ? 0
-             : abx__error_set(err, ABX_EHOSTSUPPORT, "network: libnftables could not be loaded (Debian: libnftables1)");
+    int rc = (n->nft = abx__netf_ctx())
+                 ? 0
+                 : abx__error_set(err, ABX_EHOSTSUPPORT,
+                                  "network: libnftables could not be loaded (Debian: libnftables1)");
     if (rc == 0)
         rc = abx__netf_claim(id, &n->slot, err);
     if (rc == 0 && n->state_dir[0]) /* abx run has none: its sandbox ends with its process */
@@ -111,8 +114,10 @@ void abx__net_resolv_conf(const abx_net *n, char *out, size_t len)
 {
     char gw[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &n->slot.gateway, gw, sizeof gw);
-    snprintf(out, len, "# written by abx: the sandbox's own resolver (its network policy applies)\nnameserver %s\n"
-                       "options timeout:2 attempts:2\n", gw);
+    snprintf(out, len,
+             "# written by abx: the sandbox's own resolver (its network policy applies)\nnameserver %s\n"
+             "options timeout:2 attempts:2\n",
+             gw);
 }
 
 void abx__net_down(abx_net *n)

@@ -68,7 +68,8 @@ static abx_net_rule *compile_list(json_t *list, size_t *n)
     abx_net_rule *rules = calloc(count ? count : 1, sizeof *rules);
     json_t *v;
     *n = 0;
-    json_array_foreach(list, i, v) if (rules && abx__net_rule_parse(json_string_value(v), &rules[*n], NULL) == 0)(*n)++;
+    json_array_foreach(list, i, v) if (rules && abx__net_rule_parse(json_string_value(v), &rules[*n], NULL) ==
+                                                    0)(*n)++;
     return rules;
 }
 
@@ -224,7 +225,7 @@ static void filter_answer(abx_dns *d, ldns_pkt *r, bool denied)
             pthread_mutex_unlock(&d->mu);
             if (abx__net_addr_forbidden(AF_INET, a) && !opened)
                 continue; /* the rebinding guard */
-            if (listing) /* internet mode admits nothing: its deny list holds for every name */
+            if (listing)  /* internet mode admits nothing: its deny list holds for every name */
                 d->admit(d->ctx, a, ldns_rr_ttl(rr), false);
         }
         ldns_rr *copy = ldns_rr_clone(rr);
@@ -343,7 +344,8 @@ static void *dns_main(void *arg)
         pthread_mutex_unlock(&d->mu);
         if (relearn)
             learn_denied(d);
-        struct pollfd p[3] = {{.fd = d->fd, .events = POLLIN}, {.fd = d->stop_fd, .events = POLLIN},
+        struct pollfd p[3] = {{.fd = d->fd, .events = POLLIN},
+                              {.fd = d->stop_fd, .events = POLLIN},
                               {.fd = d->wake_fd, .events = POLLIN}};
         if (poll(p, 3, -1) < 0)
             continue;

@@ -60,7 +60,6 @@
 #define NET_DIR "/run/abx/net"
 #define NFT_SCRIPT_MAX (4u << 20)
 
-
 /* ---- libnftables, loaded on first use (8 shared libraries of its own) ---- */
 
 struct nft_ctx;
@@ -90,8 +89,8 @@ static void load_nft(void)
     *(void **)&nft.error_text = dlsym(h, "nft_ctx_get_error_buffer");
     *(void **)&nft.buffer_output = dlsym(h, "nft_ctx_buffer_output");
     *(void **)&nft.output_text = dlsym(h, "nft_ctx_get_output_buffer");
-    nft_ok = nft.ctx_new && nft.ctx_free && nft.run && nft.buffer_error && nft.error_text && nft.buffer_output &&
-             nft.output_text;
+    nft_ok = nft.ctx_new && nft.ctx_free && nft.run && nft.buffer_error && nft.error_text &&
+             nft.buffer_output && nft.output_text;
 }
 
 struct nft_ctx *abx__netf_ctx(void)
@@ -144,7 +143,8 @@ static int pool_of(char cidr[32], uint32_t *base, unsigned *slots, abx_error **e
     snprintf(cidr, 32, "%s", text && *text ? text : "10.200.0.0/16");
     abx_net_rule r;
     if (abx__net_rule_parse(cidr, &r, NULL) < 0 || r.kind != ABX_NET_CIDR4 || r.prefix < 8 || r.prefix > 28)
-        return abx__error_set(err, ABX_ECONFIG, "ABX_NET_POOL: an IPv4 CIDR from /8 to /28 (default 10.200.0.0/16)");
+        return abx__error_set(err, ABX_ECONFIG,
+                              "ABX_NET_POOL: an IPv4 CIDR from /8 to /28 (default 10.200.0.0/16)");
     uint32_t b;
     memcpy(&b, r.addr, 4);
     *base = ntohl(b);
@@ -392,7 +392,8 @@ int abx__netf_links_up(const abx_net_slot *n, pid_t init_pid, abx_error **err)
     int rc = nl ? veth_create(nl, n->iface, netns_fd) : -errno;
     const char *step = "network: making the interface pair";
     unsigned index = rc == 0 ? if_nametoindex(n->iface) : 0;
-    if (rc == 0 && (step = "network: addressing the host side", rc = index ? addr_add(nl, index, n->gateway, 30) : -ENODEV) == 0)
+    if (rc == 0 && (step = "network: addressing the host side",
+                    rc = index ? addr_add(nl, index, n->gateway, 30) : -ENODEV) == 0)
         rc = (step = "network: raising the host side", link_up(nl, index));
     if (nl)
         mnl_socket_close(nl);
@@ -433,19 +434,21 @@ static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
     }
     abx_buf b;
     abx__buf_init(&b, 64 << 10);
-    appendf(&b, "add table inet abx\n"
-                "add set inet abx forbidden4 { type ipv4_addr; flags interval; auto-merge; }\n"
-                "add map inet abx out_by_if { type ifname : verdict; }\n"
-                "add map inet abx in_by_if { type ifname : verdict; }\n"
-                "add chain inet abx forward { type filter hook forward priority filter - 1; policy accept; }\n"
-                "add chain inet abx input { type filter hook input priority filter - 1; policy accept; }\n"
-                "add chain inet abx postrouting { type nat hook postrouting priority srcnat + 1; policy accept; }\n"
-                "add rule inet abx forward iifname vmap @out_by_if\n"
-                "add rule inet abx forward iifname \"abxs*\" drop\n"
-                "add rule inet abx forward oifname \"abxs*\" ct state established,related accept\n"
-                "add rule inet abx forward oifname \"abxs*\" drop\n"
-                "add rule inet abx input iifname vmap @in_by_if\n"
-                "add rule inet abx input iifname \"abxs*\" drop\n");
+    appendf(
+        &b,
+        "add table inet abx\n"
+        "add set inet abx forbidden4 { type ipv4_addr; flags interval; auto-merge; }\n"
+        "add map inet abx out_by_if { type ifname : verdict; }\n"
+        "add map inet abx in_by_if { type ifname : verdict; }\n"
+        "add chain inet abx forward { type filter hook forward priority filter - 1; policy accept; }\n"
+        "add chain inet abx input { type filter hook input priority filter - 1; policy accept; }\n"
+        "add chain inet abx postrouting { type nat hook postrouting priority srcnat + 1; policy accept; }\n"
+        "add rule inet abx forward iifname vmap @out_by_if\n"
+        "add rule inet abx forward iifname \"abxs*\" drop\n"
+        "add rule inet abx forward oifname \"abxs*\" ct state established,related accept\n"
+        "add rule inet abx forward oifname \"abxs*\" drop\n"
+        "add rule inet abx input iifname vmap @in_by_if\n"
+        "add rule inet abx input iifname \"abxs*\" drop\n");
     appendf(&b, "add rule inet abx postrouting ip saddr %s oifname != \"abxs*\" masquerade\n", pool);
     size_t count;
     const char *const *ranges = abx__net_forbidden_ranges(&count);
@@ -457,7 +460,8 @@ static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
         }
     /* the pool: other sandboxes, whatever range it was given */
     int rc = appendf(&b, ", %s }\n", pool);
-    rc = rc < 0 || !b.data ? abx__error_set(err, ABX_ENOMEM, "network: filter script") : nft_script(c, b.data, err);
+    rc = rc < 0 || !b.data ? abx__error_set(err, ABX_ENOMEM, "network: filter script")
+                           : nft_script(c, b.data, err);
     abx__buf_free(&b);
     if (rc == 0 && abx__write_file_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_forward", "1") < 0)
         rc = abx__error_errno(err, ABX_EJAIL, errno, "network: turning on IPv4 forwarding");
@@ -470,13 +474,15 @@ static int add_cidrs(abx_buf *b, json_t *list, const char *set, unsigned slot)
     size_t i;
     json_t *v;
     bool any = false;
-    json_array_foreach(list, i, v) {
+    json_array_foreach(list, i, v)
+    {
         abx_net_rule r;
         if (abx__net_rule_parse(json_string_value(v), &r, NULL) < 0 || r.kind != ABX_NET_CIDR4)
             continue;
         char text[64];
         abx__net_rule_format(&r, text, sizeof text);
-        int rc = any ? appendf(b, ", %s", text) : appendf(b, "add element inet abx %s_%u { %s", set, slot, text);
+        int rc =
+            any ? appendf(b, ", %s", text) : appendf(b, "add element inet abx %s_%u { %s", set, slot, text);
         if (rc < 0)
             return rc;
         any = true;
@@ -491,8 +497,9 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
     const char *mode = abx__net_policy_mode(policy);
     char addr[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &n->address, addr, sizeof addr);
-    int rc = appendf(b, "flush chain inet abx sb_%u\nflush set inet abx a4_%u\nflush set inet abx d4_%u\n"
-                        "flush set inet abx dn4_%u\nflush set inet abx ok4_%u\n",
+    int rc = appendf(b,
+                     "flush chain inet abx sb_%u\nflush set inet abx a4_%u\nflush set inet abx d4_%u\n"
+                     "flush set inet abx dn4_%u\nflush set inet abx ok4_%u\n",
                      s, s, s, s, s);
     rc = rc < 0 ? rc : add_cidrs(b, json_object_get(policy, "allow_out"), "a4", s);
     rc = rc < 0 ? rc : add_cidrs(b, json_object_get(policy, "deny_out"), "d4", s);
@@ -504,14 +511,16 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
                    "add rule inet abx sb_%u ct state established,related accept\n"
                    "add rule inet abx sb_%u meta nfproto != ipv4 drop\n"
                    "add rule inet abx sb_%u ip saddr != %s drop\n"
-                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx type admin-prohibited\n"
+                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx "
+                   "type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @dn4_%u reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @d4_%u reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @forbidden4 reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u %s\n",
-                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, strcmp(mode, "internet") == 0 ? "accept" : "reject with icmpx type admin-prohibited");
+                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s,
+                   strcmp(mode, "internet") == 0 ? "accept" : "reject with icmpx type admin-prohibited");
 }
 
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
@@ -535,9 +544,12 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
     if (rc == 0)
         rc = policy_script(n, policy, &b);
     if (rc == 0)
-        rc = appendf(&b, "add element inet abx out_by_if { \"%s\" : jump sb_%u }\nadd element inet abx in_by_if { \"%s\" : jump in_%u }\n",
+        rc = appendf(&b,
+                     "add element inet abx out_by_if { \"%s\" : jump sb_%u }\nadd element inet abx in_by_if "
+                     "{ \"%s\" : jump in_%u }\n",
                      n->iface, s, n->iface, s);
-    rc = rc < 0 ? abx__error_set(err, ABX_ETOOBIG, "network: the policy is too large") : nft_script(c, b.data, err);
+    rc = rc < 0 ? abx__error_set(err, ABX_ETOOBIG, "network: the policy is too large")
+                : nft_script(c, b.data, err);
     abx__buf_free(&b);
     return rc;
 }
@@ -547,7 +559,8 @@ static void remove_objects(struct nft_ctx *c, const char *iface, unsigned slot)
 {
     char script[1024];
     snprintf(script, sizeof script,
-             "delete element inet abx out_by_if { \"%s\" }\ndelete element inet abx in_by_if { \"%s\" }\n", iface, iface);
+             "delete element inet abx out_by_if { \"%s\" }\ndelete element inet abx in_by_if { \"%s\" }\n",
+             iface, iface);
     nft.run(c, script);
     snprintf(script, sizeof script,
              "delete chain inet abx sb_%u\ndelete chain inet abx in_%u\ndelete set inet abx a4_%u\n"
@@ -565,7 +578,8 @@ void abx__netf_ctx_free(struct nft_ctx *c)
 int abx__netf_install(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
 {
     int lock = table_lock();
-    int rc = lock < 0 ? abx__error_errno(err, ABX_EIO, errno, "network: the filter lock") : ensure_table(c, n->pool, err);
+    int rc = lock < 0 ? abx__error_errno(err, ABX_EIO, errno, "network: the filter lock")
+                      : ensure_table(c, n->pool, err);
     if (rc == 0)
         rc = sandbox_objects(c, n, policy, err);
     if (lock >= 0)
@@ -578,7 +592,8 @@ int abx__netf_policy(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, a
     abx_buf b;
     abx__buf_init(&b, NFT_SCRIPT_MAX);
     int rc = policy_script(n, policy, &b);
-    rc = rc < 0 ? abx__error_set(err, ABX_ETOOBIG, "network: the policy is too large") : nft_script(c, b.data, err);
+    rc = rc < 0 ? abx__error_set(err, ABX_ETOOBIG, "network: the policy is too large")
+                : nft_script(c, b.data, err);
     abx__buf_free(&b);
     return rc;
 }
@@ -586,8 +601,11 @@ int abx__netf_policy(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, a
 void abx__netf_admit(struct nft_ctx *c, unsigned slot, const unsigned char a[4], unsigned ttl, bool denied)
 {
     char script[160];
-    snprintf(script, sizeof script, "add element inet abx %s_%u { %u.%u.%u.%u timeout %us }\n", denied ? "dn4" : "ok4",
-             slot, a[0], a[1], a[2], a[3], ttl < 5 ? 5 : ttl > 3600 ? 3600 : ttl);
+    snprintf(script, sizeof script, "add element inet abx %s_%u { %u.%u.%u.%u timeout %us }\n",
+             denied ? "dn4" : "ok4", slot, a[0], a[1], a[2], a[3],
+             ttl < 5      ? 5
+             : ttl > 3600 ? 3600
+                          : ttl);
     nft.run(c, script);
 }
 

@@ -15,9 +15,9 @@ struct nft_ctx;
 
 typedef struct abx_net_slot {
     unsigned slot;
-    char iface[IFNAMSIZ];           /* abxsN, the host side */
+    char iface[IFNAMSIZ];            /* abxsN, the host side */
     struct in_addr gateway, address; /* .1 (host side), .2 (eth0 inside) */
-    char pool[32];                  /* the pool's CIDR */
+    char pool[32];                   /* the pool's CIDR */
 } abx_net_slot;
 
 /* A libnftables context, or NULL when the library is missing. */

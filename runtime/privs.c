@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-
 static int drop_bounding_set(void)
 {
     /* Beyond the kernel's last capability PR_CAPBSET_DROP answers EINVAL. */
@@ -39,9 +38,9 @@ static int clear_capability_sets(void)
     return rc;
 }
 
-const int abx__root_caps[ABX_ROOT_CAPS_COUNT] = {CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FOWNER,  CAP_FSETID,
-                                                  CAP_KILL,    CAP_SETGID,       CAP_SETUID,  CAP_SETPCAP,
-                                                  CAP_SETFCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT};
+const int abx__root_caps[ABX_ROOT_CAPS_COUNT] = {
+    CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER,  CAP_FSETID,           CAP_KILL,      CAP_SETGID,
+    CAP_SETUID, CAP_SETPCAP,      CAP_SETFCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT};
 
 static bool is_root_cap(int cap)
 {

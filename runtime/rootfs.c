@@ -60,18 +60,18 @@
 #define ABX_SANDBOX_PATH_FOR_PROFILE "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 typedef enum op_kind {
-    OP_TMPFS,    /* mount a tmpfs at dst with options data */
-    OP_DIR,      /* mkdir dst with mode, chown to owner */
-    OP_FILE,     /* create dst with content data and mode */
-    OP_COPY,     /* copy the small host file src to dst (cheaper than a bind) */
-    OP_SYMLINK,  /* symlink dst -> data */
-    OP_RO_BIND,  /* bind host src at dst, read-only, nosuid, nodev */
-    OP_DEV_BIND, /* bind host device src at dst, nosuid, noexec */
-    OP_DEVPTS,   /* new devpts instance at dst with options data */
-    OP_PROC,     /* fresh procfs at dst */
-    OP_RO_SELF,  /* remount dst (inside the new tree) read-only */
-    OP_MASK,     /* bind the tree's /dev/null over dst */
-    OP_BIND_FILE, /* bind the staged file src over dst (made an empty file first if it is not one) */
+    OP_TMPFS,       /* mount a tmpfs at dst with options data */
+    OP_DIR,         /* mkdir dst with mode, chown to owner */
+    OP_FILE,        /* create dst with content data and mode */
+    OP_COPY,        /* copy the small host file src to dst (cheaper than a bind) */
+    OP_SYMLINK,     /* symlink dst -> data */
+    OP_RO_BIND,     /* bind host src at dst, read-only, nosuid, nodev */
+    OP_DEV_BIND,    /* bind host device src at dst, nosuid, noexec */
+    OP_DEVPTS,      /* new devpts instance at dst with options data */
+    OP_PROC,        /* fresh procfs at dst */
+    OP_RO_SELF,     /* remount dst (inside the new tree) read-only */
+    OP_MASK,        /* bind the tree's /dev/null over dst */
+    OP_BIND_FILE,   /* bind the staged file src over dst (made an empty file first if it is not one) */
     OP_ENSURE_LINE, /* append the line data to dst unless a line there starts with src (made if missing) */
 } op_kind;
 
@@ -82,9 +82,9 @@ typedef struct mount_op {
     const char *data; /* options, content or link target */
     mode_t mode;
     uid_t owner;
-    bool optional;    /* a missing src or dst is skipped, not an error */
-    bool replace;     /* OP_FILE: over what a template has there (else a new file) */
-    bool if_missing;  /* OP_FILE: only where a template has nothing */
+    bool optional;   /* a missing src or dst is skipped, not an error */
+    bool replace;    /* OP_FILE: over what a template has there (else a new file) */
+    bool if_missing; /* OP_FILE: only where a template has nothing */
 } mount_op;
 
 typedef struct op_plan {
@@ -136,7 +136,10 @@ static void host_path_target(op_plan *p, const char *src, const char *dst, bool 
 {
     struct stat st;
     bool small_file = stat(src, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (off_t)COPY_MAX_BYTES;
-    add(p, (mount_op){.kind = small_file ? OP_COPY : OP_RO_BIND, .src = src, .dst = dst, .mode = 0644,
+    add(p, (mount_op){.kind = small_file ? OP_COPY : OP_RO_BIND,
+                      .src = src,
+                      .dst = dst,
+                      .mode = 0644,
                       .optional = optional});
 }
 
@@ -166,8 +169,8 @@ static void add_host_entry(op_plan *p, const char *host_path, bool optional)
 
 static void plan_base(op_plan *p, const abx_rootfs_spec *spec)
 {
-    add(p, (mount_op){.kind = OP_TMPFS, .dst = "/",
-                      .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
+    add(p,
+        (mount_op){.kind = OP_TMPFS, .dst = "/", .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
     add_dir(p, "/usr", 0755, NO_OWNER);
     add(p, (mount_op){.kind = OP_RO_BIND, .src = "/usr", .dst = "/usr"});
     static const char *const top_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
@@ -179,24 +182,33 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
 {
     const char *shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
     add_dir(p, "/etc", 0755, NO_OWNER);
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/passwd", .mode = 0644,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/passwd",
+                      .mode = 0644,
                       .data = pool_fmt(p,
                                        "root:x:0:0:root:/root:%s\n"
                                        "user:x:1000:1000:user:/home/user:%s\n"
                                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
                                        shell, shell)});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/group", .mode = 0644,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/group",
+                      .mode = 0644,
                       .data = "root:x:0:\ntty:x:5:\nusers:x:100:user\nuser:x:1000:\nnogroup:x:65534:\n"});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/hostname",
+                      .mode = 0644,
                       .data = pool_fmt(p, "%s\n", spec->hostname)});
     /* Our own login profile: `bash -l -c` runs it before every command, so
      * it forks nothing (Debian's runs id(1)); /etc/profile.d is the
      * sandbox's own, empty, for root inside to fill. */
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/profile", .mode = 0644,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/profile",
+                      .mode = 0644,
                       .data = "# /etc/profile: written by abx for this sandbox; it starts no processes.\n"
                               "PATH=" ABX_SANDBOX_PATH_FOR_PROFILE "\n"
                               "export PATH\n"
-                              "if [ \"${PS1-}\" ] && [ \"${BASH-}\" ] && [ \"$BASH\" != /bin/sh ] && [ -f /etc/bash.bashrc ]; then\n"
+                              "if [ \"${PS1-}\" ] && [ \"${BASH-}\" ] && [ \"$BASH\" != /bin/sh ] && [ -f "
+                              "/etc/bash.bashrc ]; then\n"
                               "  . /etc/bash.bashrc\n"
                               "fi\n"
                               "for i in /etc/profile.d/*.sh; do\n"
@@ -204,27 +216,56 @@ static void plan_etc(op_plan *p, const abx_rootfs_spec *spec)
                               "done\n"
                               "unset i\n"});
     add_dir(p, "/etc/profile.d", 0755, NO_OWNER);
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/hosts",
+                      .mode = 0644,
                       .data = pool_fmt(p,
                                        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
                                        "127.0.1.1\t%s\n",
                                        spec->hostname)});
     static const char *const curated[] = {
-        "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf",
-        "/etc/pki", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-        "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
-        "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/localtime", "/etc/timezone",
-        "/etc/locale.alias", "/etc/locale.gen", "/etc/default/locale", "/etc/bash.bashrc",
-        "/etc/inputrc", "/etc/environment",
-        "/etc/login.defs", "/etc/os-release", "/etc/debian_version", "/etc/terminfo",
-        "/etc/magic", "/etc/python3", "/etc/python3.11", "/etc/perl", "/etc/papersize",
-        "/etc/skel", "/etc/matplotlibrc", "/etc/fonts",
+        "/etc/alternatives",
+        "/etc/ssl",
+        "/etc/ca-certificates",
+        "/etc/ca-certificates.conf",
+        "/etc/pki",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/nsswitch.conf",
+        "/etc/host.conf",
+        "/etc/gai.conf",
+        "/etc/protocols",
+        "/etc/services",
+        "/etc/mime.types",
+        "/etc/localtime",
+        "/etc/timezone",
+        "/etc/locale.alias",
+        "/etc/locale.gen",
+        "/etc/default/locale",
+        "/etc/bash.bashrc",
+        "/etc/inputrc",
+        "/etc/environment",
+        "/etc/login.defs",
+        "/etc/os-release",
+        "/etc/debian_version",
+        "/etc/terminfo",
+        "/etc/magic",
+        "/etc/python3",
+        "/etc/python3.11",
+        "/etc/perl",
+        "/etc/papersize",
+        "/etc/skel",
+        "/etc/matplotlibrc",
+        "/etc/fonts",
     };
     /* a copy, not a bind: a sandbox given a network later gets its own resolver here (runtime/net.c) */
     if (spec->resolv_conf)
-        add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/resolv.conf", .mode = 0644, .data = spec->resolv_conf});
+        add(p,
+            (mount_op){.kind = OP_FILE, .dst = "/etc/resolv.conf", .mode = 0644, .data = spec->resolv_conf});
     else if (access("/etc/resolv.conf", R_OK) == 0)
-        add(p, (mount_op){.kind = OP_COPY, .src = "/etc/resolv.conf", .dst = "/etc/resolv.conf", .mode = 0644});
+        add(p,
+            (mount_op){.kind = OP_COPY, .src = "/etc/resolv.conf", .dst = "/etc/resolv.conf", .mode = 0644});
     bool has_default = false;
     for (size_t i = 0; i < sizeof curated / sizeof curated[0]; i++) {
         if (strncmp(curated[i], "/etc/default/", 13) == 0 && !has_default) {
@@ -256,12 +297,13 @@ static void plan_dev(op_plan *p, const abx_rootfs_spec *spec)
 {
     add_dir(p, "/dev", 0755, NO_OWNER);
     add(p, (mount_op){.kind = OP_TMPFS, .dst = "/dev", .data = "size=256k,mode=0755"});
-    static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full",
+    static const char *const nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
                                         "/dev/random", "/dev/urandom", "/dev/tty"};
     for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
         add(p, (mount_op){.kind = OP_DEV_BIND, .src = nodes[i], .dst = nodes[i]});
     add_dir(p, "/dev/pts", 0755, NO_OWNER);
-    add(p, (mount_op){.kind = OP_DEVPTS, .dst = "/dev/pts",
+    add(p, (mount_op){.kind = OP_DEVPTS,
+                      .dst = "/dev/pts",
                       .data = spec->full_id_range ? "newinstance,ptmxmode=0666,mode=620,gid=5"
                                                   : "newinstance,ptmxmode=0666,mode=620"});
     add(p, (mount_op){.kind = OP_SYMLINK, .dst = "/dev/ptmx", .data = "pts/ptmx"});
@@ -277,18 +319,17 @@ static void plan_proc(op_plan *p)
 {
     add_dir(p, "/proc", 0555, NO_OWNER);
     add(p, (mount_op){.kind = OP_PROC, .dst = "/proc"});
-    static const char *const read_only[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
-                                            "/proc/bus", "/proc/fs"};
+    static const char *const read_only[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                                            "/proc/fs"};
     for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
         add(p, (mount_op){.kind = OP_RO_SELF, .dst = read_only[i], .optional = true});
     /* what Docker masks, the host's kernel command line and configuration;
      * files readable by host root only (slabinfo, vmallocinfo, ...) need no
      * mask: root inside is not host root */
-    static const char *const masked[] = {"/proc/kcore",     "/proc/keys",          "/proc/timer_list",
-                                         "/proc/sched_debug", "/proc/latency_stats", "/proc/kallsyms",
-                                         "/proc/kmsg",      "/proc/cmdline",       "/proc/timer_stats",
-                                         "/proc/acpi",      "/proc/asound",        "/proc/scsi",
-                                         "/proc/config.gz"};
+    static const char *const masked[] = {
+        "/proc/kcore",    "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats",
+        "/proc/kallsyms", "/proc/kmsg", "/proc/cmdline",    "/proc/timer_stats", "/proc/acpi",
+        "/proc/asound",   "/proc/scsi", "/proc/config.gz"};
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
         add(p, (mount_op){.kind = OP_MASK, .dst = masked[i], .optional = true});
 }
@@ -303,13 +344,20 @@ static unsigned long locked_flags(const char *path)
     if (statvfs(path, &sv) < 0)
         return 0;
     unsigned long f = 0;
-    if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
-    if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
-    if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
-    if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
-    if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
-    if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
-    if (sv.f_flag & ST_RDONLY) f |= MS_RDONLY;
+    if (sv.f_flag & ST_NOSUID)
+        f |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV)
+        f |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC)
+        f |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME)
+        f |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME)
+        f |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME)
+        f |= MS_RELATIME;
+    if (sv.f_flag & ST_RDONLY)
+        f |= MS_RDONLY;
     return f;
 }
 
@@ -377,7 +425,8 @@ static int bind_file_over(const char *src, const char *target)
     close(fd);
     if (mount(src, target, NULL, MS_BIND | MS_SILENT, NULL) < 0)
         return -1;
-    return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_SILENT, NULL);
+    return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_SILENT,
+                 NULL);
 }
 
 /* A template's /etc/passwd or /etc/group without abx's user: the entry is
@@ -460,19 +509,32 @@ static int run_op(const mount_op *op, const char *target, const char *null_dev)
 static const char *op_name(op_kind k)
 {
     switch (k) {
-    case OP_TMPFS: return "mounting tmpfs";
-    case OP_DIR: return "creating directory";
-    case OP_FILE: return "writing file";
-    case OP_COPY: return "copying file";
-    case OP_SYMLINK: return "creating symlink";
-    case OP_RO_BIND: return "binding read-only";
-    case OP_DEV_BIND: return "binding device";
-    case OP_DEVPTS: return "mounting devpts";
-    case OP_PROC: return "mounting proc";
-    case OP_RO_SELF: return "making read-only";
-    case OP_MASK: return "masking";
-    case OP_BIND_FILE: return "binding over";
-    case OP_ENSURE_LINE: return "adding an entry to";
+    case OP_TMPFS:
+        return "mounting tmpfs";
+    case OP_DIR:
+        return "creating directory";
+    case OP_FILE:
+        return "writing file";
+    case OP_COPY:
+        return "copying file";
+    case OP_SYMLINK:
+        return "creating symlink";
+    case OP_RO_BIND:
+        return "binding read-only";
+    case OP_DEV_BIND:
+        return "binding device";
+    case OP_DEVPTS:
+        return "mounting devpts";
+    case OP_PROC:
+        return "mounting proc";
+    case OP_RO_SELF:
+        return "making read-only";
+    case OP_MASK:
+        return "masking";
+    case OP_BIND_FILE:
+        return "binding over";
+    case OP_ENSURE_LINE:
+        return "adding an entry to";
     }
     return "?";
 }
@@ -527,19 +589,36 @@ fail:
 static void plan_etc_template(op_plan *p, const abx_rootfs_spec *spec)
 {
     add_dir(p, "/etc", 0755, NO_OWNER);
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/passwd", .mode = 0644, .if_missing = true,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/passwd",
+                      .mode = 0644,
+                      .if_missing = true,
                       .data = "root:x:0:0:root:/root:/bin/sh\n"});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/group", .mode = 0644, .if_missing = true,
-                      .data = "root:x:0:\n"});
-    add(p, (mount_op){.kind = OP_ENSURE_LINE, .dst = "/etc/passwd", .src = "user:",
+    add(p,
+        (mount_op){
+            .kind = OP_FILE, .dst = "/etc/group", .mode = 0644, .if_missing = true, .data = "root:x:0:\n"});
+    add(p, (mount_op){.kind = OP_ENSURE_LINE,
+                      .dst = "/etc/passwd",
+                      .src = "user:",
                       .data = "user:x:1000:1000:user:/home/user:/bin/sh\n"});
     add(p, (mount_op){.kind = OP_ENSURE_LINE, .dst = "/etc/group", .src = "user:", .data = "user:x:1000:\n"});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hostname", .mode = 0644, .replace = true,
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/hostname",
+                      .mode = 0644,
+                      .replace = true,
                       .data = pool_fmt(p, "%s\n", spec->hostname)});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/hosts", .mode = 0644, .replace = true,
-                      .data = pool_fmt(p, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
-                                       spec->hostname)});
-    add(p, (mount_op){.kind = OP_FILE, .dst = "/etc/resolv.conf", .mode = 0644, .replace = true,
+    add(p,
+        (mount_op){.kind = OP_FILE,
+                   .dst = "/etc/hosts",
+                   .mode = 0644,
+                   .replace = true,
+                   .data = pool_fmt(
+                       p, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+                       spec->hostname)});
+    add(p, (mount_op){.kind = OP_FILE,
+                      .dst = "/etc/resolv.conf",
+                      .mode = 0644,
+                      .replace = true,
                       .data = spec->resolv_conf ? spec->resolv_conf : "# no network\n"});
 }
 
@@ -566,7 +645,8 @@ static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errl
      * rename fails with EXDEV (dpkg does those); an older kernel gets the
      * overlay without it */
     if (mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
-              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work,userxattr") < 0 &&
+              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT
+              "/work,userxattr") < 0 &&
         mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
               "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work") < 0)
         goto fail;
@@ -590,7 +670,8 @@ static int stage_template_rw(op_plan *p, const abx_rootfs_spec *spec, char *errb
         goto fail;
     step = "staging /etc";
     char hosts[512];
-    snprintf(hosts, sizeof hosts, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+    snprintf(hosts, sizeof hosts,
+             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
              spec->hostname);
     char hostname[300];
     snprintf(hostname, sizeof hostname, "%s\n", spec->hostname);

@@ -6,14 +6,14 @@
 #include <stddef.h>
 
 typedef struct abx_rootfs_spec {
-    const char *hostname;  /* written to /etc/hostname and /etc/hosts */
-    unsigned disk_mb;      /* size of the writable layer */
-    bool full_id_range;    /* uid/gid 0..65535 are mapped (abx runs as host root) */
+    const char *hostname;    /* written to /etc/hostname and /etc/hosts */
+    unsigned disk_mb;        /* size of the writable layer */
+    bool full_id_range;      /* uid/gid 0..65535 are mapped (abx runs as host root) */
     const char *resolv_conf; /* /etc/resolv.conf's text; NULL: a copy of the host's */
-    int template_fd;       /* a template's tree (idmapped, detached mount), consumed; -1: the host view */
-    bool template_writable; /* that tree is the root itself, written through (template builds):
-                               no overlay, no /app or /home made in it, /etc's hostname, hosts
-                               and resolv.conf bound over, not written */
+    int template_fd;         /* a template's tree (idmapped, detached mount), consumed; -1: the host view */
+    bool template_writable;  /* that tree is the root itself, written through (template builds):
+                                no overlay, no /app or /home made in it, /etc's hostname, hosts
+                                and resolv.conf bound over, not written */
 } abx_rootfs_spec;
 
 /* Inside a fresh mount namespace (and user namespace with CAP_SYS_ADMIN),

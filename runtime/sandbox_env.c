@@ -50,8 +50,13 @@ int abx__sandbox_env_init(abx_sandbox_env *env, const char *id, bool as_root, co
     const char *term = getenv("TERM");
     const char *user = as_root ? "root" : "user";
     const char *fixed[][2] = {
-        {"PATH", ABX_SANDBOX_PATH}, {"HOME", as_root ? "/root" : "/home/user"}, {"USER", user},
-        {"LOGNAME", user}, {"SHELL", shell}, {"LANG", "C.UTF-8"}, {"HOSTNAME", id},
+        {"PATH", ABX_SANDBOX_PATH},
+        {"HOME", as_root ? "/root" : "/home/user"},
+        {"USER", user},
+        {"LOGNAME", user},
+        {"SHELL", shell},
+        {"LANG", "C.UTF-8"},
+        {"HOSTNAME", id},
         {"TERM", term && strlen(term) < 64 ? term : NULL},
     };
     memset(env, 0, sizeof *env);

@@ -25,37 +25,73 @@
 /* Calls that fail with EPERM whatever their arguments. */
 static const char *const denied_eperm[] = {
     /* kernel keyring: not namespaced */
-    "keyctl", "add_key", "request_key",
+    "keyctl",
+    "add_key",
+    "request_key",
     /* kernel attack surface with a history of escapes */
-    "bpf", "perf_event_open", "userfaultfd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
     /* kernel code and the machine itself */
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "create_module", "get_kernel_syms", "query_module", "reboot", "swapon", "swapoff",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "get_kernel_syms",
+    "query_module",
+    "reboot",
+    "swapon",
+    "swapoff",
     /* filesystem topology, after setup */
-    "mount", "umount", "umount2", "pivot_root", "chroot",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
     /* namespaces: joining any */
     "setns",
     /* time, accounting, quotas, logs */
-    "settimeofday", "clock_settime", "clock_settime64", "clock_adjtime", "clock_adjtime64",
-    "adjtimex", "stime", "acct", "quotactl", "quotactl_fd", "syslog",
+    "settimeofday",
+    "clock_settime",
+    "clock_settime64",
+    "clock_adjtime",
+    "clock_adjtime64",
+    "adjtimex",
+    "stime",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
     /* file handles bypass path checks (the "shocker" escape) */
-    "open_by_handle_at", "name_to_handle_at",
+    "open_by_handle_at",
+    "name_to_handle_at",
     /* hardware and legacy interfaces */
-    "iopl", "ioperm", "modify_ldt", "vm86", "vm86old", "uselib", "nfsservctl",
-    "lookup_dcookie", "vhangup", "kcmp", "fanotify_init",
-    "move_pages", "migrate_pages",
+    "iopl",
+    "ioperm",
+    "modify_ldt",
+    "vm86",
+    "vm86old",
+    "uselib",
+    "nfsservctl",
+    "lookup_dcookie",
+    "vhangup",
+    "kcmp",
+    "fanotify_init",
+    "move_pages",
+    "migrate_pages",
 };
 
 /* Calls that fail with ENOSYS, so that libraries fall back to older forms. */
 static const char *const denied_enosys[] = {
     "clone3", /* flags live in memory and cannot be inspected */
-    "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "open_tree", "move_mount",    "fsopen",         "fsconfig",       "fsmount",
+    "fspick",    "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
 static const unsigned long namespace_flags[] = {
-    CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
-    CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP,
+    CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP,
 #ifdef CLONE_NEWTIME
     CLONE_NEWTIME,
 #endif

@@ -53,7 +53,6 @@ uint64_t abx__shim_now_ms(void)
     return abx__now_ns() / 1000000ull;
 }
 
-
 json_t *abx__shim_info_locked(shim *sh)
 {
     char started[32], end[32];
@@ -64,12 +63,16 @@ json_t *abx__shim_info_locked(shim *sh)
     json_t *v;
     json_object_foreach(sh->envs, k, v) json_array_append_new(names, json_string(k));
     json_t *network = sh->net ? abx__net_describe(sh->net) : json_deep_copy(sh->net_policy);
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i, s:b}", "sandbox_id", sh->id,
-                     "template", sh->template_name, "status", sh->ending ? "ending" : sh->paused ? "paused" : "running", "started_at",
-                     started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count, "memory_mb",
-                     (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb, "metadata", sh->metadata,
-                     "env_names", names, "timeout", (int)sh->timeout_s, "envd_version", ABX_ENVD_VERSION,
-                     "shim_pid", (int)getpid(), "init_pid", (int)sh->jail.init_pid, "standby", sh->standby);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:o, s:i, s:s, s:i, s:i, s:b}",
+                            "sandbox_id", sh->id, "template", sh->template_name, "status",
+                            sh->ending   ? "ending"
+                            : sh->paused ? "paused"
+                                         : "running",
+                            "started_at", started, "end_at", end, "cpu_count", (int)sh->limits.cpu_count,
+                            "memory_mb", (int)sh->limits.memory_mb, "disk_size_mb", (int)sh->limits.disk_mb,
+                            "metadata", sh->metadata, "env_names", names, "timeout", (int)sh->timeout_s,
+                            "envd_version", ABX_ENVD_VERSION, "shim_pid", (int)getpid(), "init_pid",
+                            (int)sh->jail.init_pid, "standby", sh->standby);
     if (doc)
         json_object_set_new(doc, "network", network ? network : json_pack("{s:s}", "mode", "none"));
     else
@@ -118,7 +121,8 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
     if (sh->ending)
         rc = abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending");
     else if (sh->paused == pause)
-        rc = abx__error_set(err, ABX_EINVAL, pause ? "the sandbox is already paused" : "the sandbox is not paused");
+        rc = abx__error_set(err, ABX_EINVAL,
+                            pause ? "the sandbox is already paused" : "the sandbox is not paused");
     else
         rc = abx__cgroup_freeze(&sh->jail.cgroup, pause, err);
     if (rc == 0) {
@@ -176,7 +180,8 @@ static void to_foreground(shim *sh)
         abx__cgroup_set_background(&sh->jail.cgroup, false, NULL);
 }
 
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token, abx_error **err)
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token,
+                    abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
     bool waiting = sh->standby && !sh->ending;
@@ -233,7 +238,8 @@ static int set_network_locked(shim *sh, json_t *policy, abx_error **err)
     bool wants = strcmp(abx__net_policy_mode(policy), "none") != 0;
     if (sh->net)
         rc = abx__net_set_policy(sh->net, policy, err);
-    else if (wants && (rc = abx__net_up(sh->id, sh->jail.init_pid, sh->state_dir, policy, &sh->net, err)) == 0 &&
+    else if (wants &&
+             (rc = abx__net_up(sh->id, sh->jail.init_pid, sh->state_dir, policy, &sh->net, err)) == 0 &&
              (rc = point_resolver(sh, err)) < 0) {
         abx__net_down(sh->net);
         sh->net = NULL;
@@ -248,7 +254,8 @@ static int set_network_locked(shim *sh, json_t *policy, abx_error **err)
 int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
-    int rc = sh->ending ? abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending") : set_network_locked(sh, policy, err);
+    int rc = sh->ending ? abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending")
+                        : set_network_locked(sh, policy, err);
     if (rc == 0)
         write_meta_locked(sh);
     pthread_mutex_unlock(&sh->mu);
@@ -294,7 +301,7 @@ __attribute__((noreturn)) static void teardown(shim *sh, int status)
     sh->ending = true;
     pthread_cond_broadcast(&sh->cv);
     pthread_mutex_unlock(&sh->mu);
-    abx__net_down(sh->net); /* the resolver, the filter's objects, the links, the address */
+    abx__net_down(sh->net);       /* the resolver, the filter's objects, the links, the address */
     abx__jail_destroy(&sh->jail); /* SIGKILL init: the pid namespace dies with it */
     remove_state(sh->state_dir);
     _exit(status);
@@ -325,7 +332,9 @@ static int read_config(shim *sh, abx_error **err)
     snprintf(sh->id, sizeof sh->id, "%s", id ? id : "");
     const char *host_name = json_string_value(json_object_get(cfg, "host_name"));
     snprintf(sh->host_name, sizeof sh->host_name, "%s",
-             host_name && strlen(host_name) < sizeof sh->host_name && strspn(host_name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(host_name) && *host_name
+             host_name && strlen(host_name) < sizeof sh->host_name &&
+                     strspn(host_name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(host_name) &&
+                     *host_name
                  ? host_name
                  : sh->id);
     snprintf(sh->template_name, sizeof sh->template_name, "%s", tmpl ? tmpl : "base");
@@ -342,7 +351,8 @@ static int read_config(shim *sh, abx_error **err)
     sh->template_env = json_incref(json_object_get(tc, "env"));
     const char *wd = json_string_value(json_object_get(tc, "workdir"));
     snprintf(sh->template_workdir, sizeof sh->template_workdir, "%s", wd && wd[0] == '/' ? wd : "");
-    sh->default_uid = json_integer_value(json_object_get(tc, "uid")) == 0 && json_object_get(tc, "uid") ? 0 : 1000;
+    sh->default_uid =
+        json_integer_value(json_object_get(tc, "uid")) == 0 && json_object_get(tc, "uid") ? 0 : 1000;
     sh->standby = json_is_true(json_object_get(cfg, "standby"));
     json_t *network = json_object_get(cfg, "network");
     int nrc = network ? abx__net_policy_normalize(network, &sh->net_policy, err) : 0;
@@ -364,8 +374,8 @@ static int read_config(shim *sh, abx_error **err)
     snprintf(path, sizeof path, "%s/token", sh->state_dir);
     if (abx__read_small_file(path, sh->token, sizeof sh->token) < 0 || strlen(sh->token) < 32)
         return abx__error_set(err, ABX_ECONFIG, "the sandbox token is unreadable");
-    if (!*sh->id || sh->timeout_s < ABX_TIMEOUT_MIN_S || sh->timeout_s > ABX_TIMEOUT_MAX_S || !sh->limits.cpu_count ||
-        !sh->limits.memory_mb || !sh->limits.disk_mb || !sh->limits.pids)
+    if (!*sh->id || sh->timeout_s < ABX_TIMEOUT_MIN_S || sh->timeout_s > ABX_TIMEOUT_MAX_S ||
+        !sh->limits.cpu_count || !sh->limits.memory_mb || !sh->limits.disk_mb || !sh->limits.pids)
         return abx__error_set(err, ABX_ECONFIG, "the sandbox request is incomplete");
     return 0;
 }
@@ -412,8 +422,14 @@ static int start(shim *sh, abx_error **err)
     /* blocking: a reconciling abx holds it only for a moment */
     if (sh->lockfd < 0 || flock(sh->lockfd, LOCK_EX) < 0)
         return abx__error_set(err, ABX_ESYS, "another shim owns this sandbox");
-    abx_jail_config cfg = {.id = sh->id, .host_name = sh->host_name, .limits = sh->limits, .argv = NULL, .envp = NULL, .cwd = "/",
-                           .as_root = true, .template_root = sh->template_root[0] ? sh->template_root : NULL,
+    abx_jail_config cfg = {.id = sh->id,
+                           .host_name = sh->host_name,
+                           .limits = sh->limits,
+                           .argv = NULL,
+                           .envp = NULL,
+                           .cwd = "/",
+                           .as_root = true,
+                           .template_root = sh->template_root[0] ? sh->template_root : NULL,
                            .root_caps = sh->template_root[0] != '\0'};
     if (runs_in_background(sh))
         setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */
@@ -565,7 +581,7 @@ int abx__shim_main(int argc, char **argv)
 {
     (void)argv;
     const char *state_dir = getenv("ABX_SHIM_STATE_DIR");
-    if (argc != 1 || !state_dir || !*state_dir || strlen(state_dir) >= sizeof ((shim *)0)->state_dir ||
+    if (argc != 1 || !state_dir || !*state_dir || strlen(state_dir) >= sizeof((shim *)0)->state_dir ||
         fcntl(READY_FD, F_GETFD) < 0) {
         fprintf(stderr, "abx-shim: started by abx only (ABX_SHIM_STATE_DIR set, ready pipe on fd 3)\n");
         return 2;

@@ -39,18 +39,18 @@
 /* Bytes a process wrote to one stream: the last ABX_OUTBUF_CAP of them are
  * kept; `total` counts all, so offsets are absolute. */
 typedef struct abx_outbuf {
-    char *data;      /* ring of `cap` bytes, grown on demand up to ABX_OUTBUF_CAP */
+    char *data; /* ring of `cap` bytes, grown on demand up to ABX_OUTBUF_CAP */
     size_t cap;
     uint64_t total;
-    size_t *pool;    /* bytes the sandbox's rings may still grow by (shim.ring_pool); NULL: no pool */
+    size_t *pool; /* bytes the sandbox's rings may still grow by (shim.ring_pool); NULL: no pool */
 } abx_outbuf;
 
 typedef struct shim_proc {
-    int pid;             /* inside the sandbox */
+    int pid; /* inside the sandbox */
     char tag[128];
-    json_t *config;      /* {cmd, args, envs, cwd} as started; owned */
-    int stdin_fd;        /* our write end, -1 once closed */
-    int out_fd, err_fd;  /* our read ends, -1 at EOF */
+    json_t *config;     /* {cmd, args, envs, cwd} as started; owned */
+    int stdin_fd;       /* our write end, -1 once closed */
+    int out_fd, err_fd; /* our read ends, -1 at EOF */
     abx_outbuf out, err;
     bool exited;
     int wait_status;
@@ -61,7 +61,7 @@ typedef struct shim_proc {
     const uint64_t *stream_out[ABX_SHIM_MAX_STREAMS];
     const uint64_t *stream_err[ABX_SHIM_MAX_STREAMS];
     int nstreams;
-    bool paused;         /* the event loop skipped a pipe for a lagging stream */
+    bool paused;          /* the event loop skipped a pipe for a lagging stream */
     bool awaiting_stream; /* started for a stream that has not attached yet: its output
                              is held from the first byte as if it had (nothing wraps away) */
     /* Saving whole output (shim_proc.c): a stream that passes save_after
@@ -78,53 +78,55 @@ typedef struct shim_proc {
 } shim_proc;
 
 typedef struct shim_reply {
-    unsigned seq;        /* 0: slot free */
+    unsigned seq; /* 0: slot free */
     bool done;
-    shim_proc *pending;  /* the process waiting for "spawned"; the event loop takes it */
-    json_t *msg;         /* init's reply; owned until taken */
+    shim_proc *pending; /* the process waiting for "spawned"; the event loop takes it */
+    json_t *msg;        /* init's reply; owned until taken */
 } shim_reply;
 
 typedef struct abx_watchers abx_watchers;
 
 typedef struct shim {
     char id[32];
-    char host_name[32];  /* its cgroups' name on the host (config "host_name", else the id) */
+    char host_name[32]; /* its cgroups' name on the host (config "host_name", else the id) */
     char state_dir[512];
     char token[80];
     char template_name[64];
     char template_root[512]; /* an imported template's tree on the host; "" for a built-in one */
     abx_limits limits;
-    json_t *metadata;    /* {str: str} */
-    json_t *envs;        /* {str: str} set at create */
+    json_t *metadata;           /* {str: str} */
+    json_t *envs;               /* {str: str} set at create */
     json_t *template_env;       /* {str: str}: the template's ENV, under envs; may be NULL */
     char template_workdir[256]; /* the template's WORKDIR: where commands start by default; "" */
     unsigned default_uid;       /* who runs a request that names no user: the template's USER, else user */
-    unsigned timeout_s;  /* the last lifetime asked for */
+    unsigned timeout_s;         /* the last lifetime asked for */
     time_t started_at;
     time_t end_at;
     abx_jail jail;
-    int rootfd;          /* O_PATH of the sandbox's "/" (via /proc/<init>/root) */
+    int rootfd; /* O_PATH of the sandbox's "/" (via /proc/<init>/root) */
     int timerfd, wakefd, sigfd, lockfd;
     int listen_fd;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     shim_proc *procs[ABX_SHIM_MAX_PROCS];
     int nprocs;
-    size_t ring_pool;    /* ABX_BOUND_SHIM_RINGS less what the rings hold (lock: mu) */
-    char saved_files[ABX_SHIM_SAVED_OUTPUTS][48]; /* the newest saved outputs (lock: mu); older ones are removed */
-    unsigned saved_uids[ABX_SHIM_SAVED_OUTPUTS];  /* whose each one is: it is removed with that user's rights */
+    size_t ring_pool; /* ABX_BOUND_SHIM_RINGS less what the rings hold (lock: mu) */
+    char saved_files[ABX_SHIM_SAVED_OUTPUTS]
+                    [48]; /* the newest saved outputs (lock: mu); older ones are removed */
+    unsigned
+        saved_uids[ABX_SHIM_SAVED_OUTPUTS]; /* whose each one is: it is removed with that user's rights */
     unsigned saved_next;
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
-    bool paused;         /* frozen (pause): processes stopped, memory and files kept */
-    json_t *net_policy;  /* the network policy's normal form (netpolicy.h; lock: mu) */
-    struct abx_net *net; /* its network when it has one (net.h; lock: mu) */
-    bool standby;        /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
-    int owner_pidfd;     /* the pool's process while standby: its end ends the sandbox; -1 */
-    struct abx_watchers *watchers; /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
-    void *httpd;         /* struct MHD_Daemon * */
-    char *control_buf;   /* the event loop's receive buffer for init's messages */
+    bool paused;                       /* frozen (pause): processes stopped, memory and files kept */
+    json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
+    struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
+    bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
+    int owner_pidfd;                   /* the pool's process while standby: its end ends the sandbox; -1 */
+    struct abx_watchers *watchers;     /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
+    void *httpd;                       /* struct MHD_Daemon * */
+    char *control_buf;                 /* the event loop's receive buffer for init's messages */
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
     int ncontexts;
     pthread_mutex_t code_mu; /* serialises executions and context changes */
@@ -141,7 +143,8 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
 /* Hands a standby sandbox to its first user: a fresh lifetime of timeout
  * seconds from now, the create's envs and metadata (string maps; the shim
  * takes its own references). E8001 when it is not standby (claimed once). */
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token, abx_error **err);
+int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token,
+                    abx_error **err);
 /* Applies a new network policy (normal form): gives the sandbox its
  * network the first time it is not "none". */
 int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err);
@@ -154,12 +157,12 @@ uint64_t abx__shim_now_ms(void);
 /* shim_proc.c (all but the *_locked functions take the lock themselves) */
 typedef struct shim_start_request {
     const char *cmd;
-    json_t *args;        /* array of strings, may be NULL */
-    json_t *envs;        /* {str: str}, may be NULL */
-    const char *cwd;     /* may be NULL: the template's WORKDIR, else default_cwd, else the user's home */
+    json_t *args;            /* array of strings, may be NULL */
+    json_t *envs;            /* {str: str}, may be NULL */
+    const char *cwd;         /* may be NULL: the template's WORKDIR, else default_cwd, else the user's home */
     const char *default_cwd; /* may be NULL */
-    const char *tag;     /* may be NULL */
-    unsigned uid;        /* 0 or 1000 */
+    const char *tag;         /* may be NULL */
+    unsigned uid;            /* 0 or 1000 */
     bool stdin_open;
     bool streamed;       /* a stream will attach (process Start): hold output until it does */
     uint64_t save_after; /* 0, or save each stream whole once it passes this many bytes */

@@ -52,15 +52,15 @@ typedef struct code_context {
     char language[16];
     char cwd[256];
     unsigned uid;
-    atomic_int pid;       /* written under run_mu */
-    uint64_t out_off;     /* where the next reply is read from in the kernel's stdout (run_mu) */
-    unsigned executions;  /* (run_mu) */
+    atomic_int pid;      /* written under run_mu */
+    uint64_t out_off;    /* where the next reply is read from in the kernel's stdout (run_mu) */
+    unsigned executions; /* (run_mu) */
     bool is_default;
-    bool listed;          /* in sh->contexts; false: a one-call ("fresh") context */
-    int refs;             /* executions holding it (code_mu) */
-    bool deleted;         /* (code_mu) */
+    bool listed;  /* in sh->contexts; false: a one-call ("fresh") context */
+    int refs;     /* executions holding it (code_mu) */
+    bool deleted; /* (code_mu) */
     pthread_mutex_t run_mu;
-    char lost_why[200];   /* (run_mu) why the last kernel went: the next cell says its state was reset */
+    char lost_why[200]; /* (run_mu) why the last kernel went: the next cell says its state was reset */
 } code_context;
 
 static bool language_ok(const char *l)
@@ -89,7 +89,9 @@ static int write_kernel_file(shim *sh, const code_context *c, char *path, size_t
     int rc = abx__fs_open_file(sh, c->uid, path, O_WRONLY | O_CREAT | O_TRUNC, &fd, err);
     if (rc < 0)
         return rc;
-    rc = abx__write_all(fd, src, strlen(src)) < 0 ? abx__error_errno(err, ABX_EIO, errno, "writing the kernel") : 0;
+    rc = abx__write_all(fd, src, strlen(src)) < 0
+             ? abx__error_errno(err, ABX_EIO, errno, "writing the kernel")
+             : 0;
     close(fd);
     return rc;
 }
@@ -104,8 +106,12 @@ static int spawn_kernel(shim *sh, code_context *c, abx_error **err)
                                                       : json_pack("[s, s]", "--expose-internals", file);
     char tag[64];
     snprintf(tag, sizeof tag, "abx-context-%s", c->id);
-    shim_start_request r = {.cmd = strcmp(c->language, "python") == 0 ? "python3" : "node", .args = args,
-                            .cwd = c->cwd, .tag = tag, .uid = c->uid, .stdin_open = true};
+    shim_start_request r = {.cmd = strcmp(c->language, "python") == 0 ? "python3" : "node",
+                            .args = args,
+                            .cwd = c->cwd,
+                            .tag = tag,
+                            .uid = c->uid,
+                            .stdin_open = true};
     int pid = abx__shim_proc_start(sh, &r, err);
     json_decref(args);
     if (pid < 0)
@@ -134,8 +140,8 @@ static void context_free(code_context *c)
 
 /* A new context (its kernel not started yet: the first cell starts it).
  * listed: put in the table (code_mu held), else the caller's alone. */
-static int context_new(shim *sh, const char *language, const char *cwd, unsigned uid, bool is_default, bool listed,
-                       code_context **out, abx_error **err)
+static int context_new(shim *sh, const char *language, const char *cwd, unsigned uid, bool is_default,
+                       bool listed, code_context **out, abx_error **err)
 {
     if (listed && sh->ncontexts >= (int)(sizeof sh->contexts / sizeof sh->contexts[0]))
         return abx__error_set(err, ABX_ELIMIT, "too many contexts (16): delete one");
@@ -150,7 +156,10 @@ static int context_new(shim *sh, const char *language, const char *cwd, unsigned
     for (int i = 0; i < 8; i++)
         snprintf(c->id + 2 * i, 3, "%02x", raw[i]);
     snprintf(c->language, sizeof c->language, "%s", language);
-    snprintf(c->cwd, sizeof c->cwd, "%s", cwd && *cwd ? cwd : sh->template_workdir[0] ? sh->template_workdir : "/home/user");
+    snprintf(c->cwd, sizeof c->cwd, "%s",
+             cwd && *cwd               ? cwd
+             : sh->template_workdir[0] ? sh->template_workdir
+                                       : "/home/user");
     c->uid = uid;
     c->is_default = is_default;
     c->listed = listed;
@@ -282,19 +291,19 @@ static uint64_t now_ms(void)
 
 typedef struct cell_request {
     const char *code;
-    const char *cwd;        /* NULL: the context's */
-    json_t *env;            /* for this cell only; may be NULL */
+    const char *cwd; /* NULL: the context's */
+    json_t *env;     /* for this cell only; may be NULL */
     unsigned timeout_s;
-    uint64_t save_after;    /* 0, or keep a longer stream whole in the sandbox */
-    int client_fd;          /* the caller's connection: a hang-up interrupts the cell; -1 none */
+    uint64_t save_after; /* 0, or keep a longer stream whole in the sandbox */
+    int client_fd;       /* the caller's connection: a hang-up interrupts the cell; -1 none */
 } cell_request;
 
 typedef struct cell_outcome {
-    json_t *reply;          /* the kernel's reply, or NULL */
-    bool timed_out;         /* interrupted at its timeout */
-    bool cancelled;         /* the client hung up */
-    bool died;              /* the kernel died during the cell */
-    int died_code;          /* its exit status, or 128 + signal */
+    json_t *reply;  /* the kernel's reply, or NULL */
+    bool timed_out; /* interrupted at its timeout */
+    bool cancelled; /* the client hung up */
+    bool died;      /* the kernel died during the cell */
+    int died_code;  /* its exit status, or 128 + signal */
     char died_why[200];
     unsigned long oom_kills_before; /* the sandbox cgroup's count when the cell began */
 } cell_outcome;
@@ -325,11 +334,13 @@ static void describe_death(shim *sh, const code_context *c, const shim_proc *p, 
         o->died_code = 128 + sig;
         if (sig == SIGKILL && abx__cgroup_oom_kills(&sh->jail.cgroup) > o->oom_kills_before)
             snprintf(o->died_why, sizeof o->died_why,
-                     "the %s kernel was killed by signal 9 by the sandbox's memory limit (%u MiB): use less memory, "
+                     "the %s kernel was killed by signal 9 by the sandbox's memory limit (%u MiB): use less "
+                     "memory, "
                      "or create a sandbox with more",
                      c->language, sh->limits.memory_mb);
         else
-            snprintf(o->died_why, sizeof o->died_why, "the %s kernel was killed by signal %d", c->language, sig);
+            snprintf(o->died_why, sizeof o->died_why, "the %s kernel was killed by signal %d", c->language,
+                     sig);
     }
 }
 
@@ -420,8 +431,8 @@ static int ensure_kernel(shim *sh, code_context *c, char *reset_why, size_t len,
 static int send_cell(shim *sh, code_context *c, unsigned id, const cell_request *req)
 {
     json_t *msg = json_pack("{s:i, s:s, s:s, s:i, s:I}", "id", (int)id, "code", req->code, "cwd",
-                            req->cwd && *req->cwd ? req->cwd : c->cwd, "timeout", (int)req->timeout_s, "save_after",
-                            (json_int_t)req->save_after);
+                            req->cwd && *req->cwd ? req->cwd : c->cwd, "timeout", (int)req->timeout_s,
+                            "save_after", (json_int_t)req->save_after);
     if (json_is_object(req->env))
         json_object_set(msg, "env", req->env);
     char *text = json_dumps(msg, JSON_COMPACT);
@@ -469,7 +480,7 @@ static void stream_lines(json_t *lines, json_t *reply, const char *name, size_t 
     free(raw);
 }
 
-static const char *const RESULT_FORMATS[] = {"text", "html", "markdown", "svg", "png", "jpeg", "pdf",
+static const char *const RESULT_FORMATS[] = {"text",  "html", "markdown",   "svg",  "png",   "jpeg", "pdf",
                                              "latex", "json", "javascript", "data", "chart", "extra"};
 
 /* E2B result lines from the kernel's results (display() outputs, figures,
@@ -478,7 +489,8 @@ static void result_lines(json_t *lines, json_t *reply)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(reply, "results"), i, r) {
+    json_array_foreach(json_object_get(reply, "results"), i, r)
+    {
         json_t *line = json_pack("{s:s, s:b}", "type", "result", "is_main_result",
                                  json_is_true(json_object_get(r, "is_main_result")));
         for (size_t k = 0; k < sizeof RESULT_FORMATS / sizeof RESULT_FORMATS[0]; k++) {
@@ -492,13 +504,15 @@ static void result_lines(json_t *lines, json_t *reply)
 
 static json_t *error_line(const char *name, const char *value, const char *traceback)
 {
-    return json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", name, "value", value, "traceback", traceback);
+    return json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name", name, "value", value, "traceback",
+                     traceback);
 }
 
 static json_t *answer_lines(const code_context *c, unsigned id, const cell_outcome *o, const char *reset_why)
 {
     json_t *lines = json_array();
-    json_array_append_new(lines, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count", (int)id));
+    json_array_append_new(
+        lines, json_pack("{s:s, s:i}", "type", "number_of_executions", "execution_count", (int)id));
     json_t *abx = json_pack("{s:s, s:s, s:b, s:b}", "type", "abx", "context_id", c->id, "timed_out",
                             o->timed_out, "kernel_died", o->died);
     if (reset_why[0]) {
@@ -512,10 +526,13 @@ static json_t *answer_lines(const code_context *c, unsigned id, const cell_outco
         result_lines(lines, o->reply);
         json_t *e = json_object_get(o->reply, "error");
         if (json_is_object(e))
-            json_array_append_new(lines, error_line(json_string_value(json_object_get(e, "name")) ?: "Error",
-                                                    json_string_value(json_object_get(e, "value")) ?: "",
-                                                    json_string_value(json_object_get(e, "traceback")) ?: ""));
-        json_object_set_new(abx, "exit_code", json_integer(o->timed_out ? 124 : json_integer_value(json_object_get(o->reply, "exit_code"))));
+            json_array_append_new(lines,
+                                  error_line(json_string_value(json_object_get(e, "name")) ?: "Error",
+                                             json_string_value(json_object_get(e, "value")) ?: "",
+                                             json_string_value(json_object_get(e, "traceback")) ?: ""));
+        json_object_set_new(
+            abx, "exit_code",
+            json_integer(o->timed_out ? 124 : json_integer_value(json_object_get(o->reply, "exit_code"))));
         json_object_set(abx, "stdout_bytes", json_object_get(o->reply, "stdout_bytes"));
         json_object_set(abx, "stderr_bytes", json_object_get(o->reply, "stderr_bytes"));
         json_object_set_new(abx, "stdout_cut", json_integer((json_int_t)out_cut));
@@ -528,16 +545,19 @@ static json_t *answer_lines(const code_context *c, unsigned id, const cell_outco
         }
     } else if (o->died) {
         char value[320];
-        snprintf(value, sizeof value, "%s; its state (variables, imports) is gone and the next cell starts a new kernel",
+        snprintf(value, sizeof value,
+                 "%s; its state (variables, imports) is gone and the next cell starts a new kernel",
                  o->died_why);
         json_array_append_new(lines, error_line("KernelDied", value, ""));
         json_object_set_new(abx, "exit_code", json_integer(o->died_code ? o->died_code : 1));
     } else {
-        json_array_append_new(lines, error_line("TimeoutError",
-                                                o->cancelled ? "the cell was cancelled and did not stop; its kernel was restarted"
-                                                             : "the cell ran past its timeout and did not stop when "
-                                                               "interrupted; its kernel was restarted (state is gone)",
-                                                ""));
+        json_array_append_new(
+            lines,
+            error_line("TimeoutError",
+                       o->cancelled ? "the cell was cancelled and did not stop; its kernel was restarted"
+                                    : "the cell ran past its timeout and did not stop when "
+                                      "interrupted; its kernel was restarted (state is gone)",
+                       ""));
         json_object_set_new(abx, "exit_code", json_integer(124));
     }
     json_array_append_new(lines, abx);
@@ -552,7 +572,8 @@ static int ndjson(json_t *lines, char **out, abx_error **err)
     int rc = 0;
     size_t i;
     json_t *l;
-    json_array_foreach(lines, i, l) {
+    json_array_foreach(lines, i, l)
+    {
         char *t = json_dumps(l, JSON_COMPACT);
         if (!t || abx__buf_append_str(&buf, t) < 0 || abx__buf_append(&buf, "\n", 1) < 0)
             rc = -ABX_ENOMEM;
@@ -606,7 +627,8 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
         return abx__error_set(err, ABX_EINVAL, "context_id and fresh: give one, not both");
     if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < ABX_TIMEOUT_MIN_S ||
                     json_integer_value(timeout) > ABX_TIMEOUT_MAX_S))
-        return abx__error_set(err, ABX_EINVAL, "timeout: seconds from %d to %d", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
+        return abx__error_set(err, ABX_EINVAL, "timeout: seconds from %d to %d", ABX_TIMEOUT_MIN_S,
+                              ABX_TIMEOUT_MAX_S);
     if (save && (!json_is_integer(save) || json_integer_value(save) < 0))
         return abx__error_set(err, ABX_EINVAL, "save_after: a number of bytes");
     if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
@@ -614,9 +636,12 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
     const char *lang = normalise(lang_in);
     if (!ctx_id && !language_ok(lang))
         return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
-    cell_request cell = {.code = code, .cwd = json_string_value(cwd), .env = json_object_get(req, "env_vars"),
+    cell_request cell = {.code = code,
+                         .cwd = json_string_value(cwd),
+                         .env = json_object_get(req, "env_vars"),
                          .timeout_s = timeout ? (unsigned)json_integer_value(timeout) : EXEC_TIMEOUT_S,
-                         .save_after = save ? (uint64_t)json_integer_value(save) : 0, .client_fd = client_fd};
+                         .save_after = save ? (uint64_t)json_integer_value(save) : 0,
+                         .client_fd = client_fd};
     code_context *c = NULL;
     int rc = 0;
     pthread_mutex_lock(&sh->code_mu);
@@ -632,7 +657,8 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
                 sh->contexts[i]->uid == uid)
                 c = sh->contexts[i];
         if (!c)
-            rc = context_new(sh, lang, NULL, uid, true, true, &c, err); /* the template's WORKDIR, else home */
+            rc =
+                context_new(sh, lang, NULL, uid, true, true, &c, err); /* the template's WORKDIR, else home */
     }
     if (rc == 0)
         hold(c);

@@ -44,7 +44,7 @@
 
 typedef struct fs_creds {
     bool switched;
-    bool failed;   /* the switch did not take: the operation must not run */
+    bool failed; /* the switch did not take: the operation must not run */
 } fs_creds;
 
 /* setfsuid/setfsgid report no error: read the ids back to be sure. */
@@ -83,15 +83,29 @@ int abx__fs_absolute(unsigned uid, const char *path, char *out, size_t len)
 static int errno_code(int e)
 {
     switch (e) {
-    case ENOENT: case ENOTDIR: return ABX_ENOENT;
-    case EROFS: return ABX_EROFS;
-    case EACCES: case EPERM: return ABX_EPERM;
-    case EXDEV: case ELOOP: return ABX_EPATHOUTSIDE;
-    case EISDIR: return ABX_EISDIR;
-    case ENOSPC: case EDQUOT: case EFBIG: return ABX_ETOOBIG;
-    case ENAMETOOLONG: return ABX_EINVAL;
-    case ENOMEM: return ABX_ENOMEM;
-    default: return ABX_EIO;
+    case ENOENT:
+    case ENOTDIR:
+        return ABX_ENOENT;
+    case EROFS:
+        return ABX_EROFS;
+    case EACCES:
+    case EPERM:
+        return ABX_EPERM;
+    case EXDEV:
+    case ELOOP:
+        return ABX_EPATHOUTSIDE;
+    case EISDIR:
+        return ABX_EISDIR;
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+        return ABX_ETOOBIG;
+    case ENAMETOOLONG:
+        return ABX_EINVAL;
+    case ENOMEM:
+        return ABX_ENOMEM;
+    default:
+        return ABX_EIO;
     }
 }
 
@@ -111,7 +125,8 @@ static bool on_pseudo_fs(int fd)
 /* openat2 inside the sandbox root; returns fd or -1 with errno. */
 static int resolve(shim *sh, const char *abs_path, int flags, mode_t mode)
 {
-    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = (flags & O_CREAT) ? mode : 0,
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+                           .mode = (flags & O_CREAT) ? mode : 0,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     int fd;
     do
@@ -276,7 +291,8 @@ static int take_creds(const shim *sh, unsigned uid, fs_creds *c, abx_error **err
 
 /* The start of most operations: the path made absolute for uid, then
  * uid's credentials. */
-static int op_begin(const shim *sh, unsigned uid, const char *path, char abs_path[4096], fs_creds *c, abx_error **err)
+static int op_begin(const shim *sh, unsigned uid, const char *path, char abs_path[4096], fs_creds *c,
+                    abx_error **err)
 {
     if (abx__fs_absolute(uid, path, abs_path, 4096) < 0)
         return abx__error_set(err, ABX_EINVAL, "path: must be a non-empty path inside the sandbox");
@@ -330,7 +346,8 @@ out:
     return rc;
 }
 
-int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask, abx_error **err)
+int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask,
+                      abx_error **err)
 {
     char abs_path[4096];
     fs_creds c;
@@ -509,7 +526,8 @@ static int remove_tree(int parent_fd, const char *name, int level)
     struct dirent *de;
     int rc = 0;
     while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && remove_tree(dirfd(d), de->d_name, level + 1) < 0)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+            remove_tree(dirfd(d), de->d_name, level + 1) < 0)
             rc = -1;
     closedir(d);
     if (rc == 0)

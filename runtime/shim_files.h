@@ -19,7 +19,8 @@ int abx__fs_mkdir(shim *sh, unsigned uid, const char *path, bool *exists, json_t
 int abx__fs_move(shim *sh, unsigned uid, const char *from, const char *to, json_t **entry, abx_error **err);
 /* Adds an inotify watch (mask) on the directory path to inotify_fd; the
  * watch descriptor, or -ABX_E*. */
-int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask, abx_error **err);
+int abx__fs_watch_dir(shim *sh, unsigned uid, const char *path, int inotify_fd, uint32_t mask,
+                      abx_error **err);
 /* Removes a file, or a directory with everything in it. */
 int abx__fs_remove(shim *sh, unsigned uid, const char *path, abx_error **err);
 /* The absolute sandbox path of path for uid (home-relative when relative). */

@@ -10,14 +10,12 @@
  *   POST /filesystem.Filesystem/WatchDir                server-streaming (shim_watch.c)
  *   POST /process.Process/{List,SendInput,SendSignal,CloseStdin,Update}
  *   POST /filesystem.Filesystem/{Stat,ListDir,MakeDir,Move,Remove}
- *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range: bytes=A-B)
- *   POST /files?path=&username=                        octet-stream or multipart, streamed to the file
- *   GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill
- *   POST /abx/claim {timeout, envs, metadata, token}  a standby sandbox's first user (warm pool):
- *                                                      nothing that ran before survives it, and
- *                                                      the token is the sandbox's from then on
- *   POST /abx/network {mode, allow_out, deny_out}      a new network policy (netpolicy.h), now
- *   GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
+ *   GET  /files?path=&username=                        raw bytes, streamed from the file (one Range:
+ * bytes=A-B) POST /files?path=&username=                        octet-stream or multipart, streamed to the
+ * file GET  /abx/info   POST /abx/timeout {timeout}   POST /abx/kill POST /abx/claim {timeout, envs,
+ * metadata, token}  a standby sandbox's first user (warm pool): nothing that ran before survives it, and the
+ * token is the sandbox's from then on POST /abx/network {mode, allow_out, deny_out}      a new network policy
+ * (netpolicy.h), now GET  /abx/output?pid=&stdout_offset=&stderr_offset=&wait=   buffered output by offset
  *   POST /execute, GET|POST /contexts, DELETE /contexts/ID, POST /contexts/ID/restart
  *                                                      E2B's code-interpreter API (shim_code.c)
  *
@@ -60,23 +58,23 @@ typedef enum req_kind { REQ_RPC, REQ_UPLOAD_RAW, REQ_UPLOAD_MULTIPART, REQ_DONE 
 
 typedef struct req_ctx {
     req_kind kind;
-    abx_buf body;                /* an RPC's body, at most MAX_RPC_BODY */
+    abx_buf body; /* an RPC's body, at most MAX_RPC_BODY */
     bool too_big;
     unsigned uid;
     /* uploads */
     int fd;
     char path[4096];
-    json_t *written;      /* [{path, name, type}] */
+    json_t *written; /* [{path, name, type}] */
     struct MHD_PostProcessor *pp;
     struct pp_ctx *pc;
     abx_error *err;
-    int code;             /* first failure, positive */
+    int code; /* first failure, positive */
 } req_ctx;
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static enum MHD_Result send_bytes(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
-                                  size_t len)
+static enum MHD_Result send_bytes(struct MHD_Connection *c, unsigned status, const char *type,
+                                  const char *body, size_t len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r)
@@ -104,7 +102,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
 static json_t *error_doc(int code, const char *message, unsigned *status)
 {
     char text[600];
-    snprintf(text, sizeof text, "%s: %s", abx_err_name(code), message && *message ? message : abx_strerror(code));
+    snprintf(text, sizeof text, "%s: %s", abx_err_name(code),
+             message && *message ? message : abx_strerror(code));
     return json_pack("{s:s, s:s}", "code", abx__connect_code(code, status), "message", text);
 }
 
@@ -153,7 +152,7 @@ typedef struct stream_ctx {
     stream_phase phase;
     char *pending;
     size_t pending_len, pending_pos;
-    uint64_t deadline_ms;   /* 0: none */
+    uint64_t deadline_ms; /* 0: none */
     unsigned keepalive_s;
     uint64_t last_emit_ms;
     const char *trailer_error; /* connect code, or NULL for success */
@@ -211,12 +210,13 @@ static void stream_next(stream_ctx *s)
             break;
         }
         if (s->phase == PH_TRAILER) {
-            stream_set(s, 2, s->trailer_error
-                                 ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error, "message",
-                                             strcmp(s->trailer_error, "deadline_exceeded") == 0
-                                                 ? "the stream's deadline passed; the process goes on"
-                                                 : "the sandbox ended")
-                                 : json_object());
+            stream_set(s, 2,
+                       s->trailer_error
+                           ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error, "message",
+                                       strcmp(s->trailer_error, "deadline_exceeded") == 0
+                                           ? "the stream's deadline passed; the process goes on"
+                                           : "the sandbox ended")
+                           : json_object());
             s->phase = PH_DONE;
             break;
         }
@@ -299,9 +299,10 @@ static void watch_next(stream_ctx *s)
         return;
     }
     if (s->phase == PH_TRAILER) {
-        stream_set(s, 2, s->trailer_error ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error, "message",
-                                                      "the watch ended")
-                                          : json_object());
+        stream_set(s, 2,
+                   s->trailer_error ? json_pack("{s:{s:s, s:s}}", "error", "code", s->trailer_error,
+                                                "message", "the watch ended")
+                                    : json_object());
         s->phase = PH_DONE;
         return;
     }
@@ -387,8 +388,8 @@ static stream_ctx *stream_new(shim *sh, struct MHD_Connection *c)
 
 static enum MHD_Result queue_stream(struct MHD_Connection *c, stream_ctx *s)
 {
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s,
-                                                                stream_free);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, stream_reader, s, stream_free);
     if (!r) {
         stream_free(s);
         return MHD_NO;
@@ -422,7 +423,8 @@ static enum MHD_Result watch_stream(shim *sh, struct MHD_Connection *c, json_t *
     const char *path = json_string_value(json_object_get(req, "path"));
     abx_watch *w = NULL;
     abx_error *err = NULL;
-    int rc = abx__watch_open(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")), &w, &err);
+    int rc =
+        abx__watch_open(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")), &w, &err);
     if (rc < 0)
         return send_stream_error(c, err, rc);
     stream_ctx *s = stream_new(sh, c);
@@ -483,7 +485,8 @@ static enum MHD_Result rpc_start(shim *sh, struct MHD_Connection *c, json_t *req
     if (sr.pty && (sr.rows > 10000 || sr.cols > 10000))
         return send_error(c, ABX_EINVAL, "pty.size: rows and cols up to 10000");
     if (!sr.cmd || !*sr.cmd || !abx__shim_string_array_ok(sr.args) || !abx__shim_string_map_ok(sr.envs))
-        return send_error(c, ABX_EINVAL, "process: cmd (string), args (strings) and envs (string map) expected");
+        return send_error(c, ABX_EINVAL,
+                          "process: cmd (string), args (strings) and envs (string map) expected");
     abx_error *err = NULL;
     int pid = abx__shim_proc_start(sh, &sr, &err);
     if (pid < 0)
@@ -502,7 +505,8 @@ static int selected_pid(shim *sh, json_t *req)
     const char *tag = json_string_value(json_object_get(sel, "tag"));
     int found = -1;
     pthread_mutex_lock(&sh->mu);
-    shim_proc *proc = abx__shim_proc_find_locked(sh, json_is_integer(pid) ? (int)json_integer_value(pid) : 0, tag);
+    shim_proc *proc =
+        abx__shim_proc_find_locked(sh, json_is_integer(pid) ? (int)json_integer_value(pid) : 0, tag);
     if (proc)
         found = proc->pid;
     pthread_mutex_unlock(&sh->mu);
@@ -535,7 +539,8 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         return send_error(c, ABX_ENOTASK, "process not found");
     if (strcmp(method, "SendSignal") == 0) {
         json_t *sig = json_object_get(req, "signal");
-        int n = json_is_integer(sig) ? (int)json_integer_value(sig) : abx__shim_signal_from_name(json_string_value(sig));
+        int n = json_is_integer(sig) ? (int)json_integer_value(sig)
+                                     : abx__shim_signal_from_name(json_string_value(sig));
         if (n <= 0 || n >= 65)
             return send_error(c, ABX_EINVAL, "signal: unknown");
         int rc = abx__shim_proc_signal(sh, pid, n);
@@ -562,9 +567,11 @@ static enum MHD_Result rpc_process(shim *sh, struct MHD_Connection *c, const cha
         json_t *size = json_object_get(json_object_get(req, "pty"), "size");
         json_t *rows = json_object_get(size, "rows"), *cols = json_object_get(size, "cols");
         if (!json_is_integer(rows) || !json_is_integer(cols) || json_integer_value(rows) < 1 ||
-            json_integer_value(cols) < 1 || json_integer_value(rows) > 10000 || json_integer_value(cols) > 10000)
+            json_integer_value(cols) < 1 || json_integer_value(rows) > 10000 ||
+            json_integer_value(cols) > 10000)
             return send_error(c, ABX_EINVAL, "pty.size: rows and cols from 1 to 10000");
-        int rc = abx__shim_proc_resize(sh, pid, (unsigned)json_integer_value(rows), (unsigned)json_integer_value(cols));
+        int rc = abx__shim_proc_resize(sh, pid, (unsigned)json_integer_value(rows),
+                                       (unsigned)json_integer_value(cols));
         return rc < 0 ? send_error(c, -rc, rc == -ABX_ENOTSUP ? "the process has no terminal" : NULL)
                       : send_json(c, 200, json_object());
     }
@@ -595,8 +602,9 @@ static enum MHD_Result rpc_filesystem(shim *sh, struct MHD_Connection *c, const 
         if (exists) {
             abx_error_free(err);
             json_decref(entry);
-            return send_json(c, 409, json_pack("{s:s, s:s}", "code", "already_exists", "message",
-                                               "E8001: directory already exists"));
+            return send_json(c, 409,
+                             json_pack("{s:s, s:s}", "code", "already_exists", "message",
+                                       "E8001: directory already exists"));
         }
     } else if (strcmp(method, "Move") == 0) {
         rc = abx__fs_move(sh, uid, json_string_value(json_object_get(req, "source")),
@@ -607,12 +615,14 @@ static enum MHD_Result rpc_filesystem(shim *sh, struct MHD_Connection *c, const 
             return send_json(c, 200, json_object());
     } else if (strcmp(method, "CreateWatcher") == 0) {
         char id[33];
-        rc = abx__watchers_create(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")), id, &err);
+        rc = abx__watchers_create(sh, uid, path ? path : "", json_is_true(json_object_get(req, "recursive")),
+                                  id, &err);
         if (rc == 0)
             return send_json(c, 200, json_pack("{s:s}", "watcherId", id));
     } else if (strcmp(method, "GetWatcherEvents") == 0) {
         json_t *events = NULL;
-        rc = abx__watchers_events(sh, uid, json_string_value(json_object_get(req, "watcherId")), &events, &err);
+        rc = abx__watchers_events(sh, uid, json_string_value(json_object_get(req, "watcherId")), &events,
+                                  &err);
         if (rc == 0)
             return send_json(c, 200, json_pack("{s:o}", "events", events));
     } else if (strcmp(method, "RemoveWatcher") == 0) {
@@ -634,20 +644,24 @@ static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
     unsigned pid = 0, wait_ms = 0;
     unsigned long long so = 0, se = 0;
     const char *v;
-    if (!(v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid")) || abx__parse_uint(v, 1, 4194304, &pid) < 0)
+    if (!(v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid")) ||
+        abx__parse_uint(v, 1, 4194304, &pid) < 0)
         return send_error(c, ABX_EINVAL, "pid: expected a process id");
-    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stdout_offset")) && abx__parse_u64(v, &so) < 0)
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stdout_offset")) &&
+        abx__parse_u64(v, &so) < 0)
         return send_error(c, ABX_EINVAL, "stdout_offset: expected a whole number");
-    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stderr_offset")) && abx__parse_u64(v, &se) < 0)
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stderr_offset")) &&
+        abx__parse_u64(v, &se) < 0)
         return send_error(c, ABX_EINVAL, "stderr_offset: expected a whole number");
-    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait")) && abx__parse_uint(v, 0, 600000, &wait_ms) < 0)
+    if ((v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait")) &&
+        abx__parse_uint(v, 0, 600000, &wait_ms) < 0)
         return send_error(c, ABX_EINVAL, "wait: expected milliseconds, at most 600000");
     uint64_t out_off = so, err_off = se;
     uint64_t deadline = abx__shim_now_ms() + wait_ms;
     pthread_mutex_lock(&sh->mu);
     shim_proc *p = abx__shim_proc_find_locked(sh, (int)pid, NULL);
-    while (p && wait_ms && !abx__shim_proc_finished_locked(p) && p->out.total <= out_off && p->err.total <= err_off &&
-           !sh->ending) {
+    while (p && wait_ms && !abx__shim_proc_finished_locked(p) && p->out.total <= out_off &&
+           p->err.total <= err_off && !sh->ending) {
         uint64_t now = abx__shim_now_ms();
         if (now >= deadline)
             break;
@@ -671,9 +685,10 @@ static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
     size_t no = out ? abx__outbuf_read_locked(&p->out, &out_off, out, ABX_OUTBUF_CAP, &tout) : 0;
     size_t ne = errb ? abx__outbuf_read_locked(&p->err, &err_off, errb, ABX_OUTBUF_CAP, &terr) : 0;
     bool finished = abx__shim_proc_finished_locked(p);
-    json_t *doc = json_pack("{s:i, s:s, s:I, s:I, s:b, s:b}", "pid", p->pid, "status",
-                            finished ? "exited" : "running", "stdout_offset", (json_int_t)out_off, "stderr_offset",
-                            (json_int_t)err_off, "stdout_truncated", tout, "stderr_truncated", terr);
+    json_t *doc =
+        json_pack("{s:i, s:s, s:I, s:I, s:b, s:b}", "pid", p->pid, "status", finished ? "exited" : "running",
+                  "stdout_offset", (json_int_t)out_off, "stderr_offset", (json_int_t)err_off,
+                  "stdout_truncated", tout, "stderr_truncated", terr);
     if (finished) {
         int code;
         bool exited;
@@ -709,10 +724,11 @@ static enum MHD_Result abx_metrics(shim *sh, struct MHD_Connection *c)
     unsigned long long disk_used = 0;
     if (fstatfs(sh->rootfd, &fs) == 0)
         disk_used = (unsigned long long)(fs.f_blocks - fs.f_bfree) * (unsigned long long)fs.f_bsize;
-    return send_json(c, 200, json_pack("{s:i, s:f, s:I, s:I, s:I, s:I}", "cpu_count", (int)sh->limits.cpu_count,
-                                       "cpu_used_pct", pct, "mem_used", (json_int_t)mem, "mem_total",
-                                       (json_int_t)sh->limits.memory_mb << 20, "disk_used", (json_int_t)disk_used,
-                                       "disk_total", (json_int_t)sh->limits.disk_mb << 20));
+    return send_json(c, 200,
+                     json_pack("{s:i, s:f, s:I, s:I, s:I, s:I}", "cpu_count", (int)sh->limits.cpu_count,
+                               "cpu_used_pct", pct, "mem_used", (json_int_t)mem, "mem_total",
+                               (json_int_t)sh->limits.memory_mb << 20, "disk_used", (json_int_t)disk_used,
+                               "disk_total", (json_int_t)sh->limits.disk_mb << 20));
 }
 
 /* An /abx/ change's answer: the sandbox's details after it, or its error. Frees err. */
@@ -747,8 +763,10 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
     if (strcmp(url, "/abx/timeout") == 0) {
         json_t *t = json_object_get(req, "timeout");
-        if (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S || json_integer_value(t) > ABX_TIMEOUT_MAX_S)
-            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
+        if (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S ||
+            json_integer_value(t) > ABX_TIMEOUT_MAX_S)
+            return send_error(c, ABX_EINVAL,
+                              "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
         abx__shim_set_timeout(sh, (unsigned)json_integer_value(t));
         pthread_mutex_lock(&sh->mu);
         json_t *doc = abx__shim_info_locked(sh);
@@ -770,9 +788,11 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         const char *token = json_string_value(json_object_get(req, "token"));
         if (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S ||
             json_integer_value(t) > ABX_TIMEOUT_MAX_S || !json_is_object(envs) || !json_is_object(meta) ||
-            !abx__shim_string_map_ok(envs) || !abx__shim_string_map_ok(meta) || !token || strlen(token) < 32 ||
-            strlen(token) >= sizeof sh->token)
-            return send_error(c, ABX_EINVAL, "claim: timeout 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) ", envs and metadata string maps, a new token");
+            !abx__shim_string_map_ok(envs) || !abx__shim_string_map_ok(meta) || !token ||
+            strlen(token) < 32 || strlen(token) >= sizeof sh->token)
+            return send_error(c, ABX_EINVAL,
+                              "claim: timeout 1-" ABX_STRINGIFY(
+                                  ABX_TIMEOUT_MAX_S) ", envs and metadata string maps, a new token");
         abx_error *err = NULL;
         int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, token, &err);
         return info_or_error(sh, c, rc, err);
@@ -783,8 +803,10 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
     }
     if (strcmp(url, "/abx/pause") == 0 || strcmp(url, "/abx/resume") == 0) {
         json_t *t = json_object_get(req, "timeout");
-        if (t && (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S || json_integer_value(t) > ABX_TIMEOUT_MAX_S))
-            return send_error(c, ABX_EINVAL, "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
+        if (t && (!json_is_integer(t) || json_integer_value(t) < ABX_TIMEOUT_MIN_S ||
+                  json_integer_value(t) > ABX_TIMEOUT_MAX_S))
+            return send_error(c, ABX_EINVAL,
+                              "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
         abx_error *err = NULL;
         int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0, &err);
         return info_or_error(sh, c, rc, err);
@@ -860,7 +882,8 @@ static int parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *
 static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
 {
     unsigned uid;
-    if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), sh->default_uid, &uid) < 0)
+    if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"),
+                                 sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "username: root or user");
     const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
     int fd = -1;
@@ -891,8 +914,8 @@ static enum MHD_Result files_get(shim *sh, struct MHD_Connection *c)
         last = size ? size - 1 : 0;
     uint64_t count = size ? last - first + 1 : 0;
     file_stream *fs = malloc(sizeof *fs);
-    struct MHD_Response *r = fs ? MHD_create_response_from_callback(count, FILE_BLOCK, file_read, fs, file_stream_free)
-                                : NULL;
+    struct MHD_Response *r =
+        fs ? MHD_create_response_from_callback(count, FILE_BLOCK, file_read, fs, file_stream_free) : NULL;
     if (fs)
         *fs = (file_stream){.fd = fd, .start = first, .size = count};
     if (!r) {
@@ -960,7 +983,8 @@ static void upload_write(req_ctx *rc, const char *data, size_t len)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            upload_fail(rc, NULL, errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? ABX_ETOOBIG : ABX_EIO);
+            upload_fail(rc, NULL,
+                        errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? ABX_ETOOBIG : ABX_EIO);
             return;
         }
         data += n;
@@ -974,9 +998,10 @@ typedef struct pp_ctx {
     const char *query_path;
 } pp_ctx;
 
-static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
-                                      const char *content_type, const char *transfer_encoding, const char *data,
-                                      uint64_t off, size_t size)
+static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *filename, const char *content_type,
+                                      const char *transfer_encoding, const char *data, uint64_t off,
+                                      size_t size)
 {
     (void)kind, (void)content_type, (void)transfer_encoding;
     pp_ctx *pc = cls;
@@ -1000,10 +1025,12 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
 /* ---- dispatch ----------------------------------------------------------- */
 
 /* E2B's code-interpreter API: /execute and /contexts (shim_code.c). */
-static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
+static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
+                                req_ctx *rc)
 {
     unsigned uid;
-    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), sh->default_uid, &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                                  sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
     json_t *req = abx__shim_json_body(rc->body.data, rc->body.len);
     if (!json_is_object(req)) {
@@ -1017,7 +1044,8 @@ static enum MHD_Result code_api(shim *sh, struct MHD_Connection *c, const char *
         char *lines = NULL;
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         rcode = abx__code_execute(sh, req, uid, ci ? ci->connect_fd : -1, &lines, &err);
-        r = rcode < 0 ? send_abx_error(c, err, rcode) : send_bytes(c, 200, "application/x-ndjson", lines, strlen(lines));
+        r = rcode < 0 ? send_abx_error(c, err, rcode)
+                      : send_bytes(c, 200, "application/x-ndjson", lines, strlen(lines));
         free(lines);
     } else if (strcmp(url, "/contexts") == 0 && strcmp(method, "POST") == 0) {
         json_t *ctx = NULL;
@@ -1053,7 +1081,7 @@ static bool paused(shim *sh)
 }
 
 static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
-                                   req_ctx *rc)
+                                    req_ctx *rc)
 {
     if (strncmp(url, "/abx/", 5) != 0 && paused(sh)) /* its processes are stopped: nothing would answer */
         return send_error(c, ABX_ENOTRUNNING, "the sandbox is paused: resume it first");
@@ -1070,7 +1098,8 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "method not allowed");
     unsigned uid;
-    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), sh->default_uid, &uid) < 0)
+    if (abx__shim_user_from_basic(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                                  sh->default_uid, &uid) < 0)
         return send_error(c, ABX_EAUTH, "user: root or user");
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     bool streaming = type && strncmp(type, "application/connect+json", 24) == 0;
@@ -1103,7 +1132,8 @@ static enum MHD_Result begin(shim *sh, struct MHD_Connection *c, const char *url
                              req_ctx *rc)
 {
     if (strcmp(url, "/files") == 0 && strcmp(method, "POST") == 0) {
-        if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"), sh->default_uid, &rc->uid) < 0)
+        if (abx__shim_user_from_name(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username"),
+                                     sh->default_uid, &rc->uid) < 0)
             return send_error(c, ABX_EAUTH, "username: root or user");
         const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         rc->written = json_array();
@@ -1134,7 +1164,8 @@ static enum MHD_Result begin(shim *sh, struct MHD_Connection *c, const char *url
     return MHD_YES;
 }
 
-static enum MHD_Result finish(shim *sh, struct MHD_Connection *c, const char *url, const char *method, req_ctx *rc)
+static enum MHD_Result finish(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
+                              req_ctx *rc)
 {
     if (rc->kind == REQ_UPLOAD_RAW || rc->kind == REQ_UPLOAD_MULTIPART) {
         upload_close(rc);
@@ -1159,7 +1190,8 @@ static enum MHD_Result finish(shim *sh, struct MHD_Connection *c, const char *ur
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *version, const char *upload, size_t *upload_size,
+                                  void **con_cls)
 {
     (void)version;
     shim *sh = cls;
@@ -1168,8 +1200,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (strcmp(url, "/health") == 0)
             return send_bytes(c, 204, NULL, "", 0);
         if (!token_ok(sh, c))
-            return send_json(c, 401, json_pack("{s:s, s:s}", "code", "unauthenticated", "message",
-                                               "E8020: missing or wrong X-Access-Token"));
+            return send_json(c, 401,
+                             json_pack("{s:s, s:s}", "code", "unauthenticated", "message",
+                                       "E8020: missing or wrong X-Access-Token"));
         rc = calloc(1, sizeof *rc);
         if (!rc)
             return MHD_NO;
@@ -1200,7 +1233,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return r;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)c, (void)toe;
     req_ctx *rc = *con_cls;
@@ -1221,11 +1255,11 @@ int abx__shim_http_start(shim *sh, abx_error **err)
 {
     if (!abx__mhd())
         return abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, sh,
-        MHD_OPTION_LISTEN_SOCKET, sh->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, sh,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
-        MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+                         on_request, sh, MHD_OPTION_LISTEN_SOCKET, sh->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+                         on_completed, sh, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
     if (!d)
         return abx__error_set(err, ABX_ESYS, "starting the data-plane server");
     sh->httpd = d;

@@ -259,7 +259,8 @@ static int send_spawn(shim *sh, json_t *msg, const int fds[3])
         char space[CMSG_SPACE(3 * sizeof(int))];
     } ctrl;
     memset(&ctrl, 0, sizeof ctrl);
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctrl, .msg_controllen = sizeof ctrl};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctrl, .msg_controllen = sizeof ctrl};
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -281,18 +282,21 @@ static json_t *build_env(shim *sh, const shim_start_request *req)
         return env;
     const char *k;
     json_t *v;
-    json_object_foreach(sh->template_env, k, v) {
+    json_object_foreach(sh->template_env, k, v)
+    {
         char pair[4096];
         snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
         abx__sandbox_env_put(&base, pair, NULL);
     }
-    json_object_foreach(sh->envs, k, v) {
+    json_object_foreach(sh->envs, k, v)
+    {
         char pair[4096];
         snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
         abx__sandbox_env_put(&base, pair, NULL);
     }
     if (req->envs) {
-        json_object_foreach(req->envs, k, v) {
+        json_object_foreach(req->envs, k, v)
+        {
             char pair[4096];
             snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v));
             abx__sandbox_env_put(&base, pair, NULL);
@@ -344,21 +348,25 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     size_t i;
     json_t *a;
     json_array_foreach(req->args, i, a) json_array_append(argv, a);
-    const char *home = sh->template_workdir[0]                             ? sh->template_workdir
+    const char *home = sh->template_workdir[0]                          ? sh->template_workdir
                        : req->default_cwd && req->default_cwd[0] == '/' ? req->default_cwd
                        : req->uid == 0                                  ? "/root"
                                                                         : "/home/user";
-    json_t *msg = json_pack("{s:s, s:o, s:o, s:s, s:i}", "op", "spawn", "argv", argv, "env", build_env(sh, req),
-                            "cwd", req->cwd && *req->cwd ? req->cwd : home, "uid", (int)req->uid);
+    json_t *msg =
+        json_pack("{s:s, s:o, s:o, s:s, s:i}", "op", "spawn", "argv", argv, "env", build_env(sh, req), "cwd",
+                  req->cwd && *req->cwd ? req->cwd : home, "uid", (int)req->uid);
     if (req->pty)
         return start_pty(sh, req, msg, err);
     int in[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         int e = errno;
         for (int k = 0; k < 2; k++) {
-            if (in[k] >= 0) close(in[k]);
-            if (out[k] >= 0) close(out[k]);
-            if (errp[k] >= 0) close(errp[k]);
+            if (in[k] >= 0)
+                close(in[k]);
+            if (out[k] >= 0)
+                close(out[k]);
+            if (errp[k] >= 0)
+                close(errp[k]);
         }
         json_decref(msg);
         return abx__error_errno(err, ABX_ELIMIT, e, "pipes for the process");
@@ -400,7 +408,8 @@ static int start_pty(shim *sh, const shim_start_request *req, json_t *msg, abx_e
     int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     char name[64];
     int slave = -1;
-    if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 && ptsname_r(master, name, sizeof name) == 0)
+    if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 &&
+        ptsname_r(master, name, sizeof name) == 0)
         slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     struct winsize ws = {.ws_row = (unsigned short)(req->rows ? req->rows : 24),
                          .ws_col = (unsigned short)(req->cols ? req->cols : 80)};

@@ -35,8 +35,9 @@
 
 #define WATCH_MAX_DIRS 1024
 #define WATCH_MAX_QUEUED 1024
-#define WATCH_MASK (IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | \
-                    IN_DELETE_SELF | IN_MOVE_SELF)
+#define WATCH_MASK                                                                                           \
+    (IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |          \
+     IN_DELETE_SELF | IN_MOVE_SELF)
 
 typedef struct watched_dir {
     int wd;
@@ -75,7 +76,8 @@ static void record(abx_watch *w, int wd, const char *rel, int depth)
         return;
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *type = json_string_value(json_object_get(e, "type"));
         const char *name = json_string_value(json_object_get(e, "name"));
         if (!type || !name || strcmp(type, "FILE_TYPE_DIRECTORY") != 0 || json_object_get(e, "symlinkTarget"))
@@ -100,7 +102,8 @@ static void add_dir(abx_watch *w, const char *rel, int depth)
         record(w, wd, rel, depth);
 }
 
-int abx__watch_open(shim *sh, unsigned uid, const char *path, bool recursive, abx_watch **out, abx_error **err)
+int abx__watch_open(shim *sh, unsigned uid, const char *path, bool recursive, abx_watch **out,
+                    abx_error **err)
 {
     *out = NULL;
     abx_watch *w = calloc(1, sizeof *w);
@@ -254,7 +257,8 @@ static watcher_slot *slot_of(abx_watchers *r, const char *id, unsigned uid)
     return NULL;
 }
 
-int abx__watchers_create(shim *sh, unsigned uid, const char *path, bool recursive, char id[33], abx_error **err)
+int abx__watchers_create(shim *sh, unsigned uid, const char *path, bool recursive, char id[33],
+                         abx_error **err)
 {
     abx_watchers *r = registry(sh);
     if (!r)

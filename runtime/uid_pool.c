@@ -47,8 +47,10 @@ int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
     unsigned pool_base = env_uint("ABX_UID_POOL_BASE", 100000, 4000000000u, ABX_UID_POOL_BASE_DEFAULT);
     unsigned slots = abx__uid_pool_slots();
     if ((unsigned long long)pool_base + (unsigned long long)slots * ABX_HOST_ID_COUNT > 4294967294ull)
-        return abx__error_set(err, ABX_ECONFIG, "ABX_UID_POOL_BASE + ABX_UID_POOL_SLOTS ranges pass the last uid");
-    if ((mkdir("/run/abx", 0700) < 0 && errno != EEXIST) || (mkdir(ABX_UID_POOL_DIR, 0700) < 0 && errno != EEXIST))
+        return abx__error_set(err, ABX_ECONFIG,
+                              "ABX_UID_POOL_BASE + ABX_UID_POOL_SLOTS ranges pass the last uid");
+    if ((mkdir("/run/abx", 0700) < 0 && errno != EEXIST) ||
+        (mkdir(ABX_UID_POOL_DIR, 0700) < 0 && errno != EEXIST))
         return abx__error_errno(err, ABX_ESYS, errno, "creating " ABX_UID_POOL_DIR);
     unsigned start = 0;
     if (getrandom(&start, sizeof start, 0) != (ssize_t)sizeof start)
@@ -68,5 +70,6 @@ int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
         }
         close(fd);
     }
-    return abx__error_set(err, ABX_ELIMIT, "every host uid range of the pool is in use (%u sandboxes)", slots);
+    return abx__error_set(err, ABX_ELIMIT, "every host uid range of the pool is in use (%u sandboxes)",
+                          slots);
 }

@@ -42,13 +42,13 @@
 typedef enum front_kind { FRONT_HEALTH, FRONT_RPC, FRONT_START, FRONT_READ, FRONT_WRITE } front_kind;
 
 struct envd_front {
-    atomic_int refs;              /* the connection's, a running command's worker */
+    atomic_int refs; /* the connection's, a running command's worker */
     front_kind kind;
-    abx_sandbox *sandbox;         /* taken at begin; freed with the front */
-    char method[64];              /* an RPC's "<Service>/<Method>" */
-    char user[8];                 /* "user" or "root" */
-    char path[4096];              /* /files: the query's path */
-    abx_buf body;                 /* an RPC's body, or an upload's current part */
+    abx_sandbox *sandbox; /* taken at begin; freed with the front */
+    char method[64];      /* an RPC's "<Service>/<Method>" */
+    char user[8];         /* "user" or "root" */
+    char path[4096];      /* /files: the query's path */
+    abx_buf body;         /* an RPC's body, or an upload's current part */
     bool too_big;
     struct MHD_PostProcessor *pp; /* a multipart upload */
     char part_path[4096];         /* the part being gathered ("": none yet) */
@@ -125,11 +125,12 @@ static json_t *entry_of(json_t *in)
                         : "FILE_TYPE_FILE";
     char size[32];
     snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(in, "size")));
-    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "name", json_string_value(json_object_get(in, "name")) ?: "",
-                          "type", t, "path", json_string_value(json_object_get(in, "path")) ?: "", "size", size);
-    static const char *const copied[][2] = {{"mode", "mode"}, {"permissions", "permissions"}, {"owner", "owner"},
-                                            {"group", "group"}, {"modified_time", "modifiedTime"},
-                                            {"symlink_target", "symlinkTarget"}};
+    json_t *e =
+        json_pack("{s:s, s:s, s:s, s:s}", "name", json_string_value(json_object_get(in, "name")) ?: "",
+                  "type", t, "path", json_string_value(json_object_get(in, "path")) ?: "", "size", size);
+    static const char *const copied[][2] = {
+        {"mode", "mode"},   {"permissions", "permissions"},    {"owner", "owner"},
+        {"group", "group"}, {"modified_time", "modifiedTime"}, {"symlink_target", "symlinkTarget"}};
     for (size_t i = 0; e && i < sizeof copied / sizeof copied[0]; i++) {
         json_t *v = json_object_get(in, copied[i][0]);
         if (v && !json_is_null(v))
@@ -155,7 +156,8 @@ static int fs_rpc(envd_front *f, const char *m, json_t *req, json_t **out, abx_e
         bool created = true;
         rc = strcmp(m, "MakeDir") == 0 ? abx_sandbox_mkdir(s, p, f->user, &created, err) : 0;
         if (rc == 0 && !created)
-            return abx__error_set(err, ABX_EINVAL, "already exists"); /* envd's already_exists: the SDK's false */
+            return abx__error_set(err, ABX_EINVAL,
+                                  "already exists"); /* envd's already_exists: the SDK's false */
         if (rc == 0)
             rc = abx_sandbox_stat(s, p, f->user, &text, err);
         json_t *e = rc == 0 ? json_loads(text, 0, NULL) : NULL;
@@ -163,8 +165,8 @@ static int fs_rpc(envd_front *f, const char *m, json_t *req, json_t **out, abx_e
         json_decref(e);
     } else if (strcmp(m, "ListDir") == 0) {
         json_int_t depth = json_integer_value(json_object_get(req, "depth"));
-        rc = abx_sandbox_list_files(s, str(req, "path"), depth > 0 && depth < 64 ? (unsigned)depth : 1, f->user,
-                                    &text, err);
+        rc = abx_sandbox_list_files(s, str(req, "path"), depth > 0 && depth < 64 ? (unsigned)depth : 1,
+                                    f->user, &text, err);
         json_t *all = rc == 0 ? json_loads(text, 0, NULL) : NULL, *entries = json_array();
         size_t i;
         json_t *e;
@@ -182,7 +184,8 @@ static int fs_rpc(envd_front *f, const char *m, json_t *req, json_t **out, abx_e
         rc = abx_sandbox_remove(s, str(req, "path"), f->user, err);
         *out = json_object();
     } else {
-        rc = abx__error_set(err, ABX_ENOTSUP, "filesystem.Filesystem/%s: not for this provider's sandboxes", m);
+        rc = abx__error_set(err, ABX_ENOTSUP, "filesystem.Filesystem/%s: not for this provider's sandboxes",
+                            m);
     }
     abx_free(text);
     return rc;
@@ -211,7 +214,8 @@ static int process_rpc(envd_front *f, const char *m, json_t *req, json_t **out, 
             json_decref(list);
     } else if (strcmp(m, "SendSignal") == 0) {
         const char *sig = str(req, "signal");
-        rc = abx_sandbox_signal(s, selected_pid(req), sig && strcmp(sig, "SIGNAL_SIGTERM") == 0 ? 15 : 9, err);
+        rc =
+            abx_sandbox_signal(s, selected_pid(req), sig && strcmp(sig, "SIGNAL_SIGTERM") == 0 ? 15 : 9, err);
         *out = json_object();
     } else if (strcmp(m, "SendInput") == 0) {
         char *bytes = NULL;
@@ -238,8 +242,9 @@ static int answer_rpc(envd_front *f, struct MHD_Connection *c)
     }
     json_t *out = NULL;
     abx_error *err = NULL;
-    int rc = strncmp(f->method, "filesystem.Filesystem/", 22) == 0 ? fs_rpc(f, f->method + 22, req, &out, &err)
-                                                                   : process_rpc(f, f->method + 16, req, &out, &err);
+    int rc = strncmp(f->method, "filesystem.Filesystem/", 22) == 0
+                 ? fs_rpc(f, f->method + 22, req, &out, &err)
+                 : process_rpc(f, f->method + 16, req, &out, &err);
     json_decref(req);
     if (rc < 0) {
         json_decref(out);
@@ -281,8 +286,14 @@ static void on_output(const char *data, size_t len, void *ud, const char *stream
         put_envelope(r->f->events[1], 0, json_pack("{s:{s:{s:s}}}", "event", "data", stream, b64));
     free(b64);
 }
-static void on_stdout(const char *data, size_t len, void *ud) { on_output(data, len, ud, "stdout"); }
-static void on_stderr(const char *data, size_t len, void *ud) { on_output(data, len, ud, "stderr"); }
+static void on_stdout(const char *data, size_t len, void *ud)
+{
+    on_output(data, len, ud, "stdout");
+}
+static void on_stderr(const char *data, size_t len, void *ud)
+{
+    on_output(data, len, ud, "stderr");
+}
 
 static void free_strings(char **v)
 {
@@ -303,17 +314,23 @@ static void *run_main(void *arg)
     envd_front *f = r->f;
     int fd = f->events[1];
     put_envelope(fd, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", r->pid));
-    abx_exec_options o = {.cwd = r->cwd, .user = f->user, .envs = (const char *const *)r->envs,
-                          .on_stdout = on_stdout, .on_stderr = on_stderr, .userdata = r,
-                          .should_cancel = reader_gone, .timeout_s = f->timeout_s};
+    abx_exec_options o = {.cwd = r->cwd,
+                          .user = f->user,
+                          .envs = (const char *const *)r->envs,
+                          .on_stdout = on_stdout,
+                          .on_stderr = on_stderr,
+                          .userdata = r,
+                          .should_cancel = reader_gone,
+                          .timeout_s = f->timeout_s};
     abx_exec_result res;
     abx_error *err = NULL;
     int rc = abx_sandbox_exec_argv(f->sandbox, (const char *const *)r->argv, &o, &res, &err);
     if (rc == 0) {
         char status[48];
         snprintf(status, sizeof status, "exit status %d", res.exit_code);
-        put_envelope(fd, 0, json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", res.exit_code, "exited",
-                                      1, "status", status));
+        put_envelope(fd, 0,
+                     json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", res.exit_code, "exited",
+                               1, "status", status));
         put_envelope(fd, 2, json_object());
         abx_exec_result_clear(&res);
     } else {
@@ -322,8 +339,9 @@ static void *run_main(void *arg)
         char message[600];
         snprintf(message, sizeof message, "%s: %s", abx_err_name(code),
                  abx_error_message(err) ? abx_error_message(err) : abx_strerror(code));
-        put_envelope(fd, 2, json_pack("{s:{s:s, s:s}}", "error", "code", abx__connect_code(code, &st), "message",
-                                      message));
+        put_envelope(
+            fd, 2,
+            json_pack("{s:{s:s, s:s}}", "error", "code", abx__connect_code(code, &st), "message", message));
     }
     abx_error_free(err);
     close(fd);
@@ -364,7 +382,8 @@ static run_ctx *run_request(envd_front *f, abx_error **err)
 {
     json_t *req = NULL;
     if (f->body.len >= 5) {
-        size_t n = ((size_t)(unsigned char)f->body.data[1] << 24) | ((size_t)(unsigned char)f->body.data[2] << 16) |
+        size_t n = ((size_t)(unsigned char)f->body.data[1] << 24) |
+                   ((size_t)(unsigned char)f->body.data[2] << 16) |
                    ((size_t)(unsigned char)f->body.data[3] << 8) | (size_t)(unsigned char)f->body.data[4];
         if (n <= f->body.len - 5)
             req = json_loadb(f->body.data + 5, n, 0, NULL);
@@ -378,11 +397,13 @@ static run_ctx *run_request(envd_front *f, abx_error **err)
               (r->envs = calloc((json_is_object(envs) ? json_object_size(envs) : 0) + 1, sizeof *r->envs)) &&
               (r->argv[0] = strdup(cmd));
     for (size_t i = 0; ok && i < nargs; i++)
-        ok = json_is_string(json_array_get(args, i)) && (r->argv[i + 1] = strdup(json_string_value(json_array_get(args, i))));
+        ok = json_is_string(json_array_get(args, i)) &&
+             (r->argv[i + 1] = strdup(json_string_value(json_array_get(args, i))));
     const char *k;
     json_t *v;
     size_t ne = 0;
-    json_object_foreach(json_is_object(envs) ? envs : NULL, k, v) {
+    json_object_foreach(json_is_object(envs) ? envs : NULL, k, v)
+    {
         if (ok)
             ok = json_is_string(v) && asprintf(&r->envs[ne++], "%s=%s", k, json_string_value(v)) >= 0;
     }
@@ -460,8 +481,8 @@ static void flush_part(envd_front *f)
 }
 
 static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
-                               const char *content_type, const char *transfer_encoding, const char *data, uint64_t off,
-                               size_t size)
+                               const char *content_type, const char *transfer_encoding, const char *data,
+                               uint64_t off, size_t size)
 {
     (void)kind, (void)content_type, (void)transfer_encoding;
     envd_front *f = cls;
@@ -581,9 +602,10 @@ envd_front *serve_envd_begin(struct MHD_Connection *c, abx_sandbox *sb, const ch
         unsigned long long t = 0;
         if (ms && abx__parse_u64(ms, &t) == 0 && t > 0)
             f->timeout_s = t / 1000 + 1 < ABX_TIMEOUT_MAX_S ? (unsigned)(t / 1000 + 1) : ABX_TIMEOUT_MAX_S;
-    }
-    else if (post && (strncmp(url, "/process.Process/", 17) == 0 || strncmp(url, "/filesystem.Filesystem/", 23) == 0) &&
-             strlen(url + 1) < sizeof f->method) {
+    } else if (post &&
+               (strncmp(url, "/process.Process/", 17) == 0 ||
+                strncmp(url, "/filesystem.Filesystem/", 23) == 0) &&
+               strlen(url + 1) < sizeof f->method) {
         f->kind = FRONT_RPC;
         snprintf(f->method, sizeof f->method, "%s", url + 1);
     } else

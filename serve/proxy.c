@@ -41,27 +41,27 @@
 #define SMALL_BODY (1u << 20)
 
 struct serve_proxy {
-    atomic_int refs;             /* the connection's, the worker's, the response's */
+    atomic_int refs; /* the connection's, the worker's, the response's */
     CURL *curl;
     struct curl_slist *req_headers;
-    abx_sandbox *sandbox;        /* the proxy's (freed with it) */
+    abx_sandbox *sandbox; /* the proxy's (freed with it) */
     char url[8192];
     bool upload;
-    bool discard;                /* a body the method does not carry (GET, DELETE): read and dropped */
-    long long length;            /* the request body's, -1 unknown */
-    int conn;                    /* a socket of the sandbox's network (sandbox_socket), until curl takes it; else -1 */
-    int up[2];                   /* request body: the connection writes up[1], curl reads up[0] */
-    int down[2];                 /* answer body: curl writes down[1], the response reads down[0] */
+    bool discard;     /* a body the method does not carry (GET, DELETE): read and dropped */
+    long long length; /* the request body's, -1 unknown */
+    int conn;         /* a socket of the sandbox's network (sandbox_socket), until curl takes it; else -1 */
+    int up[2];        /* request body: the connection writes up[1], curl reads up[0] */
+    int down[2];      /* answer body: curl writes down[1], the response reads down[0] */
     pthread_t worker;
-    pthread_mutex_t mu;          /* what follows, and the fds' closing */
-    pthread_cond_t headed;       /* the answer's headers are in (or it failed) */
+    pthread_mutex_t mu;    /* what follows, and the fds' closing */
+    pthread_cond_t headed; /* the answer's headers are in (or it failed) */
     bool headers_done, failed;
-    bool answered;               /* a response reads down[0] (and closes it) */
+    bool answered; /* a response reads down[0] (and closes it) */
     /* A body of known length up to SMALL_BODY (every RPC) is gathered first
      * and sent whole: a shim that answers before reading it (a wrong token)
      * then never races a body still streaming. Larger ones stream. */
     bool small;
-    bool started;                /* the worker runs (it holds a reference) */
+    bool started; /* the worker runs (it holds a reference) */
     abx_buf small_body;
     long status;
     char *names[MAX_ANSWER_HEADERS], *values[MAX_ANSWER_HEADERS];
@@ -103,8 +103,9 @@ static void unref(serve_proxy *p)
 
 static bool hop_by_hop(const char *name, size_t n)
 {
-    static const char *const skip[] = {"connection", "keep-alive", "transfer-encoding", "content-length", "date",
-                                       "server", "upgrade", "proxy-connection", "te", "trailer"};
+    static const char *const skip[] = {"connection", "keep-alive", "transfer-encoding", "content-length",
+                                       "date",       "server",     "upgrade",           "proxy-connection",
+                                       "te",         "trailer"};
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
         if (strlen(skip[i]) == n && strncasecmp(name, skip[i], n) == 0)
             return true;
@@ -201,13 +202,24 @@ static void *worker_main(void *arg)
 
 /* ---- the connection's side ---------------------------------------------------------------- */
 
-static enum MHD_Result add_request_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result add_request_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                          const char *value)
 {
     (void)kind;
     serve_proxy *p = cls;
-    static const char *const drop[] = {"host", "connection", "content-length", "transfer-encoding", "expect",
-                                       "e2b-sandbox-id", "e2b-sandbox-port", "x-api-key", "keep-alive",
-                                       "upgrade", "proxy-connection", "te", "e2b-traffic-access-token"};
+    static const char *const drop[] = {"host",
+                                       "connection",
+                                       "content-length",
+                                       "transfer-encoding",
+                                       "expect",
+                                       "e2b-sandbox-id",
+                                       "e2b-sandbox-port",
+                                       "x-api-key",
+                                       "keep-alive",
+                                       "upgrade",
+                                       "proxy-connection",
+                                       "te",
+                                       "e2b-traffic-access-token"};
     for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
         if (strcasecmp(key, drop[i]) == 0)
             return MHD_YES;
@@ -228,8 +240,8 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
     char *k = curl_easy_escape(p->curl, key, 0), *v = value ? curl_easy_escape(p->curl, value, 0) : NULL;
     size_t at = strlen(p->url);
     if (k && at + strlen(k) + (v ? strlen(v) : 0) + 3 < sizeof p->url)
-        snprintf(p->url + at, sizeof p->url - at, "%c%s%s%s", strchr(p->url, '?') ? '&' : '?', k, v ? "=" : "",
-                 v ? v : "");
+        snprintf(p->url + at, sizeof p->url - at, "%c%s%s%s", strchr(p->url, '?') ? '&' : '?', k,
+                 v ? "=" : "", v ? v : "");
     curl_free(k);
     curl_free(v);
     return MHD_YES;
@@ -263,8 +275,8 @@ static void add_header_line(serve_proxy *p, const char *name, const char *value)
 /* The headers the relayed request carries besides the client's: the
  * endpoint's routing, the Host a user port's app was called by, and the
  * code interpreter's token where E2B's SDK sends none. */
-static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const abx_endpoint *ep, unsigned port,
-                                 const char *url)
+static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const abx_endpoint *ep,
+                                 unsigned port, const char *url)
 {
     for (size_t i = 0; i < sizeof ep->headers / sizeof ep->headers[0] && ep->headers[i][0]; i++) {
         struct curl_slist *l = curl_slist_append(p->req_headers, ep->headers[i]);
@@ -273,7 +285,8 @@ static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const
     }
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
     bool user_port = port != ABX_PORT_ENVD && port != ABX_PORT_CODE;
-    if (ep->sandbox_socket && user_port && host && strlen(host) < 512) /* the app inside sees the name it was called by */
+    if (ep->sandbox_socket && user_port && host &&
+        strlen(host) < 512) /* the app inside sees the name it was called by */
         add_header_line(p, "Host", host);
     bool client_token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token") != NULL;
     if (port == ABX_PORT_CODE && !client_token && ep->token[0] && strcmp(url, "/execute") != 0)
@@ -352,7 +365,8 @@ serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsign
     p->discard = !p->upload;
     p->small = p->upload && p->length >= 0 && p->length <= (long long)SMALL_BODY;
     abx__buf_init(&p->small_body, SMALL_BODY);
-    bool ok = p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (p->small || !p->upload || pipe2(p->up, O_CLOEXEC) == 0);
+    bool ok =
+        p->curl && pipe2(p->down, O_CLOEXEC) == 0 && (p->small || !p->upload || pipe2(p->up, O_CLOEXEC) == 0);
     if (ok) { /* what one request holds in flight: its pipes' and curl's buffers */
         fcntl(p->down[1], F_SETPIPE_SZ, (int)SERVE_PROXY_BUFFER);
         if (p->up[1] >= 0)
@@ -413,7 +427,7 @@ static void answer_done(void *cls)
 int serve_proxy_finish(serve_proxy *p, struct MHD_Connection *c)
 {
     close_fd(p, &p->up[1]); /* the request's end */
-    if (p->small) { /* the whole body is here: send it in one piece */
+    if (p->small) {         /* the whole body is here: send it in one piece */
         curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, p->small_body.data ? p->small_body.data : "");
         curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->small_body.len);
         p->started = pthread_create(&p->worker, NULL, worker_main, p) == 0;

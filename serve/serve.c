@@ -42,13 +42,13 @@
 
 typedef struct serve_key {
     char tenant[34];
-    abx_client *client;           /* acting for that tenant */
-    unsigned inflight;            /* data-plane requests in flight for its sandboxes (serve_ctx.mu) */
+    abx_client *client; /* acting for that tenant */
+    unsigned inflight;  /* data-plane requests in flight for its sandboxes (serve_ctx.mu) */
 } serve_key;
 
 typedef struct serve_ctx {
-    abx_client *root;             /* the provider's client (its warm pool) */
-    abx_client *data;             /* acting for every key's tenant: the keyless data plane */
+    abx_client *root; /* the provider's client (its warm pool) */
+    abx_client *data; /* acting for every key's tenant: the keyless data plane */
     char domain[128];
     serve_key keys[MAX_KEYS];
     size_t nkeys;
@@ -59,20 +59,20 @@ typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_ANSWERED } req_kind
 
 typedef struct serve_req {
     req_kind kind;
-    serve_key *key;               /* the control plane's caller; the data plane's budget */
+    serve_key *key; /* the control plane's caller; the data plane's budget */
     abx_buf body;
     bool too_big;
     serve_proxy *proxy;
-    envd_front *envd;             /* a sandbox whose envd serve answers itself */
+    envd_front *envd; /* a sandbox whose envd serve answers itself */
 } serve_req;
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
-                                 const char *next_token)
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
+                                 const char *text, const char *next_token)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(text ? strlen(text) : 0, (void *)(text ? text : ""), MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        text ? strlen(text) : 0, (void *)(text ? text : ""), MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     if (type)
@@ -85,7 +85,8 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, cons
 }
 
 /* json (taken) as the body. */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *json, const char *next_token)
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *json,
+                                 const char *next_token)
 {
     char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
     json_decref(json);
@@ -111,7 +112,7 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_erro
 {
     int code = rc < 0 ? -rc : rc;
     unsigned status = (unsigned)abx_err_http_status(code);
-    const char *detail = code == ABX_ENOTFOUND                            ? "sandbox not found"
+    const char *detail = code == ABX_ENOTFOUND                                        ? "sandbox not found"
                          : (status == 400 || status == 429) && abx_error_message(err) ? abx_error_message(err)
                                                                                       : abx_strerror(code);
     char message[600];
@@ -180,9 +181,9 @@ static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_
     json_t *notes = notes_of(sb);
     abx_endpoint ep;
     const char *token = envd_token(sb, notes, &ep);
-    json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)), "templateID",
-                               template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION, "envdAccessToken",
-                               token, "domain", s->domain);
+    json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)),
+                               "templateID", template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION,
+                               "envdAccessToken", token, "domain", s->domain);
     explicit_bzero(&ep, sizeof ep);
     json_t *traffic = json_object_get(notes, "traffic_token");
     if (answer && json_is_string(traffic))
@@ -199,11 +200,11 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
     abx__rfc3339(in->started_at, started, sizeof started);
     abx__rfc3339(in->end_at, end, sizeof end);
     json_t *meta = json_loads(in->metadata_json ? in->metadata_json : "{}", 0, NULL);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:s}", "templateID", in->template_id,
-                          "sandboxID", bare(in->sandbox_id), "clientID", CLIENT_ID, "startedAt", started, "endAt", end,
-                          "state", in->status, "cpuCount", (int)in->cpu_count, "memoryMB", (int)in->memory_mb,
-                          "diskSizeMB", (int)in->disk_size_mb, "metadata", meta ? meta : json_object(), "envdVersion",
-                          ENVD_VERSION);
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:s}", "templateID", in->template_id, "sandboxID",
+        bare(in->sandbox_id), "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "state", in->status,
+        "cpuCount", (int)in->cpu_count, "memoryMB", (int)in->memory_mb, "diskSizeMB", (int)in->disk_size_mb,
+        "metadata", meta ? meta : json_object(), "envdVersion", ENVD_VERSION);
     if (!o || !detail_of)
         return o;
     json_t *notes = notes_of(detail_of);
@@ -216,9 +217,10 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
     json_object_set_new(o, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
     if (json_is_object(net))
         json_object_set(o, "network", net);
-    json_object_set_new(o, "lifecycle", json_pack("{s:b, s:s}", "autoResume",
-                                                 json_is_true(json_object_get(notes, "autoResume")), "onTimeout",
-                                                 json_is_true(json_object_get(notes, "autoPause")) ? "pause" : "kill"));
+    json_object_set_new(o, "lifecycle",
+                        json_pack("{s:b, s:s}", "autoResume",
+                                  json_is_true(json_object_get(notes, "autoResume")), "onTimeout",
+                                  json_is_true(json_object_get(notes, "autoPause")) ? "pause" : "kill"));
     json_decref(notes);
     return o;
 }
@@ -237,7 +239,8 @@ static char **pairs_of(json_t *obj, bool *bad)
     size_t n = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(obj, k, v) {
+    json_object_foreach(obj, k, v)
+    {
         if (!out || !json_is_string(v) || asprintf(&out[n++], "%s=%s", k, json_string_value(v)) < 0) {
             *bad = true;
             break;
@@ -268,8 +271,8 @@ static long body_timeout(json_t *body, long def)
 static enum MHD_Result bad_timeout(struct MHD_Connection *c)
 {
     char message[120];
-    snprintf(message, sizeof message, "invalid body: timeout must be an integer from %u to %u", ABX_TIMEOUT_MIN_S,
-             ABX_TIMEOUT_MAX_S);
+    snprintf(message, sizeof message, "invalid body: timeout must be an integer from %u to %u",
+             ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
     return send_error(c, 400, message);
 }
 
@@ -308,7 +311,8 @@ static char *notes_for(json_t *body)
     char *text = json_dumps(keep, JSON_COMPACT);
     json_decref(keep);
     explicit_bzero(traffic, sizeof traffic);
-    if (text && strlen(text) > ABX_NOTES_MAX) { /* a network object too big to keep: its lists are the policy's */
+    if (text &&
+        strlen(text) > ABX_NOTES_MAX) { /* a network object too big to keep: its lists are the policy's */
         free(text);
         text = strdup("{}");
     }
@@ -338,8 +342,9 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         free_pairs(meta);
         free_pairs(envs);
         char message[200];
-        snprintf(message, sizeof message, "invalid body: templateID must be a string, timeout an integer from %u to "
-                                          "%u, metadata and envVars objects of strings",
+        snprintf(message, sizeof message,
+                 "invalid body: templateID must be a string, timeout an integer from %u to "
+                 "%u, metadata and envVars objects of strings",
                  ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
         return send_error(c, 400, message);
     }
@@ -366,10 +371,14 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         return send_error(c, 400, why);
     }
     char *notes = notes_for(body);
-    abx_create_options o = {.template_id = template_id, .timeout_s = (unsigned)timeout,
-                            .metadata = (const char *const *)meta, .envs = (const char *const *)envs,
-                            .network = e.mode, .allow_out = (const char *const *)e.allow,
-                            .deny_out = (const char *const *)e.deny, .notes_json = notes};
+    abx_create_options o = {.template_id = template_id,
+                            .timeout_s = (unsigned)timeout,
+                            .metadata = (const char *const *)meta,
+                            .envs = (const char *const *)envs,
+                            .network = e.mode,
+                            .allow_out = (const char *const *)e.allow,
+                            .deny_out = (const char *const *)e.deny,
+                            .notes_json = notes};
     abx_sandbox *sb = NULL;
     rc = notes ? abx_sandbox_create(rq->key->client, &o, &sb, &err) : -ABX_ENOMEM;
     free_pairs(meta);
@@ -387,7 +396,8 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
 
 /* The caller's sandbox id (bare) as a handle, or an answer sent (another
  * key's id answers as an unknown one: libabx says so). */
-static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connection *c, enum MHD_Result *sent)
+static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connection *c,
+                                enum MHD_Result *sent)
 {
     abx_sandbox *sb = NULL;
     if (abx_sandbox_connect(rq->key->client, id, &sb, NULL) < 0) {
@@ -433,10 +443,11 @@ static enum MHD_Result metrics(struct MHD_Connection *c, serve_req *rq, const ch
     long long t = (long long)time(NULL);
     abx__rfc3339(t, now, sizeof now);
     return send_json(c, 200,
-                     json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]", "timestamp", now, "timestampUnix",
-                               (json_int_t)t, "cpuCount", (int)m.cpu_count, "cpuUsedPct", m.cpu_used_pct, "memUsed",
-                               (json_int_t)m.mem_used, "memTotal", (json_int_t)m.mem_total, "memCache", (json_int_t)0,
-                               "diskUsed", (json_int_t)m.disk_used, "diskTotal", (json_int_t)m.disk_total),
+                     json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]", "timestamp", now,
+                               "timestampUnix", (json_int_t)t, "cpuCount", (int)m.cpu_count, "cpuUsedPct",
+                               m.cpu_used_pct, "memUsed", (json_int_t)m.mem_used, "memTotal",
+                               (json_int_t)m.mem_total, "memCache", (json_int_t)0, "diskUsed",
+                               (json_int_t)m.disk_used, "diskTotal", (json_int_t)m.disk_total),
                      NULL);
 }
 
@@ -487,7 +498,8 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
 }
 
 /* connect: the TTL is only ever extended. */
-static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
+static enum MHD_Result connect_to(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
+                                  json_t *body)
 {
     long timeout = body_timeout(body, 0);
     if (timeout < 0 || (body && !json_is_object(body)))
@@ -545,7 +557,8 @@ static enum MHD_Result update_network(struct MHD_Connection *c, serve_req *rq, c
         return sent;
     }
     abx_error *err = NULL;
-    int rc = abx_sandbox_set_network(sb, e.mode, (const char *const *)e.allow, (const char *const *)e.deny, &err);
+    int rc =
+        abx_sandbox_set_network(sb, e.mode, (const char *const *)e.allow, (const char *const *)e.deny, &err);
     abx_sandbox_free(sb);
     abx__net_egress_free(&e);
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
@@ -634,7 +647,8 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
         abx_sandbox_info *items = NULL;
         size_t n = 0;
         abx_error *err = NULL;
-        int rc = abx_list(rq->key->client, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
+        int rc =
+            abx_list(rq->key->client, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
         if (rc < 0) {
             json_decref(out);
             return send_abx_error(c, rc, err);
@@ -668,11 +682,12 @@ static enum MHD_Result templates(struct MHD_Connection *c, serve_req *rq)
     abx_free(text);
     size_t i;
     json_t *t;
-    json_array_foreach(all, i, t) {
+    json_array_foreach(all, i, t)
+    {
         const char *name = json_string_value(json_object_get(t, "name"));
         if (name)
-            json_array_append_new(out, json_pack("{s:s, s:s, s:[s], s:b, s:s}", "templateID", name, "buildID", name,
-                                                 "aliases", name, "public", 1, "buildStatus", "ready"));
+            json_array_append_new(out, json_pack("{s:s, s:s, s:[s], s:b, s:s}", "templateID", name, "buildID",
+                                                 name, "aliases", name, "public", 1, "buildStatus", "ready"));
     }
     json_decref(all);
     return send_json(c, 200, out, NULL);
@@ -793,8 +808,8 @@ static bool route_allowed(unsigned port, const char *url)
     if (strncmp(url, "/abx/", 5) == 0 || strcmp(url, "/abx") == 0)
         return false;
     if (port == ABX_PORT_CODE)
-        return strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 || strncmp(url, "/contexts/", 10) == 0 ||
-               strcmp(url, "/health") == 0;
+        return strcmp(url, "/execute") == 0 || strcmp(url, "/contexts") == 0 ||
+               strncmp(url, "/contexts/", 10) == 0 || strcmp(url, "/health") == 0;
     if (port == ABX_PORT_ENVD) {
         static const char *const exact[] = {"/health", "/files", "/envs", "/metrics"};
         for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
@@ -889,8 +904,9 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
     target_kind t = data_plane_target(s, c, id, &port);
     if (t == TARGET_BAD) {
         rq->kind = REQ_ANSWERED;
-        return send_error(c, 400, "E2b-Sandbox-Id and E2b-Sandbox-Port (or a Host PORT-ID.DOMAIN): expected a "
-                                  "sandbox id and a port from 1 to 65535");
+        return send_error(c, 400,
+                          "E2b-Sandbox-Id and E2b-Sandbox-Port (or a Host PORT-ID.DOMAIN): expected a "
+                          "sandbox id and a port from 1 to 65535");
     }
     if (t == TARGET_SANDBOX)
         return begin_data(s, c, url, method, rq, id, port);
@@ -907,7 +923,8 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *version, const char *upload, size_t *upload_size,
+                                  void **con_cls)
 {
     (void)version;
     serve_ctx *s = cls;
@@ -947,7 +964,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return control(s, c, rq, url, method);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode t)
 {
     (void)c;
     (void)t;
@@ -1006,16 +1024,23 @@ int serve_run(const serve_config *cfg, abx_error **err)
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
         abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
     int sigfd = abx__stop_signals_block();
-    abx_http_service svc = {.listen = cfg->listen ? cfg->listen : "127.0.0.1:3000", .handler = on_request,
-                            .handler_cls = s, .completed = on_completed, .env_prefix = "ABX_SERVE", .idle_s = 600,
-                            .header_deadline_s = 10, .per_client = 256, .max_connections = 2048};
+    abx_http_service svc = {.listen = cfg->listen ? cfg->listen : "127.0.0.1:3000",
+                            .handler = on_request,
+                            .handler_cls = s,
+                            .completed = on_completed,
+                            .env_prefix = "ABX_SERVE",
+                            .idle_s = 600,
+                            .header_deadline_s = 10,
+                            .per_client = 256,
+                            .max_connections = 2048};
     abx_http_listener *listener = NULL;
     int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd") : clients_new(s, cfg, err);
     if (rc == 0)
         rc = abx__http_start(&svc, &listener, err);
     if (rc == 0 && !abx__http_loopback(listener) && s->nkeys == 0)
-        rc = abx__error_set(err, ABX_EAUTH, "refusing to serve a non-loopback address without API keys "
-                                            "(--api-key-file or ABX_SERVE_API_KEYS)");
+        rc = abx__error_set(err, ABX_EAUTH,
+                            "refusing to serve a non-loopback address without API keys "
+                            "(--api-key-file or ABX_SERVE_API_KEYS)");
     if (rc < 0) {
         abx__http_stop(listener);
         if (sigfd >= 0)

@@ -13,11 +13,11 @@
 #include <stddef.h>
 
 typedef struct serve_config {
-    const char *listen;           /* "ADDR:PORT" (port 0: a free one) */
-    const char *const *api_keys;  /* "e2b_" + 40 hex each, NULL-terminated */
-    const char *domain;           /* sandbox domain; NULL: "localhost" */
-    unsigned warm;                /* sandboxes kept started ahead (abx_client_keep_warm; the local provider) */
-    const char *provider;         /* the provider fronted; NULL: resolved as every abx command resolves it */
+    const char *listen;          /* "ADDR:PORT" (port 0: a free one) */
+    const char *const *api_keys; /* "e2b_" + 40 hex each, NULL-terminated */
+    const char *domain;          /* sandbox domain; NULL: "localhost" */
+    unsigned warm;               /* sandboxes kept started ahead (abx_client_keep_warm; the local provider) */
+    const char *provider;        /* the provider fronted; NULL: resolved as every abx command resolves it */
     void *reserved[4];
 } serve_config;
 

@@ -8,9 +8,9 @@
 #define CLI_MAX_OPTS 64
 
 typedef struct cli_ctx {
-    bool json;                       /* --json: machine output */
-    const char *provider;            /* --provider ID */
-    const char *opts[CLI_MAX_OPTS];  /* --opt K=V, in order */
+    bool json;                      /* --json: machine output */
+    const char *provider;           /* --provider ID */
+    const char *opts[CLI_MAX_OPTS]; /* --opt K=V, in order */
     int nopts;
 } cli_ctx;
 
@@ -18,7 +18,7 @@ typedef struct cli_command {
     const char *name;
     int (*run)(cli_ctx *ctx, int argc, char **argv); /* argv[0] is the verb */
     const char *summary;
-    const char *help;                                /* full --help text */
+    const char *help; /* full --help text */
 } cli_command;
 
 /* Exit statuses: a failed verb; a usage error; and for run and exec,
@@ -29,20 +29,20 @@ typedef struct cli_command {
 
 /* A verb's flags, declared as data and parsed by cli_parse(). */
 typedef enum cli_flag_kind {
-    CLI_BOOL,    /* bool *: present or not */
-    CLI_STRING,  /* const char **: the value */
-    CLI_UINT,    /* unsigned *: a whole number in [min, max] */
-    CLI_MULTI,   /* const char **out (array of cap), size_t *count: repeatable */
+    CLI_BOOL,   /* bool *: present or not */
+    CLI_STRING, /* const char **: the value */
+    CLI_UINT,   /* unsigned *: a whole number in [min, max] */
+    CLI_MULTI,  /* const char **out (array of cap), size_t *count: repeatable */
 } cli_flag_kind;
 
 typedef struct cli_flag {
-    const char *name;   /* "--timeout" */
+    const char *name; /* "--timeout" */
     cli_flag_kind kind;
     void *out;
-    unsigned min, max;  /* CLI_UINT */
-    size_t *count;      /* CLI_MULTI */
-    size_t cap;         /* CLI_MULTI */
-    bool *seen;         /* optional: set when the flag was given */
+    unsigned min, max; /* CLI_UINT */
+    size_t *count;     /* CLI_MULTI */
+    size_t cap;        /* CLI_MULTI */
+    bool *seen;        /* optional: set when the flag was given */
 } cli_flag;
 
 #define CLI_MAX_POSITIONAL 64
@@ -91,30 +91,30 @@ int cli_fail_error(const cli_ctx *ctx, abx_error *err, int rc);
 
 void cli_print_help(const cli_command *cmd);
 
-#define CLI_VERBS(X)                                                                                  \
-    X(run, "run a command in a one-shot sandbox")                                                     \
-    X(create, "create a sandbox and print its id")                                                    \
-    X(exec, "run a shell command in a sandbox")                                                       \
-    X(list, "list live sandboxes")                                                                    \
-    X(info, "show a sandbox's details")                                                               \
-    X(timeout, "give a sandbox a new lifetime")                                                       \
-    X(kill, "destroy a sandbox")                                                                      \
-    X(ps, "list a sandbox's running processes")                                                      \
-    X(logs, "print a background task's output")                                                      \
-    X(signal, "send a signal to a background task")                                                   \
-    X(files, "ls, cat, put, get, mkdir, rm, mv files in a sandbox")                                  \
-    X(config, "set or get configuration (~/.abx/config.toml)")                                       \
-    X(mcp, "serve the MCP tools (start), install them into an IDE, show status")                    \
-    X(doctor, "check what this host and user can run")                                               \
-    X(provider, "install, list and remove provider plugins")                                         \
-    X(serve, "serve this machine's sandboxes over E2B's protocol")                                  \
-    X(expose, "forward a host port to a port inside a sandbox")                                      \
-    X(network, "show or change a sandbox's network policy")                                           \
+#define CLI_VERBS(X)                                                                                         \
+    X(run, "run a command in a one-shot sandbox")                                                            \
+    X(create, "create a sandbox and print its id")                                                           \
+    X(exec, "run a shell command in a sandbox")                                                              \
+    X(list, "list live sandboxes")                                                                           \
+    X(info, "show a sandbox's details")                                                                      \
+    X(timeout, "give a sandbox a new lifetime")                                                              \
+    X(kill, "destroy a sandbox")                                                                             \
+    X(ps, "list a sandbox's running processes")                                                              \
+    X(logs, "print a background task's output")                                                              \
+    X(signal, "send a signal to a background task")                                                          \
+    X(files, "ls, cat, put, get, mkdir, rm, mv files in a sandbox")                                          \
+    X(config, "set or get configuration (~/.abx/config.toml)")                                               \
+    X(mcp, "serve the MCP tools (start), install them into an IDE, show status")                             \
+    X(doctor, "check what this host and user can run")                                                       \
+    X(provider, "install, list and remove provider plugins")                                                 \
+    X(serve, "serve this machine's sandboxes over E2B's protocol")                                           \
+    X(expose, "forward a host port to a port inside a sandbox")                                              \
+    X(network, "show or change a sandbox's network policy")                                                  \
     X(template, "build, import, list, inspect and remove sandbox templates")                                 \
     X(version, "print the version")
 
-#define CLI_DECLARE(name, summary)                                                                    \
-    int cmd_##name(cli_ctx *ctx, int argc, char **argv);                                              \
+#define CLI_DECLARE(name, summary)                                                                           \
+    int cmd_##name(cli_ctx *ctx, int argc, char **argv);                                                     \
     extern const char cmd_##name##_help[];
 CLI_VERBS(CLI_DECLARE)
 #undef CLI_DECLARE

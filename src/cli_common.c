@@ -68,9 +68,8 @@ static int print_error(const cli_ctx *ctx, int code, const char *message)
     if (code < 0)
         code = -code;
     if (ctx && ctx->json) {
-        json_t *o = json_pack("{s:{s:s, s:s, s:s, s:s}}", "error", "code", abx_err_name(code),
-                              "category", abx_err_category(code), "message", message, "hint",
-                              abx_err_hint(code));
+        json_t *o = json_pack("{s:{s:s, s:s, s:s, s:s}}", "error", "code", abx_err_name(code), "category",
+                              abx_err_category(code), "message", message, "hint", abx_err_hint(code));
         if (o) {
             json_dumpf(o, stderr, JSON_COMPACT);
             fputc('\n', stderr);
@@ -127,7 +126,8 @@ static int take_flag(cli_ctx *ctx, const char *verb, int argc, char **argv, int 
             *(const char **)f->out = v;
         } else if (f->kind == CLI_UINT) {
             if (abx__parse_uint(v, f->min, f->max, (unsigned *)f->out) < 0) {
-                cli_fail(ctx, ABX_EINVAL, "%s: expected a whole number from %u to %u", f->name, f->min, f->max);
+                cli_fail(ctx, ABX_EINVAL, "%s: expected a whole number from %u to %u", f->name, f->min,
+                         f->max);
                 return -1;
             }
         } else {
@@ -246,10 +246,10 @@ json_t *cli_info_json(const abx_sandbox_info *i)
     json_t *meta = json_loads(i->metadata_json ? i->metadata_json : "{}", 0, NULL);
     json_t *envs = json_loads(i->env_names_json ? i->env_names_json : "[]", 0, NULL);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:o, s:o}", "sandbox_id", i->sandbox_id,
-                            "template", i->template_id, "status", i->status, "started_at", started, "end_at", end,
-                            "cpu_count", (int)i->cpu_count, "memory_mb", (int)i->memory_mb, "disk_size_mb",
-                            (int)i->disk_size_mb, "metadata", meta ? meta : json_object(), "env_names",
-                            envs ? envs : json_array());
+                            "template", i->template_id, "status", i->status, "started_at", started, "end_at",
+                            end, "cpu_count", (int)i->cpu_count, "memory_mb", (int)i->memory_mb,
+                            "disk_size_mb", (int)i->disk_size_mb, "metadata", meta ? meta : json_object(),
+                            "env_names", envs ? envs : json_array());
     json_t *net = i->network_json ? json_loads(i->network_json, 0, NULL) : NULL;
     if (doc && net)
         json_object_set_new(doc, "network", net);
@@ -273,11 +273,13 @@ size_t cli_host_failures(const json_t *checks, char *out, size_t len)
     out[0] = '\0';
     size_t i;
     json_t *c;
-    json_array_foreach(checks, i, c) {
+    json_array_foreach(checks, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
             continue;
         int n = snprintf(out + used, len - used, "%s%s: %s", count ? "; " : "",
-                         json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+                         json_string_value(json_object_get(c, "check")),
+                         json_string_value(json_object_get(c, "detail")));
         if (n > 0 && used + (size_t)n < len)
             used += (size_t)n;
         count++;

@@ -83,7 +83,8 @@ static int config_list(cli_ctx *ctx)
     explicit_bzero(text, strlen(text));
     abx_free(text);
     size_t i;
-    json_array_foreach(entries, i, e) {
+    json_array_foreach(entries, i, e)
+    {
         const char *k = json_string_value(json_array_get(e, 0)), *v = json_string_value(json_array_get(e, 1));
         mask(k, v, shown, sizeof shown);
         if (ctx->json)
@@ -91,7 +92,8 @@ static int config_list(cli_ctx *ctx)
         else
             printf("%s = %s\n", k, shown);
     }
-    json_decref(entries); /* the values were secrets too: jansson frees them unscrubbed, as the file holds them */
+    json_decref(
+        entries); /* the values were secrets too: jansson frees them unscrubbed, as the file holds them */
     if (ctx->json)
         cli_print_json(all);
     else
@@ -111,10 +113,11 @@ int cmd_config(cli_ctx *ctx, int argc, char **argv)
     const char *op = pos[0];
     abx_error *err = NULL;
     if (strcmp(op, "set") == 0 && npos == 3 && strcmp(pos[2], "-") != 0 && plugin_secret(pos[1]))
-        return cli_fail(ctx, ABX_EINVAL,
-                        "%s is a secret: never on the command line (it would stay in the shell's history); run "
-                        "'abx config set %s' and give it on stdin",
-                        pos[1], pos[1]);
+        return cli_fail(
+            ctx, ABX_EINVAL,
+            "%s is a secret: never on the command line (it would stay in the shell's history); run "
+            "'abx config set %s' and give it on stdin",
+            pos[1], pos[1]);
     if (strcmp(op, "set") == 0 && (npos == 2 || npos == 3)) {
         char typed[1024];
         const char *value = npos == 3 && strcmp(pos[2], "-") != 0 ? pos[2] : NULL;

@@ -14,20 +14,23 @@ const char cmd_create_help[] =
     "\n"
     "  --template T    template (default base): base, code-interpreter-v1, or one\n"
     "                  imported with abx template import (abx template list)\n"
-    "  --timeout S     lifetime in seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default 300); see 'abx timeout'\n"
-    "  --env K=V       environment of every process in it (repeatable)\n"
-    "  --metadata K=V  labels shown by 'abx info' and 'abx list' (repeatable)\n"
-    "  --cpu N         CPUs, 1-1024 (default 1)\n"
-    "  --memory MB     memory, 16-1048576 (default 512)\n"
-    "  --network M     none: loopback only (the default, or config.toml [network]\n"
-    "                  default); internet: public addresses less --deny-out;\n"
-    "                  allowlist: only what --allow-out names. Needs root.\n"
-    "  --allow-out X   an address, CIDR, domain or *.domain it may reach (repeatable;\n"
-    "                  alone it means --network allowlist); a CIDR here also opens\n"
-    "                  private ranges, which are closed otherwise\n"
-    "  --deny-out X    one it may not (repeatable; alone it means --network internet);\n"
-    "                  see docs/network.md\n"
-    "  --json          {\"sandbox_id\": ..., ...} instead of the id alone\n";
+    "  --timeout S     lifetime in seconds, 1-" ABX_STRINGIFY(
+        ABX_TIMEOUT_MAX_S) " (default 300); see 'abx timeout'\n"
+                           "  --env K=V       environment of every process in it (repeatable)\n"
+                           "  --metadata K=V  labels shown by 'abx info' and 'abx list' (repeatable)\n"
+                           "  --cpu N         CPUs, 1-1024 (default 1)\n"
+                           "  --memory MB     memory, 16-1048576 (default 512)\n"
+                           "  --network M     none: loopback only (the default, or config.toml [network]\n"
+                           "                  default); internet: public addresses less --deny-out;\n"
+                           "                  allowlist: only what --allow-out names. Needs root.\n"
+                           "  --allow-out X   an address, CIDR, domain or *.domain it may reach "
+                           "(repeatable;\n"
+                           "                  alone it means --network allowlist); a CIDR here also opens\n"
+                           "                  private ranges, which are closed otherwise\n"
+                           "  --deny-out X    one it may not (repeatable; alone it means --network "
+                           "internet);\n"
+                           "                  see docs/network.md\n"
+                           "  --json          {\"sandbox_id\": ..., ...} instead of the id alone\n";
 
 int cmd_create(cli_ctx *ctx, int argc, char **argv)
 {
@@ -46,7 +49,8 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         {"--allow-out", CLI_MULTI, allow, 0, 0, &nallow, 4096, NULL},
         {"--deny-out", CLI_MULTI, deny, 0, 0, &ndeny, 4096, NULL},
     };
-    int rc = cli_parse(ctx, "create", cmd_create_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc = cli_parse(ctx, "create", cmd_create_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
+                       &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos)

@@ -7,17 +7,16 @@
 #include <jansson.h>
 #include <stdio.h>
 
-const char cmd_doctor_help[] =
-    "Usage: abx doctor [--json]\n"
-    "\n"
-    "Checks what abx needs on this host, as this user: the namespaces, user\n"
-    "namespaces for this user, seccomp, cgroups (v1 controllers or a\n"
-    "delegated v2 subtree: ABX_CGROUP_PARENT, or the one systemd gives your\n"
-    "user session), the host uid range for `user` inside, $ABX_HOME,\n"
-    "the libraries loaded on demand (libcurl, libmicrohttpd), sandbox\n"
-    "networking and templates (root, the kernel, mmdebstrap). Prints one\n"
-    "line per check (ok, warn, fail) with what to do; exits 0 when sandboxes\n"
-    "can be made here, 1 when they cannot.\n";
+const char cmd_doctor_help[] = "Usage: abx doctor [--json]\n"
+                               "\n"
+                               "Checks what abx needs on this host, as this user: the namespaces, user\n"
+                               "namespaces for this user, seccomp, cgroups (v1 controllers or a\n"
+                               "delegated v2 subtree: ABX_CGROUP_PARENT, or the one systemd gives your\n"
+                               "user session), the host uid range for `user` inside, $ABX_HOME,\n"
+                               "the libraries loaded on demand (libcurl, libmicrohttpd), sandbox\n"
+                               "networking and templates (root, the kernel, mmdebstrap). Prints one\n"
+                               "line per check (ok, warn, fail) with what to do; exits 0 when sandboxes\n"
+                               "can be made here, 1 when they cannot.\n";
 
 int cmd_doctor(cli_ctx *ctx, int argc, char **argv)
 {
@@ -35,9 +34,9 @@ int cmd_doctor(cli_ctx *ctx, int argc, char **argv)
     } else {
         size_t i;
         json_t *c;
-        json_array_foreach(checks, i, c)
-            printf("%-5s %-38s %s\n", json_string_value(json_object_get(c, "status")),
-                   json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+        json_array_foreach(checks, i, c) printf(
+            "%-5s %-38s %s\n", json_string_value(json_object_get(c, "status")),
+            json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
         printf("\n%s\n", works ? "sandboxes can be made here as this user"
                                : "sandboxes cannot be made here as this user: fix the lines marked fail");
         json_decref(checks);

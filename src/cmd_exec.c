@@ -24,22 +24,24 @@ const char cmd_exec_help[] =
     "\n"
     "  --cwd DIR       working directory (default: the template's WORKDIR, else /app,\n"
     "                  as abx run and the MCP tools)\n"
-    "  --timeout S     kill CMD after S seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default: none)\n"
-    "  --env K=V       environment variable (repeatable)\n"
-    "  --user U        user (uid 1000, default) or root\n"
-    "  -it, -t, --tty  a terminal: CMD (default: an interactive bash) gets a\n"
-    "                  pseudo-terminal of its own, sized as yours and resized\n"
-    "                  with it; what you type goes to it as typed (Ctrl-C\n"
-    "                  interrupts CMD, not abx); -i/--interactive is implied\n"
-    "  --background    start CMD and print its task id (see 'abx logs',\n"
-    "                  'abx signal', 'abx ps') instead of waiting\n"
-    "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
-    "\n"
-    "abx's stdin (when it is not a terminal, or with -i) is CMD's stdin; --no-stdin gives\n"
-    "CMD an empty one (in a `while read` loop, as ssh -n does).\n"
-    "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
-    "exits 128+N; the sandbox itself lives on. So does a closed output\n"
-    "(`abx exec ID yes | head -1`): CMD is killed, abx exits 141 (128+SIGPIPE).\n";
+    "  --timeout S     kill CMD after S seconds, 1-" ABX_STRINGIFY(
+        ABX_TIMEOUT_MAX_S) " (default: none)\n"
+                           "  --env K=V       environment variable (repeatable)\n"
+                           "  --user U        user (uid 1000, default) or root\n"
+                           "  -it, -t, --tty  a terminal: CMD (default: an interactive bash) gets a\n"
+                           "                  pseudo-terminal of its own, sized as yours and resized\n"
+                           "                  with it; what you type goes to it as typed (Ctrl-C\n"
+                           "                  interrupts CMD, not abx); -i/--interactive is implied\n"
+                           "  --background    start CMD and print its task id (see 'abx logs',\n"
+                           "                  'abx signal', 'abx ps') instead of waiting\n"
+                           "  --json          print {exit_code, stdout, stderr} (or {task_id}) at the end\n"
+                           "\n"
+                           "abx's stdin (when it is not a terminal, or with -i) is CMD's stdin; --no-stdin "
+                           "gives\n"
+                           "CMD an empty one (in a `while read` loop, as ssh -n does).\n"
+                           "Interrupting abx (Ctrl-C, SIGTERM, SIGHUP) kills CMD in the sandbox and\n"
+                           "exits 128+N; the sandbox itself lives on. So does a closed output\n"
+                           "(`abx exec ID yes | head -1`): CMD is killed, abx exits 141 (128+SIGPIPE).\n";
 
 /* The one piece of process state exec needs: the signal that interrupted
  * a foreground exec (0: none). Written only by on_interrupt. */
@@ -147,7 +149,8 @@ static int exec_tty(cli_ctx *ctx, abx_sandbox *s, const char *command, abx_exec_
     abx_exec_result r;
     abx_error *err = NULL;
     static const char *const shell[] = {"/bin/bash", "-i", "-l", NULL};
-    int rc = command ? abx_sandbox_exec(s, command, o, &r, &err) : abx_sandbox_exec_argv(s, shell, o, &r, &err);
+    int rc =
+        command ? abx_sandbox_exec(s, command, o, &r, &err) : abx_sandbox_exec_argv(s, shell, o, &r, &err);
     abx_sandbox_free(s);
     if (have_modes)
         tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
@@ -178,7 +181,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
         {"--user", CLI_STRING, &o.user, 0, 0, NULL, 0, NULL},
         {"--background", CLI_BOOL, &background, 0, 0, NULL, 0, NULL},
     };
-    int rc = cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc =
+        cli_parse(ctx, "exec", cmd_exec_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return rc > 0 ? 0 : CLI_EXIT_FAILED;
     if (!o.cwd) /* one default working directory for run, exec and the MCP tools, unless the */
@@ -209,8 +213,10 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     if (background && !abx_sandbox_tasks_outlive_client(s)) {
         abx_sandbox_free(s);
         cli_fail(ctx, ABX_ENOTSUP,
-                 "--background: this sandbox's provider keeps a task and its output only while the abx process that "
-                 "started it runs (its plugin process); start it from an MCP session (abx mcp start), or run it in "
+                 "--background: this sandbox's provider keeps a task and its output only while the abx "
+                 "process that "
+                 "started it runs (its plugin process); start it from an MCP session (abx mcp start), or run "
+                 "it in "
                  "the foreground");
         return CLI_EXIT_FAILED;
     }
@@ -250,7 +256,8 @@ int cmd_exec(cli_ctx *ctx, int argc, char **argv)
     if (ctx->json)
         cli_print_json(json_pack("{s:i, s:o, s:o, s:b}", "exit_code", r.exit_code, "stdout",
                                  mcp_text(r.stdout_data ? r.stdout_data : "", r.stdout_len, (size_t)-1, NULL),
-                                 "stderr", mcp_text(r.stderr_data ? r.stderr_data : "", r.stderr_len, (size_t)-1, NULL),
+                                 "stderr",
+                                 mcp_text(r.stderr_data ? r.stderr_data : "", r.stderr_len, (size_t)-1, NULL),
                                  "timed_out", r.timed_out));
     else if (r.timed_out)
         fprintf(stderr, "abx: %s: the command ran past --timeout and was killed (hint: %s)\n",

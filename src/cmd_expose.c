@@ -27,21 +27,20 @@
 #define MAX_CONNECTIONS 256
 #define CHECK_MS 1000
 
-const char cmd_expose_help[] =
-    "Usage: abx expose ID PORT [--listen ADDR:PORT] [--json]\n"
-    "\n"
-    "Forwards TCP connections from a host address to PORT inside the\n"
-    "sandbox, where a server bound to the sandbox's own 127.0.0.1 answers\n"
-    "too, so a web app an agent started there opens in a browser. Prints the\n"
-    "address it listens on (--json: {\"listen\": ...}) and forwards until\n"
-    "Ctrl-C or the sandbox's end.\n"
-    "\n"
-    "  --listen ADDR:PORT  where to listen (default 127.0.0.1:0: a free port\n"
-    "                      on loopback; another address exposes the sandbox's\n"
-    "                      port to whoever reaches it)\n"
-    "\n"
-    "The local provider needs root for it (joining the sandbox's network\n"
-    "namespace).\n";
+const char cmd_expose_help[] = "Usage: abx expose ID PORT [--listen ADDR:PORT] [--json]\n"
+                               "\n"
+                               "Forwards TCP connections from a host address to PORT inside the\n"
+                               "sandbox, where a server bound to the sandbox's own 127.0.0.1 answers\n"
+                               "too, so a web app an agent started there opens in a browser. Prints the\n"
+                               "address it listens on (--json: {\"listen\": ...}) and forwards until\n"
+                               "Ctrl-C or the sandbox's end.\n"
+                               "\n"
+                               "  --listen ADDR:PORT  where to listen (default 127.0.0.1:0: a free port\n"
+                               "                      on loopback; another address exposes the sandbox's\n"
+                               "                      port to whoever reaches it)\n"
+                               "\n"
+                               "The local provider needs root for it (joining the sandbox's network\n"
+                               "namespace).\n";
 
 typedef struct relay {
     abx_sandbox *sandbox; /* borrowed: lives until every relay ended */
@@ -56,7 +55,8 @@ static void pump(int a, int b)
     char buf[65536];
     bool a_open = true, b_open = true;
     while (a_open || b_open) {
-        struct pollfd p[2] = {{.fd = a_open ? a : -1, .events = POLLIN}, {.fd = b_open ? b : -1, .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = a_open ? a : -1, .events = POLLIN},
+                              {.fd = b_open ? b : -1, .events = POLLIN}};
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -124,7 +124,8 @@ static int listen_on(const char *addr, char *shown, size_t len)
     socklen_t sl = sizeof ss;
     char h[NI_MAXHOST], p[NI_MAXSERV];
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
-        getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) !=
+            0) {
         close(fd);
         return -1;
     }
@@ -177,7 +178,8 @@ int cmd_expose(cli_ctx *ctx, int argc, char **argv)
     int lfd = listen_on(listen_addr, shown, sizeof shown);
     if (lfd < 0) {
         abx_sandbox_free(s);
-        return cli_fail(ctx, ABX_EINVAL, "--listen %.200s: cannot listen there (expected a numeric ADDR:PORT)", listen_addr);
+        return cli_fail(ctx, ABX_EINVAL,
+                        "--listen %.200s: cannot listen there (expected a numeric ADDR:PORT)", listen_addr);
     }
     /* blocked before the address is printed: a caller may stop us the moment it reads it */
     sigset_t mask;
@@ -187,11 +189,13 @@ int cmd_expose(cli_ctx *ctx, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (ctx->json)
-        cli_print_json(json_pack("{s:s, s:s, s:i}", "listen", shown, "sandbox_id", abx_sandbox_id(s), "port", (int)port));
+        cli_print_json(json_pack("{s:s, s:s, s:i}", "listen", shown, "sandbox_id", abx_sandbox_id(s), "port",
+                                 (int)port));
     else
         printf("%s\n", shown);
     fflush(stdout);
-    fprintf(stderr, "abx: forwarding %s to port %ld in %s (Ctrl-C to stop)\n", shown, port, abx_sandbox_id(s));
+    fprintf(stderr, "abx: forwarding %s to port %ld in %s (Ctrl-C to stop)\n", shown, port,
+            abx_sandbox_id(s));
     atomic_int live;
     atomic_init(&live, 0);
     for (;;) {
@@ -229,7 +233,8 @@ int cmd_expose(cli_ctx *ctx, int argc, char **argv)
     close(lfd);
     if (sigfd >= 0)
         close(sigfd);
-    for (int waited = 0; atomic_load(&live) > 0 && waited < 200; waited++) { /* let relays finish (2 s at most) */
+    for (int waited = 0; atomic_load(&live) > 0 && waited < 200;
+         waited++) { /* let relays finish (2 s at most) */
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -53,12 +53,14 @@ static int print_entries(cli_ctx *ctx, const char *json)
     }
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
+    json_array_foreach(list, i, e)
+    {
         const char *target = json_string_value(json_object_get(e, "symlink_target"));
         printf("%s %10lld %s %s%s%s\n", json_string_value(json_object_get(e, "permissions")) ?: "?",
                (long long)json_integer_value(json_object_get(e, "size")),
                json_string_value(json_object_get(e, "modified_time")) ?: "",
-               json_string_value(json_object_get(e, "path")) ?: "", target ? " -> " : "", target ? target : "");
+               json_string_value(json_object_get(e, "path")) ?: "", target ? " -> " : "",
+               target ? target : "");
     }
     json_decref(list);
     return 0;
@@ -137,16 +139,22 @@ int cmd_files(cli_ctx *ctx, int argc, char **argv)
         return argc < 2 ? CLI_EXIT_USAGE : 0;
     }
     const char *op = argv[1];
-    static const struct { const char *op; size_t min, max; const char *usage; } ops[] = {
-        {"ls", 1, 2, "ls ID [PATH]"}, {"cat", 2, 2, "cat ID PATH"}, {"put", 3, 3, "put ID LOCAL REMOTE"},
-        {"get", 3, 3, "get ID REMOTE LOCAL"}, {"mkdir", 2, 2, "mkdir ID PATH"}, {"rm", 2, 2, "rm ID PATH"},
+    static const struct {
+        const char *op;
+        size_t min, max;
+        const char *usage;
+    } ops[] = {
+        {"ls", 1, 2, "ls ID [PATH]"},         {"cat", 2, 2, "cat ID PATH"},
+        {"put", 3, 3, "put ID LOCAL REMOTE"}, {"get", 3, 3, "get ID REMOTE LOCAL"},
+        {"mkdir", 2, 2, "mkdir ID PATH"},     {"rm", 2, 2, "rm ID PATH"},
         {"mv", 3, 3, "mv ID FROM TO"},
     };
     size_t k = 0;
     while (k < sizeof ops / sizeof ops[0] && strcmp(ops[k].op, op) != 0)
         k++;
     if (k == sizeof ops / sizeof ops[0])
-        return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx files' operation '%.32s' (ls, cat, put, get, mkdir, rm, mv)", op);
+        return cli_fail(ctx, ABX_EUSAGE,
+                        "unknown 'abx files' operation '%.32s' (ls, cat, put, get, mkdir, rm, mv)", op);
     files_args a = {.depth = 1};
     const cli_flag flags[] = {
         {"--user", CLI_STRING, &a.user, 0, 0, NULL, 0, NULL},

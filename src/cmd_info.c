@@ -5,12 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char cmd_info_help[] =
-    "Usage: abx info ID [--json]\n"
-    "\n"
-    "Shows a sandbox's details: template, status, start and end times, CPU,\n"
-    "memory, disk, metadata, and the names (never the values) of its\n"
-    "environment variables. ID is local:<id> or <id>.\n";
+const char cmd_info_help[] = "Usage: abx info ID [--json]\n"
+                             "\n"
+                             "Shows a sandbox's details: template, status, start and end times, CPU,\n"
+                             "memory, disk, metadata, and the names (never the values) of its\n"
+                             "environment variables. ID is local:<id> or <id>.\n";
 
 int cmd_info(cli_ctx *ctx, int argc, char **argv)
 {
@@ -39,7 +38,8 @@ int cmd_info(cli_ctx *ctx, int argc, char **argv)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(doc, k, v) {
+    json_object_foreach(doc, k, v)
+    {
         char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         printf("%-13s %s\n", k, text ? text : json_string_value(v));
         free(text);

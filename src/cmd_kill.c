@@ -4,11 +4,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
-const char cmd_kill_help[] =
-    "Usage: abx kill ID [--json]\n"
-    "\n"
-    "Destroys a sandbox: every process in it, its files, cgroups and state.\n"
-    "Returns when it is gone.\n";
+const char cmd_kill_help[] = "Usage: abx kill ID [--json]\n"
+                             "\n"
+                             "Destroys a sandbox: every process in it, its files, cgroups and state.\n"
+                             "Returns when it is gone.\n";
 
 int cmd_kill(cli_ctx *ctx, int argc, char **argv)
 {

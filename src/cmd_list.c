@@ -5,16 +5,15 @@
 #include <stdio.h>
 #include <time.h>
 
-const char cmd_list_help[] =
-    "Usage: abx list [--status running|paused] [--limit N] [--offset N] [--json]\n"
-    "\n"
-    "Lists live sandboxes, oldest first. Sandboxes whose supervisor died are\n"
-    "cleaned up first.\n"
-    "\n"
-    "  --status S   only sandboxes in state S\n"
-    "  --limit N    at most N, 1-100 (default 100)\n"
-    "  --offset N   skip the first N (default 0)\n"
-    "  --json       a JSON array of sandbox details\n";
+const char cmd_list_help[] = "Usage: abx list [--status running|paused] [--limit N] [--offset N] [--json]\n"
+                             "\n"
+                             "Lists live sandboxes, oldest first. Sandboxes whose supervisor died are\n"
+                             "cleaned up first.\n"
+                             "\n"
+                             "  --status S   only sandboxes in state S\n"
+                             "  --limit N    at most N, 1-100 (default 100)\n"
+                             "  --offset N   skip the first N (default 0)\n"
+                             "  --json       a JSON array of sandbox details\n";
 
 int cmd_list(cli_ctx *ctx, int argc, char **argv)
 {
@@ -26,7 +25,8 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
         {"--limit", CLI_UINT, &limit, 1, 100, NULL, 0, NULL},
         {"--offset", CLI_UINT, &offset, 0, 1000000000, NULL, 0, NULL},
     };
-    int rc = cli_parse(ctx, "list", cmd_list_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc =
+        cli_parse(ctx, "list", cmd_list_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos)

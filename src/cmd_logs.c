@@ -6,14 +6,13 @@
 #include <jansson.h>
 #include <stdio.h>
 
-const char cmd_logs_help[] =
-    "Usage: abx logs ID TASK [--follow] [--json]\n"
-    "\n"
-    "Prints a background task's output (stdout to stdout, stderr to stderr)\n"
-    "as kept by the sandbox: the last 1 MiB of each stream. With --follow,\n"
-    "keeps printing until the task exits. TASK is the id 'abx exec\n"
-    "--background' printed. With --json: {status, exit_code, stdout, stderr,\n"
-    "truncated}.\n";
+const char cmd_logs_help[] = "Usage: abx logs ID TASK [--follow] [--json]\n"
+                             "\n"
+                             "Prints a background task's output (stdout to stdout, stderr to stderr)\n"
+                             "as kept by the sandbox: the last 1 MiB of each stream. With --follow,\n"
+                             "keeps printing until the task exits. TASK is the id 'abx exec\n"
+                             "--background' printed. With --json: {status, exit_code, stdout, stderr,\n"
+                             "truncated}.\n";
 
 int cmd_logs(cli_ctx *ctx, int argc, char **argv)
 {
@@ -45,11 +44,11 @@ int cmd_logs(cli_ctx *ctx, int argc, char **argv)
         }
         truncated |= o.truncated;
         if (ctx->json && !follow) {
-            json_t *doc = json_pack("{s:s, s:o, s:o, s:b, s:I, s:I}", "status", o.running ? "running" : "exited",
-                                    "stdout", mcp_text(o.stdout_data, o.stdout_len, (size_t)-1, NULL), "stderr",
-                                    mcp_text(o.stderr_data, o.stderr_len, (size_t)-1, NULL),
-                                    "truncated", truncated, "stdout_offset", (json_int_t)o.stdout_offset,
-                                    "stderr_offset", (json_int_t)o.stderr_offset);
+            json_t *doc = json_pack(
+                "{s:s, s:o, s:o, s:b, s:I, s:I}", "status", o.running ? "running" : "exited", "stdout",
+                mcp_text(o.stdout_data, o.stdout_len, (size_t)-1, NULL), "stderr",
+                mcp_text(o.stderr_data, o.stderr_len, (size_t)-1, NULL), "truncated", truncated,
+                "stdout_offset", (json_int_t)o.stdout_offset, "stderr_offset", (json_int_t)o.stderr_offset);
             json_object_set_new(doc, "exit_code", o.running ? json_null() : json_integer(o.exit_code));
             cli_print_json(doc);
             abx_process_output_clear(&o);

@@ -217,7 +217,8 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         return cli_fail(ctx, ABX_EINVAL, "--target: expected cursor, claude, vscode or claude-code");
     char path[PATH_MAX + 64], self[PATH_MAX];
     if (target_path(t, path, sizeof path) < 0)
-        return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)", t->label);
+        return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)",
+                        t->label);
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
         return cli_fail(ctx, ABX_ESYS, "cannot find this abx executable's path");
@@ -226,12 +227,14 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
     int bad_line;
     json_t *doc = load_config(path, &exists, &bad_line);
     if (!doc && bad_line)
-        return cli_fail(ctx, ABX_ECONFIG,
-                        "the %s configuration is not strict JSON (line %d: comments and trailing commas are not "
-                        "JSON): left untouched",
-                        t->label, bad_line);
+        return cli_fail(
+            ctx, ABX_ECONFIG,
+            "the %s configuration is not strict JSON (line %d: comments and trailing commas are not "
+            "JSON): left untouched",
+            t->label, bad_line);
     if (!doc)
-        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not a JSON object: left untouched", t->label);
+        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not a JSON object: left untouched",
+                        t->label);
     json_t *section = json_object_get(doc, t->section);
     if (section && !json_is_object(section)) {
         json_decref(doc);
@@ -272,7 +275,8 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         json_t *tool;
         json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
         json_t *out = json_pack("{s:s, s:s, s:s, s:o, s:b, s:b}", "target", t->name, "path", path, "server",
-                                SERVER_NAME, "tools", names, "api_key_written", key != NULL, "sandboxes_work", !blocked);
+                                SERVER_NAME, "tools", names, "api_key_written", key != NULL, "sandboxes_work",
+                                !blocked);
         if (blocked)
             json_object_set_new(out, "host_problems", json_string(problems));
         cli_print_json(out);
@@ -303,18 +307,21 @@ static int mcp_status(cli_ctx *ctx)
         int bad_line = 0;
         if (target_path(&targets[k], path, sizeof path) == 0) {
             json_t *doc = load_config(path, &exists, &bad_line);
-            installed = exists && json_object_get(json_object_get(doc, targets[k].section), SERVER_NAME) != NULL;
+            installed =
+                exists && json_object_get(json_object_get(doc, targets[k].section), SERVER_NAME) != NULL;
             json_decref(doc);
         } else {
             path[0] = '\0';
         }
-        json_object_set_new(installs, targets[k].name, json_pack("{s:s, s:b}", "path", path, "installed", installed));
+        json_object_set_new(installs, targets[k].name,
+                            json_pack("{s:s, s:b}", "path", path, "installed", installed));
     }
     char problems[1024];
     bool blocked = host_problems(problems, sizeof problems);
-    json_t *doc = json_pack("{s:s, s:s, s:I, s:o, s:b, s:o, s:b}", "server", SERVER_NAME, "transport", "stdio",
-                            "tool_count", (json_int_t)json_array_size(names), "tools", names, "api_key_configured",
-                            key != NULL, "installations", installs, "sandboxes_work", !blocked);
+    json_t *doc =
+        json_pack("{s:s, s:s, s:I, s:o, s:b, s:o, s:b}", "server", SERVER_NAME, "transport", "stdio",
+                  "tool_count", (json_int_t)json_array_size(names), "tools", names, "api_key_configured",
+                  key != NULL, "installations", installs, "sandboxes_work", !blocked);
     if (blocked)
         json_object_set_new(doc, "host_problems", json_string(problems));
     if (key) {
@@ -329,9 +336,10 @@ static int mcp_status(cli_ctx *ctx)
     printf("%-20s %s\n%-20s %s\n%-20s %lld\n", "server", SERVER_NAME, "transport", "stdio", "tools",
            (long long)json_integer_value(json_object_get(doc, "tool_count")));
     json_array_foreach(json_object_get(doc, "tools"), i, tool) printf("  %s\n", json_string_value(tool));
-    printf("%-20s %s\n", "api key configured", json_is_true(json_object_get(doc, "api_key_configured")) ? "yes" : "no");
-    printf("%-20s %s%s%s\n", "sandboxes here", blocked ? "no, as this user: " : "yes", blocked ? problems : "",
-           blocked ? " (abx doctor)" : "");
+    printf("%-20s %s\n", "api key configured",
+           json_is_true(json_object_get(doc, "api_key_configured")) ? "yes" : "no");
+    printf("%-20s %s%s%s\n", "sandboxes here", blocked ? "no, as this user: " : "yes",
+           blocked ? problems : "", blocked ? " (abx doctor)" : "");
     printf("\n%-10s %-10s %s\n", "IDE", "INSTALLED", "CONFIG");
     const char *k;
     json_t *v;
@@ -357,8 +365,9 @@ static int mcp_start(cli_ctx *ctx, const char *template_name)
     fprintf(stderr, "abx mcp: serving %s on stdio (template %s)\n", SERVER_NAME, template_name);
     char problems[1024];
     if (host_problems(problems, sizeof problems)) /* said once, at start */
-        fprintf(stderr, "abx mcp: warning: sandboxes cannot be made here as uid %u: %s; tool calls will fail "
-                        "until this is fixed (abx doctor)\n",
+        fprintf(stderr,
+                "abx mcp: warning: sandboxes cannot be made here as uid %u: %s; tool calls will fail "
+                "until this is fixed (abx doctor)\n",
                 (unsigned)geteuid(), problems);
     int status = mcp_stdio_serve(srv);
     mcp_server_free(srv);
@@ -424,7 +433,8 @@ static int default_token(cli_ctx *ctx, char **tokens, size_t *n)
         if (fd >= 0)
             close(fd);
         if (!ok)
-            return cli_fail(ctx, ABX_ECONFIG, "cannot write the generated token file %s: %s", path, strerror(errno));
+            return cli_fail(ctx, ABX_ECONFIG, "cannot write the generated token file %s: %s", path,
+                            strerror(errno));
         created = true;
         fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     }
@@ -457,8 +467,8 @@ static int default_token(cli_ctx *ctx, char **tokens, size_t *n)
     return 0;
 }
 
-static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, unsigned ttl, unsigned max_sessions,
-                     const char *const *allow, const char *template_name, bool no_auth)
+static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, unsigned ttl,
+                     unsigned max_sessions, const char *const *allow, const char *template_name, bool no_auth)
 {
     if (!template_name)
         template_name = getenv("ABX_DEFAULT_TEMPLATE");
@@ -468,10 +478,12 @@ static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, u
     size_t ntokens = 0;
     int rc = load_tokens(ctx, token_file, tokens, &ntokens);
     if (rc == 0 && no_auth && ntokens > 0)
-        rc = cli_fail(ctx, ABX_EUSAGE, "--no-auth: a token is configured too (ABX_MCP_AUTH_TOKEN or --auth-token-file)");
+        rc = cli_fail(ctx, ABX_EUSAGE,
+                      "--no-auth: a token is configured too (ABX_MCP_AUTH_TOKEN or --auth-token-file)");
     else if (rc == 0 && no_auth)
-        fprintf(stderr, "abx mcp: WARNING: --no-auth: every local user and program that can reach the port can "
-                        "use this server's sandboxes\n");
+        fprintf(stderr,
+                "abx mcp: WARNING: --no-auth: every local user and program that can reach the port can "
+                "use this server's sandboxes\n");
     else if (rc == 0 && ntokens == 0)
         rc = default_token(ctx, tokens, &ntokens);
     if (rc != 0) {
@@ -481,8 +493,11 @@ static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, u
         }
         return rc;
     }
-    mcp_http_config cfg = {.listen = listen, .tokens = (const char *const *)tokens, .session_ttl_s = ttl,
-                           .max_sessions = max_sessions, .allowed_hosts = allow,
+    mcp_http_config cfg = {.listen = listen,
+                           .tokens = (const char *const *)tokens,
+                           .session_ttl_s = ttl,
+                           .max_sessions = max_sessions,
+                           .allowed_hosts = allow,
                            .server = {.template_name = template_name, .provider = ctx->provider}};
     abx_error *err = NULL;
     rc = mcp_http_serve(&cfg, &err);
@@ -495,7 +510,8 @@ static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, u
 
 int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL, *listen = NULL, *token_file = NULL;
+    const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL, *listen = NULL,
+                                         *token_file = NULL;
     const char *allow[33] = {NULL};
     size_t npos = 0, nallow = 0;
     unsigned ttl = 1800, max_sessions = 256;
@@ -521,11 +537,13 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         {"--max-sessions", CLI_UINT, &max_sessions, 1, 100000, NULL, 0, NULL},
         {"--allow-host", CLI_MULTI, allow, 0, 0, &nallow, 32, NULL},
     };
-    int rc = cli_parse(ctx, "mcp", cmd_mcp_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc =
+        cli_parse(ctx, "mcp", cmd_mcp_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos != 1)
-        return cli_fail(ctx, ABX_EUSAGE, "usage: abx mcp start | serve | deploy | install --target T | status");
+        return cli_fail(ctx, ABX_EUSAGE,
+                        "usage: abx mcp start | serve | deploy | install --target T | status");
     if (strcmp(pos[0], "start") == 0)
         return mcp_start(ctx, template_name);
     if (strcmp(pos[0], "deploy") == 0) {

@@ -57,7 +57,8 @@ int cmd_network(cli_ctx *ctx, int argc, char **argv)
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos != 1)
-        return cli_fail(ctx, ABX_EUSAGE, "usage: abx network ID [--mode M] [--allow-out X]... [--deny-out X]...");
+        return cli_fail(ctx, ABX_EUSAGE,
+                        "usage: abx network ID [--mode M] [--allow-out X]... [--deny-out X]...");
     int status = 0;
     abx_client *c = cli_client_for(ctx, pos[0], &status);
     if (!c)
@@ -77,7 +78,8 @@ int cmd_network(cli_ctx *ctx, int argc, char **argv)
     json_t *doc = cli_info_json(&info);
     abx_sandbox_info_clear(&info);
     if (!json_object_get(doc, "network"))
-        json_object_set_new(doc, "network", json_pack("{s:s, s:[], s:[]}", "mode", "none", "allow_out", "deny_out"));
+        json_object_set_new(doc, "network",
+                            json_pack("{s:s, s:[], s:[]}", "mode", "none", "allow_out", "deny_out"));
     if (ctx->json) {
         cli_print_json(doc);
         return 0;

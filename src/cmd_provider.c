@@ -52,17 +52,20 @@ const char cmd_provider_help[] =
 /* What the plugin will get, on stderr, before the question. */
 static void show_grants(json_t *m)
 {
-    const char *name = json_string_value(json_object_get(m, "name")), *id = json_string_value(json_object_get(m, "id"));
+    const char *name = json_string_value(json_object_get(m, "name")),
+               *id = json_string_value(json_object_get(m, "id"));
     const char *version = json_string_value(json_object_get(m, "version"));
     const char *description = json_string_value(json_object_get(m, "description"));
     const char *base_url = json_string_value(json_object_get(m, "base_url"));
-    fprintf(stderr, "provider %s (%s%s%s, kind %s)\n", id, name && *name ? name : id, version && *version ? " " : "",
-            version ? version : "", json_string_value(json_object_get(m, "kind")));
+    fprintf(stderr, "provider %s (%s%s%s, kind %s)\n", id, name && *name ? name : id,
+            version && *version ? " " : "", version ? version : "",
+            json_string_value(json_object_get(m, "kind")));
     if (description && *description)
         fprintf(stderr, "  %s\n", description);
     size_t i;
     json_t *v;
-    json_t *command = json_object_get(m, "command"), *env = json_object_get(m, "env"), *config = json_object_get(m, "config");
+    json_t *command = json_object_get(m, "command"), *env = json_object_get(m, "env"),
+           *config = json_object_get(m, "config");
     if (json_is_array(command)) {
         fprintf(stderr, "  runs:");
         json_array_foreach(command, i, v) fprintf(stderr, " %s", json_string_value(v));
@@ -103,8 +106,8 @@ static bool confirm_install(const char *manifest_json, void *ud)
 
 static int install(cli_ctx *ctx, const char *source, install_args *a)
 {
-    abx_plugin_install_options o = {.source = source, .link = a->link, .force = a->force,
-                                    .confirm = confirm_install, .userdata = a};
+    abx_plugin_install_options o = {
+        .source = source, .link = a->link, .force = a->force, .confirm = confirm_install, .userdata = a};
     char *text = NULL;
     abx_error *err = NULL;
     int rc = abx_plugin_install(&o, &text, &err);
@@ -114,7 +117,9 @@ static int install(cli_ctx *ctx, const char *source, install_args *a)
     abx_free(text);
     const char *id = json_string_value(json_object_get(entry, "id"));
     if (a->link)
-        fprintf(stderr, "abx provider: warning: %s is a --link install (development): its files are not checked\n", id);
+        fprintf(stderr,
+                "abx provider: warning: %s is a --link install (development): its files are not checked\n",
+                id);
     if (ctx->json) {
         cli_print_json(entry);
     } else {
@@ -142,10 +147,10 @@ static int list(cli_ctx *ctx)
     }
     printf("%-24s %-5s %-10s %-9s %s\n", "ID", "KIND", "VERSION", "DIGEST", "SOURCE");
     size_t i;
-    json_array_foreach(out, i, e)
-        printf("%-24s %-5s %-10s %-9s %s\n", json_string_value(json_object_get(e, "id")),
-               json_string_value(json_object_get(e, "kind")), json_string_value(json_object_get(e, "version")),
-               json_string_value(json_object_get(e, "digest")), json_string_value(json_object_get(e, "source")));
+    json_array_foreach(out, i, e) printf(
+        "%-24s %-5s %-10s %-9s %s\n", json_string_value(json_object_get(e, "id")),
+        json_string_value(json_object_get(e, "kind")), json_string_value(json_object_get(e, "version")),
+        json_string_value(json_object_get(e, "digest")), json_string_value(json_object_get(e, "source")));
     json_decref(out);
     return 0;
 }
@@ -178,9 +183,9 @@ static int doctor(cli_ctx *ctx, const char *id)
         return failed ? CLI_EXIT_ERROR : 0;
     }
     size_t i;
-    json_array_foreach(json_object_get(doc, "checks"), i, c)
-        printf("%-5s %-12s %s\n", json_string_value(json_object_get(c, "status")),
-               json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
+    json_array_foreach(json_object_get(doc, "checks"), i, c) printf(
+        "%-5s %-12s %s\n", json_string_value(json_object_get(c, "status")),
+        json_string_value(json_object_get(c, "check")), json_string_value(json_object_get(c, "detail")));
     json_decref(doc);
     return failed ? CLI_EXIT_ERROR : 0;
 }
@@ -192,11 +197,15 @@ typedef struct test_table {
     bool failed;
 } test_table;
 
-static void row(test_table *t, const char *capability, const char *step, int rc, abx_error *err, const char *detail)
+static void row(test_table *t, const char *capability, const char *step, int rc, abx_error *err,
+                const char *detail)
 {
     const char *status = rc == 1 ? "untested" : rc == 0 ? "pass" : "fail";
-    json_array_append_new(t->rows, json_pack("{s:s, s:s, s:s, s:s}", "capability", capability, "step", step, "status",
-                                             status, "detail", err ? abx_error_message(err) : detail ? detail : ""));
+    json_array_append_new(t->rows, json_pack("{s:s, s:s, s:s, s:s}", "capability", capability, "step", step,
+                                             "status", status, "detail",
+                                             err      ? abx_error_message(err)
+                                             : detail ? detail
+                                                      : ""));
     if (rc < 0)
         t->failed = true;
     abx_error_free(err);
@@ -235,7 +244,11 @@ static void test_files(test_table *t, abx_sandbox *s)
     rc = abx_sandbox_read_file(s, "/app/abx-test/bin", NULL, 4096, &back, &len, &err);
     bool same = rc == 0 && len == sizeof data && memcmp(back, data, len) == 0;
     abx_free(back);
-    row(t, "files.rw", "read (binary)", rc < 0 ? rc : same ? 0 : -1, err, same ? "" : "other bytes came back");
+    row(t, "files.rw", "read (binary)",
+        rc < 0 ? rc
+        : same ? 0
+               : -1,
+        err, same ? "" : "other bytes came back");
     err = NULL;
     char *json = NULL;
     rc = abx_sandbox_list_files(s, "/app/abx-test", 1, NULL, &json, &err);
@@ -320,7 +333,11 @@ static void test_processes(test_table *t, abx_sandbox *s)
     snprintf(needle, sizeof needle, "\"pid\":%d", pid);
     bool listed = rc == 0 && strstr(json, needle);
     abx_free(json);
-    row(t, "process.manage", "list", rc < 0 ? rc : listed ? 0 : -1, err, listed ? "" : "the task is not listed");
+    row(t, "process.manage", "list",
+        rc < 0   ? rc
+        : listed ? 0
+                 : -1,
+        err, listed ? "" : "the task is not listed");
     abx_process_output out;
     err = NULL;
     rc = abx_sandbox_read_output(s, pid, 0, 0, 5000, &out, &err);
@@ -338,7 +355,8 @@ static void test_processes(test_table *t, abx_sandbox *s)
         if (rc == 0)
             abx_process_output_clear(&out);
     }
-    row(t, "process.manage", "ended by the signal", ended ? 0 : -1, NULL, ended ? "" : "still running 5 s later");
+    row(t, "process.manage", "ended by the signal", ended ? 0 : -1, NULL,
+        ended ? "" : "still running 5 s later");
 }
 
 static void test_ports(test_table *t, abx_sandbox *s)
@@ -383,10 +401,11 @@ static int test_plugin(cli_ctx *ctx, const char *id)
     bool lifecycle = false, timeout_cap = false, exec_cap = false, files_cap = false, stream_cap = false,
          process_cap = false, ports_cap = false, pause_cap = false;
     static const char *const known[] = {"sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
-                                        "exec.stream", "process.manage", "files.rw", "ports.url"};
+                                        "exec.stream",       "process.manage",  "files.rw",      "ports.url"};
     size_t i;
     json_t *f;
-    json_array_foreach(features, i, f) {
+    json_array_foreach(features, i, f)
+    {
         const char *name = json_string_value(f) ? json_string_value(f) : "";
         lifecycle |= strcmp(name, "sandbox.lifecycle") == 0;
         timeout_cap |= strcmp(name, "sandbox.timeout") == 0;
@@ -403,7 +422,8 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             row(&t, name, "(all)", 1, NULL, "declared, but EPP version 1 has no such capability");
     }
     if (process_cap && !stream_cap)
-        row(&t, "process.manage", "(all)", -1, NULL, "declared without exec.stream: its processes cannot be started");
+        row(&t, "process.manage", "(all)", -1, NULL,
+            "declared without exec.stream: its processes cannot be started");
     json_decref(features);
     if (!lifecycle) {
         row(&t, "sandbox.lifecycle", "(all)", -1, NULL, "not declared: nothing else can be tested");
@@ -418,7 +438,11 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             rc = abx_sandbox_get_info(s, &info, &err);
             bool same = rc == 0 && strcmp(info.sandbox_id, abx_sandbox_id(s)) == 0;
             abx_sandbox_info_clear(&info);
-            row(&t, "sandbox.lifecycle", "get", rc < 0 ? rc : same ? 0 : -1, err, same ? "" : "another id came back");
+            row(&t, "sandbox.lifecycle", "get",
+                rc < 0 ? rc
+                : same ? 0
+                       : -1,
+                err, same ? "" : "another id came back");
             err = NULL;
             abx_sandbox_info *items = NULL;
             size_t n = 0;
@@ -427,7 +451,11 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             for (size_t k = 0; rc == 0 && k < n; k++)
                 listed |= strcmp(items[k].sandbox_id, abx_sandbox_id(s)) == 0;
             abx_sandbox_info_list_free(items, n);
-            row(&t, "sandbox.lifecycle", "list", rc < 0 ? rc : listed ? 0 : -1, err, listed ? "" : "not listed");
+            row(&t, "sandbox.lifecycle", "list",
+                rc < 0   ? rc
+                : listed ? 0
+                         : -1,
+                err, listed ? "" : "not listed");
             err = NULL;
             if (timeout_cap) {
                 rc = abx_sandbox_set_timeout(s, 600, &err);
@@ -453,8 +481,11 @@ static int test_plugin(cli_ctx *ctx, const char *id)
             rc = abx_sandbox_get_info(s, &gone, &err);
             if (rc == 0)
                 abx_sandbox_info_clear(&gone);
-            row(&t, "sandbox.lifecycle", "get after kill", rc < 0 && abx_error_code(err) == ABX_ENOTFOUND ? 0 : -1, NULL,
-                rc < 0 && abx_error_code(err) == ABX_ENOTFOUND ? "" : "a killed sandbox still answers (want E8002)");
+            row(&t, "sandbox.lifecycle", "get after kill",
+                rc < 0 && abx_error_code(err) == ABX_ENOTFOUND ? 0 : -1, NULL,
+                rc < 0 && abx_error_code(err) == ABX_ENOTFOUND
+                    ? ""
+                    : "a killed sandbox still answers (want E8002)");
             abx_error_free(err);
             abx_sandbox_free(s);
         }
@@ -465,10 +496,10 @@ static int test_plugin(cli_ctx *ctx, const char *id)
     } else {
         printf("%-20s %-20s %-9s %s\n", "CAPABILITY", "STEP", "RESULT", "DETAIL");
         json_t *r;
-        json_array_foreach(t.rows, i, r)
-            printf("%-20s %-20s %-9s %s\n", json_string_value(json_object_get(r, "capability")),
-                   json_string_value(json_object_get(r, "step")), json_string_value(json_object_get(r, "status")),
-                   json_string_value(json_object_get(r, "detail")));
+        json_array_foreach(t.rows, i, r) printf(
+            "%-20s %-20s %-9s %s\n", json_string_value(json_object_get(r, "capability")),
+            json_string_value(json_object_get(r, "step")), json_string_value(json_object_get(r, "status")),
+            json_string_value(json_object_get(r, "detail")));
         json_decref(t.rows);
     }
     return t.failed ? CLI_EXIT_ERROR : 0;
@@ -486,7 +517,8 @@ int cmd_provider(cli_ctx *ctx, int argc, char **argv)
         {"--force", CLI_BOOL, &a.force, 0, 0, NULL, 0, NULL},
         {"--purge", CLI_BOOL, &purge, 0, 0, NULL, 0, NULL},
     };
-    int rc = cli_parse(ctx, "provider", cmd_provider_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc = cli_parse(ctx, "provider", cmd_provider_help, argc, argv, flags, sizeof flags / sizeof flags[0],
+                       pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     const char *op = npos ? pos[0] : "";
@@ -500,5 +532,6 @@ int cmd_provider(cli_ctx *ctx, int argc, char **argv)
         return doctor(ctx, pos[1]);
     if (strcmp(op, "test") == 0 && npos == 2)
         return test_plugin(ctx, pos[1]);
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx provider install SOURCE | list | remove ID | doctor ID | test ID");
+    return cli_fail(ctx, ABX_EUSAGE,
+                    "usage: abx provider install SOURCE | list | remove ID | doctor ID | test ID");
 }

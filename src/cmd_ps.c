@@ -5,11 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char cmd_ps_help[] =
-    "Usage: abx ps ID [--json]\n"
-    "\n"
-    "Lists the processes that abx started in a sandbox and that still run:\n"
-    "their task id (pid inside the sandbox), tag and command.\n";
+const char cmd_ps_help[] = "Usage: abx ps ID [--json]\n"
+                           "\n"
+                           "Lists the processes that abx started in a sandbox and that still run:\n"
+                           "their task id (pid inside the sandbox), tag and command.\n";
 
 int cmd_ps(cli_ctx *ctx, int argc, char **argv)
 {
@@ -35,7 +34,8 @@ int cmd_ps(cli_ctx *ctx, int argc, char **argv)
     json_t *out = json_array();
     size_t i;
     json_t *p;
-    json_array_foreach(list, i, p) {
+    json_array_foreach(list, i, p)
+    {
         json_t *cfg = json_object_get(p, "config");
         char task[16];
         snprintf(task, sizeof task, "%d", (int)json_integer_value(json_object_get(p, "pid")));
@@ -46,8 +46,8 @@ int cmd_ps(cli_ctx *ctx, int argc, char **argv)
             json_array_extend(cmdline, args);
         json_array_append_new(out, json_pack("{s:s, s:I, s:s, s:o, s:O}", "task_id", task, "pid",
                                              json_integer_value(json_object_get(p, "pid")), "tag",
-                                             json_string_value(json_object_get(p, "tag")) ?: "", "command", cmdline,
-                                             "cwd", json_object_get(cfg, "cwd") ?: json_null()));
+                                             json_string_value(json_object_get(p, "tag")) ?: "", "command",
+                                             cmdline, "cwd", json_object_get(cfg, "cwd") ?: json_null()));
     }
     json_decref(list);
     if (ctx->json) {
@@ -55,7 +55,8 @@ int cmd_ps(cli_ctx *ctx, int argc, char **argv)
         return 0;
     }
     printf("%-8s %-16s %s\n", "TASK", "TAG", "COMMAND");
-    json_array_foreach(out, i, p) {
+    json_array_foreach(out, i, p)
+    {
         printf("%-8s %-16s", json_string_value(json_object_get(p, "task_id")),
                json_string_value(json_object_get(p, "tag")));
         size_t k;

@@ -25,30 +25,32 @@ const char cmd_run_help[] =
     "  --pids N        process limit, 8-4194304 (default 256)\n"
     "  --disk MB       size of the writable layer, 1-1048576 (default 256;\n"
     "                  it is memory-backed and counts against --memory)\n"
-    "  --timeout S     kill the sandbox after S seconds, 1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " (default: none)\n"
-    "  --env K=V       set an environment variable inside (repeatable); nothing\n"
-    "                  of the caller's environment is passed but TERM\n"
-    "  --template T    a template's root filesystem (abx template list) instead\n"
-    "                  of the host's /usr, with its ENV and WORKDIR; needs root\n"
-    "  --cwd DIR       working directory inside (default: the template's\n"
-    "                  WORKDIR, else /app)\n"
-    "  --user U        root or user (default user, uid 1000); both are\n"
-    "                  unprivileged on the host\n"
-    "  --network M     none (default; config.toml [network] default), internet\n"
-    "                  (public addresses less --deny-out) or allowlist (only\n"
-    "                  --allow-out); needs root (docs/network.md)\n"
-    "  --allow-out X   an address, CIDR, domain or *.domain it may reach (repeatable)\n"
-    "  --deny-out X    one it may not (repeatable)\n"
-    "  --json          errors as JSON on stderr\n"
-    "  -h, --help      this help\n"
-    "\n"
-    "Inside: the host's /usr read-only, a curated /etc, writable /app,\n"
-    "/home/user and /tmp, a fresh /proc, a minimal /dev, loopback only unless\n"
-    "--network or a list gives it a policed network,\n"
-    "hostname = sandbox id. Errors print one line: code, message, hint.\n"
-    "\n"
-    "Example:\n"
-    "  abx run --memory 256 --timeout 10 -- python3 -c 'print(42)'\n";
+    "  --timeout S     kill the sandbox after S seconds, 1-" ABX_STRINGIFY(
+        ABX_TIMEOUT_MAX_S) " (default: none)\n"
+                           "  --env K=V       set an environment variable inside (repeatable); nothing\n"
+                           "                  of the caller's environment is passed but TERM\n"
+                           "  --template T    a template's root filesystem (abx template list) instead\n"
+                           "                  of the host's /usr, with its ENV and WORKDIR; needs root\n"
+                           "  --cwd DIR       working directory inside (default: the template's\n"
+                           "                  WORKDIR, else /app)\n"
+                           "  --user U        root or user (default user, uid 1000); both are\n"
+                           "                  unprivileged on the host\n"
+                           "  --network M     none (default; config.toml [network] default), internet\n"
+                           "                  (public addresses less --deny-out) or allowlist (only\n"
+                           "                  --allow-out); needs root (docs/network.md)\n"
+                           "  --allow-out X   an address, CIDR, domain or *.domain it may reach "
+                           "(repeatable)\n"
+                           "  --deny-out X    one it may not (repeatable)\n"
+                           "  --json          errors as JSON on stderr\n"
+                           "  -h, --help      this help\n"
+                           "\n"
+                           "Inside: the host's /usr read-only, a curated /etc, writable /app,\n"
+                           "/home/user and /tmp, a fresh /proc, a minimal /dev, loopback only unless\n"
+                           "--network or a list gives it a policed network,\n"
+                           "hostname = sandbox id. Errors print one line: code, message, hint.\n"
+                           "\n"
+                           "Example:\n"
+                           "  abx run --memory 256 --timeout 10 -- python3 -c 'print(42)'\n";
 
 typedef struct run_flags {
     abx_run_options opts;
@@ -204,10 +206,13 @@ int cmd_run(cli_ctx *ctx, int argc, char **argv)
         cli_fail_error(ctx, err, rc);
     /* an ending the command did not choose is said, once, on stderr */
     else if (timed_out)
-        fprintf(stderr, "abx: %s: the command ran past --timeout (%u s) and the sandbox was killed (exit 124)\n",
+        fprintf(stderr,
+                "abx: %s: the command ran past --timeout (%u s) and the sandbox was killed (exit 124)\n",
                 abx_err_name(ABX_ETIMEOUT), f.opts.timeout_s);
     else if (oom_killed)
-        fprintf(stderr, "abx: a process inside was killed by the memory limit (--memory %u MB): raise --memory or "
-                        "use less\n", f.opts.limits.memory_mb);
+        fprintf(stderr,
+                "abx: a process inside was killed by the memory limit (--memory %u MB): raise --memory or "
+                "use less\n",
+                f.opts.limits.memory_mb);
     return status;
 }

@@ -120,11 +120,13 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"--domain", CLI_STRING, &domain, 0, 0, NULL, 0, NULL},
         {"--warm", CLI_UINT, &warm, 0, 16, NULL, 0, NULL},
     };
-    int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);
+    int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
+                       &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos)
-        return cli_fail(ctx, ABX_EUSAGE, "usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]");
+        return cli_fail(ctx, ABX_EUSAGE,
+                        "usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]");
     char *keys[MAX_KEYS] = {NULL};
     size_t n = 0;
     if (!read_keys(ctx, key_file, keys, &n)) {
@@ -132,7 +134,10 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
             free(keys[i]);
         return CLI_EXIT_FAILED;
     }
-    serve_config cfg = {.listen = listen, .api_keys = (const char *const *)keys, .domain = domain, .warm = warm,
+    serve_config cfg = {.listen = listen,
+                        .api_keys = (const char *const *)keys,
+                        .domain = domain,
+                        .warm = warm,
                         .provider = ctx->provider};
     abx_error *err = NULL;
     rc = serve_run(&cfg, &err);

@@ -8,11 +8,10 @@
 #include <string.h>
 #include <strings.h>
 
-const char cmd_signal_help[] =
-    "Usage: abx signal ID TASK SIG [--json]\n"
-    "\n"
-    "Sends signal SIG (a number, or a name such as TERM, SIGKILL, INT) to a\n"
-    "background task and the processes of its group.\n";
+const char cmd_signal_help[] = "Usage: abx signal ID TASK SIG [--json]\n"
+                               "\n"
+                               "Sends signal SIG (a number, or a name such as TERM, SIGKILL, INT) to a\n"
+                               "background task and the processes of its group.\n";
 
 static int signal_from_text(const char *s)
 {
@@ -21,8 +20,11 @@ static int signal_from_text(const char *s)
         return (int)n;
     if (strncasecmp(s, "SIG", 3) == 0)
         s += 3;
-    static const struct { const char *name; int sig; } names[] = {
-        {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"TERM", SIGTERM},
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"TERM", SIGTERM},
         {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}, {"ALRM", SIGALRM},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -61,7 +61,8 @@ static void print_one(const json_t *t)
         printf("%-24s %lld files, %.1f MiB, from %s (%s)\n", json_string_value(json_object_get(t, "name")),
                (long long)json_integer_value(json_object_get(t, "files")),
                (double)json_integer_value(json_object_get(t, "size_bytes")) / 1048576.0,
-               json_string_value(json_object_get(t, "source")), json_string_value(json_object_get(t, "created_at")));
+               json_string_value(json_object_get(t, "source")),
+               json_string_value(json_object_get(t, "created_at")));
 }
 
 static int show(cli_ctx *ctx, json_t *doc)
@@ -100,8 +101,8 @@ static void on_build_event(const char *event_json, void *ud)
                 json_string_value(json_object_get(ev, "instruction")),
                 json_is_true(json_object_get(ev, "cached")) ? " (cached)" : "");
     else if (strcmp(kind, "output") == 0)
-        fwrite(json_string_value(json_object_get(ev, "data")), 1, json_string_length(json_object_get(ev, "data")),
-               stderr);
+        fwrite(json_string_value(json_object_get(ev, "data")), 1,
+               json_string_length(json_object_get(ev, "data")), stderr);
     else if (strcmp(kind, "note") == 0)
         fprintf(stderr, "  %s\n", json_string_value(json_object_get(ev, "text")));
     json_decref(ev);
@@ -120,8 +121,13 @@ static int show_text(cli_ctx *ctx, int rc, abx_error *err, char *text)
 static int build(cli_ctx *ctx, abx_client *c, const char *name, const char *context, const char *file,
                  const char *builtin, const char *const *args, bool no_cache)
 {
-    abx_template_build_options o = {.name = name, .dockerfile = file, .context = context, .build_args = args,
-                                    .no_cache = no_cache, .builtin = builtin, .on_event = on_build_event,
+    abx_template_build_options o = {.name = name,
+                                    .dockerfile = file,
+                                    .context = context,
+                                    .build_args = args,
+                                    .no_cache = no_cache,
+                                    .builtin = builtin,
+                                    .on_event = on_build_event,
                                     .userdata = ctx};
     abx_error *err = NULL;
     char *text = NULL;
@@ -144,8 +150,9 @@ static int build(cli_ctx *ctx, abx_client *c, const char *name, const char *cont
     return 0;
 }
 
-static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char **pos, size_t npos, bool force,
-                         bool no_cache, const char *file, const char *builtin, const char *const *args, size_t nargs)
+static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char **pos, size_t npos,
+                         bool force, bool no_cache, const char *file, const char *builtin,
+                         const char *const *args, size_t nargs)
 {
     abx_error *err = NULL;
     char *text = NULL;
@@ -154,7 +161,8 @@ static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char
         for (size_t i = 0; i < nargs; i++)
             if (!strchr(args[i], '=') || args[i][0] == '=')
                 return cli_fail(ctx, ABX_EUSAGE, "--build-arg: NAME=value");
-        return build(ctx, c, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args, no_cache);
+        return build(ctx, c, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args,
+                     no_cache);
     }
     if (strcmp(op, "prune") == 0 && npos == 1) {
         unsigned long long freed = 0;
@@ -187,8 +195,9 @@ static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char
             printf("removed %s\n", pos[1]);
         return 0;
     }
-    return cli_fail(ctx, ABX_EUSAGE, "usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] | import NAME SOURCE | "
-                                     "list | inspect NAME | rm NAME [--force] | prune");
+    return cli_fail(ctx, ABX_EUSAGE,
+                    "usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] | import NAME SOURCE | "
+                    "list | inspect NAME | rm NAME [--force] | prune");
 }
 
 int cmd_template(cli_ctx *ctx, int argc, char **argv)
@@ -203,8 +212,8 @@ int cmd_template(cli_ctx *ctx, int argc, char **argv)
                               {"--file", CLI_STRING, &file, 0, 0, NULL, 0, NULL},
                               {"--builtin", CLI_STRING, &builtin, 0, 0, NULL, 0, NULL},
                               {"--build-arg", CLI_MULTI, args, 0, 0, &nargs, 128, NULL}};
-    int rc = cli_parse(ctx, "template", cmd_template_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
-                       &npos);
+    int rc = cli_parse(ctx, "template", cmd_template_help, argc, argv, flags, sizeof flags / sizeof flags[0],
+                       pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     const char *op = npos ? pos[0] : "";

@@ -8,8 +8,9 @@
 const char cmd_timeout_help[] =
     "Usage: abx timeout ID SECONDS [--json]\n"
     "\n"
-    "Gives a sandbox a new lifetime of SECONDS (1-" ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) ") from now; it is\n"
-    "killed when that runs out. Prints the new end time.\n";
+    "Gives a sandbox a new lifetime of SECONDS (1-" ABX_STRINGIFY(
+        ABX_TIMEOUT_MAX_S) ") from now; it is\n"
+                           "killed when that runs out. Prints the new end time.\n";
 
 int cmd_timeout(cli_ctx *ctx, int argc, char **argv)
 {
@@ -22,7 +23,9 @@ int cmd_timeout(cli_ctx *ctx, int argc, char **argv)
         return cli_fail(ctx, ABX_EUSAGE, "usage: abx timeout ID SECONDS");
     unsigned seconds;
     if (abx__parse_uint(pos[1], ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, &seconds) < 0)
-        return cli_fail(ctx, ABX_EINVAL, "timeout: expected a whole number of seconds from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S));
+        return cli_fail(
+            ctx, ABX_EINVAL,
+            "timeout: expected a whole number of seconds from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S));
     int status = 0;
     abx_client *c = cli_client_for(ctx, pos[0], &status);
     if (!c)

@@ -4,10 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char cmd_version_help[] =
-    "Usage: abx version [--json]\n"
-    "\n"
-    "Prints the version of abx.\n";
+const char cmd_version_help[] = "Usage: abx version [--json]\n"
+                                "\n"
+                                "Prints the version of abx.\n";
 
 int cmd_version(cli_ctx *ctx, int argc, char **argv)
 {

@@ -111,9 +111,10 @@ int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
         snprintf(token, sizeof token, "%s", getenv("ABX_MCP_AUTH_TOKEN"));
     }
     if (strlen(token) < 16)
-        return cli_fail(ctx, ABX_EAUTH,
-                        "a deployed server needs a token of 16+ characters: --generate-token, --auth-token-file "
-                        "or ABX_MCP_AUTH_TOKEN");
+        return cli_fail(
+            ctx, ABX_EAUTH,
+            "a deployed server needs a token of 16+ characters: --generate-token, --auth-token-file "
+            "or ABX_MCP_AUTH_TOKEN");
     const char *api_key = o->api_key ? o->api_key : getenv("ABX_SANDBOX_API_KEY");
     const char *dir = o->output_dir ? o->output_dir : "./mcp-artifact";
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -124,7 +125,8 @@ int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
         return cli_fail(ctx, ABX_ESYS, "cannot find this abx executable");
     self[n] = '\0';
     snprintf(shim, sizeof shim, "%.*s/abx-shim", (int)(strrchr(self, '/') - self), self);
-    if (copy_binary(self, dir, "abx") < 0 || (access(shim, X_OK) == 0 && copy_binary(shim, dir, "abx-shim") < 0))
+    if (copy_binary(self, dir, "abx") < 0 ||
+        (access(shim, X_OK) == 0 && copy_binary(shim, dir, "abx-shim") < 0))
         return cli_fail(ctx, ABX_EIO, "copying the abx binaries into the bundle failed");
     char bootstrap[1024];
     snprintf(bootstrap, sizeof bootstrap,
@@ -165,7 +167,8 @@ int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
         fprintf(f, "\n  ABX_MCP_ALLOWED_HOST: ");
         yaml_str(f, o->custom_domain);
     }
-    fprintf(f, "\nhttp_trigger:\n  methods: [POST, GET, DELETE]\n  path: /mcp\n  enable_session_affinity: %s\n",
+    fprintf(f,
+            "\nhttp_trigger:\n  methods: [POST, GET, DELETE]\n  path: /mcp\n  enable_session_affinity: %s\n",
             o->no_affinity ? "false" : "true");
     if (o->custom_domain) {
         fprintf(f, "custom_domain: ");
@@ -181,13 +184,14 @@ int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
     explicit_bzero(token, sizeof token);
     const char *url_host = o->custom_domain ? o->custom_domain : "<FC_HTTP_TRIGGER_URL>";
     if (ctx->json) {
-        cli_print_json(json_pack("{s:s, s:s, s:s, s:s, s:[s, s, s], s:b, s:s}", "output_dir", dir, "region", region,
-                                 "region_source", region_src, "token", masked, "files", "bootstrap", "abx",
-                                 "config.yaml", "token_generated", generated, "url",
+        cli_print_json(json_pack("{s:s, s:s, s:s, s:s, s:[s, s, s], s:b, s:s}", "output_dir", dir, "region",
+                                 region, "region_source", region_src, "token", masked, "files", "bootstrap",
+                                 "abx", "config.yaml", "token_generated", generated, "url",
                                  o->custom_domain ? o->custom_domain : ""));
         return 0;
     }
-    printf("Bundle written to %s (bootstrap, abx, abx-shim, config.yaml%s)\n", dir, generated ? ", auth-token" : "");
+    printf("Bundle written to %s (bootstrap, abx, abx-shim, config.yaml%s)\n", dir,
+           generated ? ", auth-token" : "");
     printf("Region: %s (from %s). Token: %s%s\n\n", region, region_src, masked,
            generated ? " (full value in auth-token, mode 0600)" : "");
     printf("Manual deployment steps:\n"
@@ -202,7 +206,8 @@ int mcp_deploy_write(cli_ctx *ctx, const mcp_deploy_opts *o)
            o->custom_domain ? "Bind the custom domain to the trigger." : "Note the trigger's URL.");
     printf("IDE configuration (replace the masked token with the real one):\n"
            "{\n  \"mcpServers\": {\n    \"agent-sandbox-remote\": {\n"
-           "      \"url\": \"https://%s/mcp\",\n      \"headers\": {\"Authorization\": \"Bearer %s\"}\n    }\n  }\n}\n",
+           "      \"url\": \"https://%s/mcp\",\n      \"headers\": {\"Authorization\": \"Bearer %s\"}\n    "
+           "}\n  }\n}\n",
            url_host, masked);
     return 0;
 }

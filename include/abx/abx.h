@@ -50,7 +50,7 @@ ABX_API void abx_error_free(abx_error *err);
 /* Static tables by code; code may be given positive or negated. Unknown codes
  * yield "unknown error" / "E8000" / a generic hint. Never NULL. */
 ABX_API const char *abx_strerror(int code);
-ABX_API const char *abx_err_name(int code);      /* "E8001" */
+ABX_API const char *abx_err_name(int code); /* "E8001" */
 ABX_API const char *abx_err_hint(int code);
 ABX_API const char *abx_err_category(int code);
 ABX_API int abx_err_http_status(int code);
@@ -66,11 +66,11 @@ ABX_API const char *abx_version(void);
 
 #define ABX_STRINGIFY_(x) #x
 #define ABX_STRINGIFY(x) ABX_STRINGIFY_(x) /* a bound as text, for help and messages */
-#define ABX_TIMEOUT_MIN_S 1              /* a sandbox's lifetime (and a command's), in seconds */
+#define ABX_TIMEOUT_MIN_S 1                /* a sandbox's lifetime (and a command's), in seconds */
 #define ABX_TIMEOUT_MAX_S 86400
-#define ABX_LIST_LIMIT_MAX 100           /* abx_list's page */
-#define ABX_TENANT_MAX 128               /* bytes of a tenant string */
-#define ABX_NOTES_MAX 16384              /* bytes of a front end's notes (abx_create_options.notes_json) */
+#define ABX_LIST_LIMIT_MAX 100              /* abx_list's page */
+#define ABX_TENANT_MAX 128                  /* bytes of a tenant string */
+#define ABX_NOTES_MAX 16384                 /* bytes of a front end's notes (abx_create_options.notes_json) */
 #define ABX_SANDBOXES_PER_TENANT_DEFAULT 64 /* [limits] sandboxes_per_tenant */
 #define ABX_TENANT_POOL_SHARE_DEFAULT 50    /* [limits] tenant_pool_share: percent of a host-wide pool */
 
@@ -107,11 +107,12 @@ ABX_API int abx_limits_check(const abx_limits *limits, abx_error **err);
 
 typedef struct abx_run_options {
     abx_limits limits;
-    unsigned timeout_s;       /* 0: none; else the sandbox is killed after it */
-    const char *const *argv;  /* command and arguments, NULL-terminated; required */
-    const char *const *envs;  /* "K=V" strings added to the sandbox's environment, NULL-terminated; may be NULL */
-    const char *cwd;          /* working directory inside; NULL means /app */
-    bool as_root;             /* run as root inside (still unprivileged on the host) */
+    unsigned timeout_s;      /* 0: none; else the sandbox is killed after it */
+    const char *const *argv; /* command and arguments, NULL-terminated; required */
+    const char *const
+        *envs;       /* "K=V" strings added to the sandbox's environment, NULL-terminated; may be NULL */
+    const char *cwd; /* working directory inside; NULL means /app */
+    bool as_root;    /* run as root inside (still unprivileged on the host) */
     /* Outputs, when non-NULL: set when the timeout ended the sandbox, and
      * when the memory limit's OOM killer killed a process inside. */
     bool *timed_out;
@@ -149,7 +150,7 @@ typedef struct abx_client_options {
      * and abx_tenant_from_uid make one). NULL: nobody in particular, the
      * machine's administrator, who sees and touches every sandbox. */
     const char *tenant;
-    void *reserved[3];          /* room to grow without breaking the layout: leave zero */
+    void *reserved[3]; /* room to grow without breaking the layout: leave zero */
 } abx_client_options;
 
 /* Resolves the provider (argument > --provider > ABX_PROVIDER > ./.env >
@@ -201,7 +202,8 @@ ABX_API int abx_client_for_tenant(abx_client *c, const char *tenant, abx_client 
 /* The same for a set of tenants (NULL-terminated, 1-1024): it reaches the
  * sandboxes of any of them and creates none (E8001): a server's keyless
  * data plane, which must reach the sandboxes of its own tenants only. */
-ABX_API int abx_client_for_tenants(abx_client *c, const char *const *tenants, abx_client **out, abx_error **err);
+ABX_API int abx_client_for_tenants(abx_client *c, const char *const *tenants, abx_client **out,
+                                   abx_error **err);
 /* The client's tenant; NULL without one (or with a set). Owned by c. */
 ABX_API const char *abx_client_tenant(const abx_client *c);
 
@@ -235,7 +237,7 @@ typedef struct abx_create_options {
      * ABX_NOTES_MAX bytes; NULL: none), kept by the provider beside it and
      * never shown by info or list: read back with abx_sandbox_notes
      * (abx serve keeps E2B's create options there). */
-    const char *notes_json;     /* (the layout's last reserved slot until 0.2) */
+    const char *notes_json; /* (the layout's last reserved slot until 0.2) */
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -254,14 +256,14 @@ ABX_API const char *abx_sandbox_tenant(const abx_sandbox *s);
 ABX_API int abx_sandbox_notes(abx_sandbox *s, char **json, abx_error **err);
 
 typedef struct abx_sandbox_info {
-    char sandbox_id[96];        /* qualified */
+    char sandbox_id[96]; /* qualified */
     char template_id[64];
-    char status[16];            /* "running" */
-    long long started_at;       /* unix seconds */
+    char status[16];      /* "running" */
+    long long started_at; /* unix seconds */
     long long end_at;
     unsigned cpu_count, memory_mb, disk_size_mb;
-    char *metadata_json;        /* {"k":"v",...}; freed by abx_sandbox_info_clear */
-    char *env_names_json;       /* ["K",...] */
+    char *metadata_json;  /* {"k":"v",...}; freed by abx_sandbox_info_clear */
+    char *env_names_json; /* ["K",...] */
     /* {"mode", "allow_out", "deny_out"[, "address", "gateway", "interface"]};
      * NULL when the provider does not say. Freed by abx_sandbox_info_clear. */
     char *network_json;
@@ -283,7 +285,7 @@ ABX_API int abx_sandbox_kill(abx_sandbox *s, abx_error **err);
 /* What a sandbox uses now. */
 typedef struct abx_sandbox_metrics {
     unsigned cpu_count;
-    double cpu_used_pct;            /* over the last 100 ms, of one CPU (may exceed 100 with several) */
+    double cpu_used_pct; /* over the last 100 ms, of one CPU (may exceed 100 with several) */
     unsigned long long mem_used, mem_total;   /* bytes */
     unsigned long long disk_used, disk_total; /* bytes */
     void *reserved[4];
@@ -349,8 +351,8 @@ typedef struct abx_plugin_install_options {
     /* A plugin directory (abx-provider.toml at its root, named by its id),
      * a tar archive of one, or a git source (URL//subdir, owner/repo//subdir). */
     const char *source;
-    bool link;                 /* a symlink to a directory (development): no digest, a warning at every use */
-    bool force;                /* replaces an installed plugin of the same id */
+    bool link;  /* a symlink to a directory (development): no digest, a warning at every use */
+    bool force; /* replaces an installed plugin of the same id */
     /* Called with the manifest as JSON ({id, name, version, kind,
      * description, command, base_url, env, config}) before anything is
      * installed: false stops the install (E8024). May be NULL. */
@@ -389,9 +391,11 @@ typedef struct abx_template_build_options {
 
 /* *info (may be NULL; abx_free) describes the template made; a failed
  * step is E8029 with its output. */
-ABX_API int abx_template_build(abx_client *c, const abx_template_build_options *o, char **info, abx_error **err);
+ABX_API int abx_template_build(abx_client *c, const abx_template_build_options *o, char **info,
+                               abx_error **err);
 /* A root filesystem archive or an OCI layout (DIR[:TAG]) as template name. */
-ABX_API int abx_template_import(abx_client *c, const char *name, const char *source, char **info, abx_error **err);
+ABX_API int abx_template_import(abx_client *c, const char *name, const char *source, char **info,
+                                abx_error **err);
 ABX_API int abx_template_inspect(abx_client *c, const char *name, char **json, abx_error **err);
 /* Refused (E8001) while a live sandbox uses it, unless force. */
 ABX_API int abx_template_remove(abx_client *c, const char *name, bool force, abx_error **err);
@@ -403,15 +407,15 @@ ABX_API int abx_template_prune(abx_client *c, unsigned long long *freed, abx_err
 typedef void (*abx_output_fn)(const char *data, size_t len, void *userdata);
 
 typedef struct abx_exec_options {
-    const char *cwd;            /* NULL: the template's WORKDIR, else default_cwd, else the user's home */
-    const char *user;           /* "user" (default) or "root" */
-    const char *const *envs;    /* "K=V", NULL-terminated; may be NULL */
-    unsigned timeout_s;         /* 0: none; else the process is killed after it */
-    abx_output_fn on_stdout;    /* called per chunk as output arrives; may be NULL */
+    const char *cwd;         /* NULL: the template's WORKDIR, else default_cwd, else the user's home */
+    const char *user;        /* "user" (default) or "root" */
+    const char *const *envs; /* "K=V", NULL-terminated; may be NULL */
+    unsigned timeout_s;      /* 0: none; else the process is killed after it */
+    abx_output_fn on_stdout; /* called per chunk as output arrives; may be NULL */
     abx_output_fn on_stderr;
     void *userdata;
-    bool keep_output;           /* also collect the output into the result */
-    const char *tag;            /* background processes: a name to find them by */
+    bool keep_output; /* also collect the output into the result */
+    const char *tag;  /* background processes: a name to find them by */
     /* Polled about once a second and on output; returning true stops the
      * command (it is killed) and the call fails with ABX_ECANCELLED. */
     bool (*should_cancel)(void *userdata);
@@ -421,10 +425,9 @@ typedef struct abx_exec_options {
     bool with_stdin;
     int stdin_fd;
     /* 0: off. Otherwise a stream that passes this many bytes is also saved
-     * whole (up to 32 MiB, and a quarter of the sandbox's free space) into a file inside the sandbox, named in the
-     * result's stdout_path / stderr_path, so that a caller who shows only
-     * the head and tail can say where the rest is. The sandbox keeps the
-     * newest 32 such files (in /tmp/.abx-output). */
+     * whole (up to 32 MiB, and a quarter of the sandbox's free space) into a file inside the sandbox, named
+     * in the result's stdout_path / stderr_path, so that a caller who shows only the head and tail can say
+     * where the rest is. The sandbox keeps the newest 32 such files (in /tmp/.abx-output). */
     unsigned long long save_output_after;
     /* pty: the command gets a pseudo-terminal (its stdin, stdout and
      * stderr, and its controlling terminal) sized as the terminal on pty_fd
@@ -436,11 +439,11 @@ typedef struct abx_exec_options {
      * names no WORKDIR (NULL: the user's home). The CLI and MCP tools give
      * "/app". */
     const char *default_cwd;
-    void *reserved[3];          /* room to grow without breaking the layout: leave zero */
+    void *reserved[3]; /* room to grow without breaking the layout: leave zero */
 } abx_exec_options;
 
 typedef struct abx_exec_result {
-    int exit_code;              /* the command's; 128+N for signal N; 124 on timeout */
+    int exit_code; /* the command's; 128+N for signal N; 124 on timeout */
     bool timed_out;
     /* When keep_output: the first and last bytes of each stream (at most
      * 256 KiB kept per stream), NUL-terminated; free with abx_exec_result_clear.
@@ -480,20 +483,20 @@ ABX_API int abx_sandbox_start_background(abx_sandbox *s, const char *command, co
 ABX_API bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s);
 
 /* The same without a shell: argv[0] is looked up in the sandbox's PATH. */
-ABX_API int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
-                                              int *pid, abx_error **err);
+ABX_API int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv,
+                                              const abx_exec_options *opts, int *pid, abx_error **err);
 
 typedef struct abx_process_output {
     int pid;
     bool running;
-    int exit_code;                   /* when !running: as abx_exec_result */
-    char *stdout_data;               /* bytes from stdout_offset on; NUL-terminated */
+    int exit_code;     /* when !running: as abx_exec_result */
+    char *stdout_data; /* bytes from stdout_offset on; NUL-terminated */
     size_t stdout_len;
     char *stderr_data;
     size_t stderr_len;
     unsigned long long stdout_offset; /* where the next read starts */
     unsigned long long stderr_offset;
-    bool truncated;                   /* older output than asked for was dropped */
+    bool truncated; /* older output than asked for was dropped */
 } abx_process_output;
 
 /* Reads a process's buffered output from the given offsets, waiting up to
@@ -542,7 +545,7 @@ typedef struct abx_endpoint {
     /* "": none; else the Unix socket every connection goes to (url then
      * names only the scheme and host): valid while the handle lives. */
     char unix_socket[108];
-    char url[512];        /* the base URL requests go to (no trailing slash) */
+    char url[512]; /* the base URL requests go to (no trailing slash) */
     /* Headers each request must carry to reach this sandbox's port (an
      * E2B host's routing: "E2b-Sandbox-Id: ..."); "" after the last. */
     char headers[4][160];
@@ -567,23 +570,23 @@ ABX_API int abx_sandbox_socket(abx_sandbox *s, int *fd, abx_error **err);
  * reaches through /execute, so every client of the sandbox sees the same
  * notebook state. */
 typedef struct abx_code_options {
-    const char *language;       /* "python" (default) or "javascript" */
-    const char *context_id;     /* NULL: the language's default context */
-    const char *cwd;            /* this cell's directory; NULL: the context's */
-    unsigned timeout_s;         /* 0: 300; past it the cell is interrupted */
-    bool fresh;                 /* a new interpreter for this cell alone */
-    const char *const *envs;    /* "K=V" for this cell only; may be NULL */
-    unsigned long long save_output_after; /* as in abx_exec_options */
+    const char *language;                  /* "python" (default) or "javascript" */
+    const char *context_id;                /* NULL: the language's default context */
+    const char *cwd;                       /* this cell's directory; NULL: the context's */
+    unsigned timeout_s;                    /* 0: 300; past it the cell is interrupted */
+    bool fresh;                            /* a new interpreter for this cell alone */
+    const char *const *envs;               /* "K=V" for this cell only; may be NULL */
+    unsigned long long save_output_after;  /* as in abx_exec_options */
     bool (*should_cancel)(void *userdata); /* polled: true interrupts the cell */
     void *userdata;
-    void *reserved[4];          /* room to grow without breaking the layout: leave zero */
+    void *reserved[4]; /* room to grow without breaking the layout: leave zero */
 } abx_code_options;
 
 typedef struct abx_code_result {
-    int exit_code;              /* 0; 1 an exception; 124 timeout; 130 interrupted; the kernel's status if it died */
+    int exit_code; /* 0; 1 an exception; 124 timeout; 130 interrupted; the kernel's status if it died */
     bool timed_out;
-    bool kernel_died;           /* the kernel died in this cell: error_* says how */
-    bool state_reset;           /* this cell ran in a new kernel: earlier state is gone */
+    bool kernel_died; /* the kernel died in this cell: error_* says how */
+    bool state_reset; /* this cell ran in a new kernel: earlier state is gone */
     char state_reset_reason[200];
     int execution_count;
     char context_id[40];
@@ -599,7 +602,7 @@ typedef struct abx_code_result {
     unsigned long long stderr_total;
     char stderr_path[96];
     char *error_name, *error_value, *traceback; /* NULL without an error */
-    char *text;                 /* the final expression's value as text, or NULL */
+    char *text;                                 /* the final expression's value as text, or NULL */
     /* JSON arrays: E2B's results in order ({text?, html?, markdown?, svg?,
      * png? (base64), jpeg?, json?, ..., is_main_result}) and the files the
      * cell created or changed under its directory ({name, path, size}). */
@@ -630,9 +633,9 @@ ABX_API int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *
                                   char **data, size_t *len, abx_error **err);
 /* Bytes [offset, offset + length) of a file (fewer at its end, none past
  * it), NUL-terminated (abx_free), and the file's size. */
-ABX_API int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user, unsigned long long offset,
-                                        size_t length, char **data, size_t *len, unsigned long long *file_size,
-                                        abx_error **err);
+ABX_API int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *user,
+                                        unsigned long long offset, size_t length, char **data, size_t *len,
+                                        unsigned long long *file_size, abx_error **err);
 ABX_API int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const char *user,
                                         unsigned long long *read_bytes, abx_error **err);
 /* Entries as a JSON array of {name, type ("file", "dir" or "symlink"),
@@ -641,7 +644,8 @@ ABX_API int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd
  * (abx_free). abx_sandbox_stat gives one such object. */
 ABX_API int abx_sandbox_list_files(abx_sandbox *s, const char *path, unsigned depth, const char *user,
                                    char **json, abx_error **err);
-ABX_API int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json, abx_error **err);
+ABX_API int abx_sandbox_stat(abx_sandbox *s, const char *path, const char *user, char **json,
+                             abx_error **err);
 /* Creates a directory and its parents; *created is false when it existed. */
 ABX_API int abx_sandbox_mkdir(abx_sandbox *s, const char *path, const char *user, bool *created,
                               abx_error **err);

@@ -65,7 +65,7 @@
 typedef struct local_sandbox {
     char id[ABX_SANDBOX_ID_LEN + 1];
     char dir[700];
-    int dirfd;            /* O_PATH of dir once an endpoint named it (local_endpoint); else -1 */
+    int dirfd; /* O_PATH of dir once an endpoint named it (local_endpoint); else -1 */
 } local_sandbox;
 
 static local_sandbox *local_of(abx_sandbox *s)
@@ -125,7 +125,8 @@ static void tenant_read(const char *dir, char out[ABX_TENANT_MAX + 1])
     char path[760], text[ABX_TENANT_MAX + 2] = "";
     snprintf(path, sizeof path, "%s/tenant", dir);
     out[0] = '\0';
-    if (abx__read_small_file(path, text, sizeof text) >= 0 && abx_tenant_valid(text)) /* at most ABX_TENANT_MAX */
+    if (abx__read_small_file(path, text, sizeof text) >= 0 &&
+        abx_tenant_valid(text)) /* at most ABX_TENANT_MAX */
         memcpy(out, text, strlen(text) + 1);
 }
 
@@ -304,13 +305,15 @@ static int spawn_shim(const char *shim_path, char *const argv[], char *const env
     if (rc == 0)
         rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
     if (rc == 0)
-        rc = posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+        rc = posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW,
+                                              0600);
     if (rc == 0)
         rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4);
     if (rc == 0)
         rc = posix_spawn_file_actions_addchdir_np(&fa, "/");
     if (rc == 0)
-        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        rc = posix_spawnattr_setflags(&attr,
+                                      POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     if (rc == 0)
         rc = posix_spawnattr_setsigmask(&attr, &none);
     if (rc == 0)
@@ -336,8 +339,8 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
      * its argv, which every host user can read in /proc), and the
      * settings of the runtime's host-wide pools (runtime/net.h, uid_pool.h) */
     char *const argv[] = {(char *)"abx-shim", NULL};
-    static const char *const passed[] = {"ABX_CGROUP_PARENT", "ABX_NET_DNS", "ABX_NET_POOL", "ABX_UID_POOL_BASE",
-                                         "ABX_UID_POOL_SLOTS"};
+    static const char *const passed[] = {"ABX_CGROUP_PARENT", "ABX_NET_DNS", "ABX_NET_POOL",
+                                         "ABX_UID_POOL_BASE", "ABX_UID_POOL_SLOTS"};
     enum { NPASSED = sizeof passed / sizeof passed[0] };
     char vars[NPASSED + 1][720];
     char *envp[NPASSED + 5] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LANG=C.UTF-8"};
@@ -392,7 +395,8 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
 /* What a create of these options starts: template, cpu and memory with defaults applied. */
 static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 {
-    snprintf(shape->template_id, sizeof shape->template_id, "%s", o && o->template_id ? o->template_id : "base");
+    snprintf(shape->template_id, sizeof shape->template_id, "%s",
+             o && o->template_id ? o->template_id : "base");
     shape->cpu_count = o && o->cpu_count ? o->cpu_count : ABX_DEFAULT_CPU_COUNT;
     shape->memory_mb = o && o->memory_mb ? o->memory_mb : ABX_DEFAULT_MEMORY_MB;
 }
@@ -400,8 +404,8 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
 static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta,
-                         json_t *network, const char *tenant, const char *notes, bool standby, abx_sandbox **out,
-                         abx_error **err)
+                         json_t *network, const char *tenant, const char *notes, bool standby,
+                         abx_sandbox **out, abx_error **err)
 {
     char shim_path[PATH_MAX];
     if (find_shim(shim_path, sizeof shim_path) < 0)
@@ -422,10 +426,10 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
     }
     unsigned memory = shape->memory_mb;
     cfg = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:i, s:i, s:i, s:b, s:i}", "sandbox_id", id, "template",
-                    shape->template_id, "timeout", (int)timeout_s, "envs", envs, "metadata", meta, "cpu_count",
-                    (int)shape->cpu_count, "memory_mb", (int)memory, "disk_size_mb",
-                    (int)(memory / 2 > 16 ? memory / 2 : 16), "pids", (int)ABX_DEFAULT_PIDS, "standby", standby,
-                    "owner_pid", (int)getpid());
+                    shape->template_id, "timeout", (int)timeout_s, "envs", envs, "metadata", meta,
+                    "cpu_count", (int)shape->cpu_count, "memory_mb", (int)memory, "disk_size_mb",
+                    (int)(memory / 2 > 16 ? memory / 2 : 16), "pids", (int)ABX_DEFAULT_PIDS, "standby",
+                    standby, "owner_pid", (int)getpid());
     host_name[0] = 's'; /* its cgroups' name: random, unrelated to the id (runtime/jail.h) */
     host_name[21] = '\0';
     if (cfg)
@@ -433,7 +437,8 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
     if (cfg && network)
         json_object_set(cfg, "network", network);
     char tree[PATH_MAX];
-    if (cfg && strcmp(shape->template_id, "base") != 0 && abx__template_root(shape->template_id, tree, sizeof tree) == 0) {
+    if (cfg && strcmp(shape->template_id, "base") != 0 &&
+        abx__template_root(shape->template_id, tree, sizeof tree) == 0) {
         json_object_set_new(cfg, "template_root", json_string(tree));
         json_t *tc = abx__template_config(shape->template_id);
         if (tc)
@@ -518,8 +523,8 @@ static int local_keep_warm(abx_client *c, unsigned count, abx_error **err)
  * Claiming records its tenant and notes first, then makes it a
  * sandbox (no standby marker: connect and list see it), then has its shim
  * kill whatever ran in it and take a new token, which nobody held before. */
-static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, unsigned timeout_s, json_t *envs,
-                               json_t *meta, const char *tenant, const char *notes)
+static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, unsigned timeout_s,
+                               json_t *envs, json_t *meta, const char *tenant, const char *notes)
 {
     abx_sandbox *s = lc && lc->pool ? abx__warm_pool_take(lc->pool, shape) : NULL;
     if (!s)
@@ -532,8 +537,8 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
                      replace_private(dir, "token", token) == 0 && unlink(marker) == 0
                  ? 0
                  : -1;
-    if (rc == 0 && !(body = json_pack("{s:i, s:O, s:O, s:s}", "timeout", (int)timeout_s, "envs", envs, "metadata",
-                                      meta, "token", token)))
+    if (rc == 0 && !(body = json_pack("{s:i, s:O, s:O, s:s}", "timeout", (int)timeout_s, "envs", envs,
+                                      "metadata", meta, "token", token)))
         rc = -1;
     if (rc == 0)
         rc = abx__envd_json(&s->envd, "POST", "/abx/claim", body, &resp, NULL);
@@ -559,12 +564,15 @@ static int unknown_template(const char *name, abx_error **err)
     size_t i;
     json_t *t;
     abx__template_list(&all, NULL);
-    json_array_foreach(all, i, t) {
+    json_array_foreach(all, i, t)
+    {
         size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", json_string_value(json_object_get(t, "name")));
+        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                 json_string_value(json_object_get(t, "name")));
     }
     json_decref(all);
-    return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown (there are: %s; 'abx template list')", name, names);
+    return abx__error_set(err, ABX_EINVAL, "template %.64s: unknown (there are: %s; 'abx template list')",
+                          name, names);
 }
 
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
@@ -606,7 +614,8 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     json_decref(network);
     json_decref(envs);
     json_decref(meta);
-    json_t *config = rc == 0 && strcmp(shape.template_id, "base") != 0 ? abx__template_config(shape.template_id) : NULL;
+    json_t *config =
+        rc == 0 && strcmp(shape.template_id, "base") != 0 ? abx__template_config(shape.template_id) : NULL;
     if (config && (rc = abx__template_start(*out, config, err)) < 0) {
         abx_sandbox_kill(*out, NULL);
         abx_sandbox_free(*out);
@@ -644,7 +653,8 @@ static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err
     json_t *doc = NULL;
     int rc = abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
     if (rc < 0)
-        return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)") : rc;
+        return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)")
+                                      : rc;
     info_from_json(doc, out);
     json_decref(doc);
     return 0;
@@ -738,7 +748,7 @@ static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **e
  * the socket there, and ends; the socket stays in that namespace. */
 typedef struct port_dial {
     int netns;
-    unsigned port;  /* 0: the socket only, not connected */
+    unsigned port; /* 0: the socket only, not connected */
     int fd, err;
 } port_dial;
 
@@ -751,7 +761,8 @@ static void *dial_main(void *arg)
         return NULL;
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d->port),
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)d->port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (fd < 0 || (d->port && connect(fd, (struct sockaddr *)&to, sizeof to) < 0)) {
         d->err = errno;
@@ -783,8 +794,10 @@ static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error 
         pthread_join(t, NULL);
     close(d.netns);
     if (rc == 0 && d.fd < 0)
-        rc = d.err == EPERM ? abx__error_set(err, ABX_EPERM, "reaching a sandbox's ports needs root (CAP_SYS_ADMIN)")
-                            : abx__error_errno(err, ABX_ENOTRUNNING, d.err, "nothing answers on that port in the sandbox");
+        rc = d.err == EPERM
+                 ? abx__error_set(err, ABX_EPERM, "reaching a sandbox's ports needs root (CAP_SYS_ADMIN)")
+                 : abx__error_errno(err, ABX_ENOTRUNNING, d.err,
+                                    "nothing answers on that port in the sandbox");
     *fd = d.fd;
     return rc;
 }
@@ -850,8 +863,10 @@ static int local_read_output(abx_sandbox *s, int pid, unsigned long long stdout_
     out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
     out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
                      json_is_true(json_object_get(doc, "stderr_truncated"));
-    out->stdout_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
-    out->stderr_data = abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
+    out->stdout_data =
+        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
+    out->stderr_data =
+        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
     json_decref(doc);
     if (!out->stdout_data || !out->stderr_data) {
         abx_process_output_clear(out);
@@ -893,8 +908,6 @@ static int local_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_
     return 0;
 }
 
-
-
 static void local_pools(abx_client *c, unsigned *uid_ranges, unsigned *net_addresses)
 {
     (void)c;
@@ -921,8 +934,8 @@ static int local_features(abx_client *c, json_t **json, abx_error **err)
 {
     (void)c;
     (void)err;
-    *json = json_pack("[s, s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause", "exec.run",
-                      "exec.stream", "process.manage", "files.rw");
+    *json = json_pack("[s, s, s, s, s, s, s]", "sandbox.lifecycle", "sandbox.timeout", "sandbox.pause",
+                      "exec.run", "exec.stream", "process.manage", "files.rw");
     return 0;
 }
 

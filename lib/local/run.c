@@ -30,7 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 void abx_limits_default(abx_limits *limits)
 {
     limits->memory_mb = ABX_DEFAULT_MEMORY_MB;
@@ -137,7 +136,9 @@ static int network_policy(const abx_run_options *opts, json_t **policy, abx_erro
 {
     char default_mode[32];
     int rc = abx__config_network_default(default_mode, sizeof default_mode, err);
-    return rc < 0 ? rc : abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode, policy, err);
+    return rc < 0 ? rc
+                  : abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode,
+                                          policy, err);
 }
 
 /* The template's tree, WORKDIR and environment (its ENV under the
@@ -165,7 +166,8 @@ static int run_template(const abx_run_options *opts, char *tree, size_t len, cha
     }
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(config, "env"), k, v) {
+    json_object_foreach(json_object_get(config, "env"), k, v)
+    {
         char pair[8192];
         snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v) ? json_string_value(v) : "");
         abx__sandbox_env_put(env, pair, NULL);
@@ -219,10 +221,19 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
         goto out_sigfd;
     }
     abx_jail_config cfg = {
-        .id = id, .limits = opts->limits, .argv = opts->argv, .envp = env.vars,
-        .cwd = opts->cwd ? opts->cwd : workdir[0] ? workdir : "/app", .as_root = opts->as_root, .terminal = tty.pty,
-        .template_root = tree[0] ? tree : NULL, .root_caps = tree[0] != '\0',
-        .before_go = networked ? network_before_go : NULL, .before_go_ctx = &network,
+        .id = id,
+        .limits = opts->limits,
+        .argv = opts->argv,
+        .envp = env.vars,
+        .cwd = opts->cwd    ? opts->cwd
+               : workdir[0] ? workdir
+                            : "/app",
+        .as_root = opts->as_root,
+        .terminal = tty.pty,
+        .template_root = tree[0] ? tree : NULL,
+        .root_caps = tree[0] != '\0',
+        .before_go = networked ? network_before_go : NULL,
+        .before_go_ctx = &network,
     };
     abx_jail jail;
     rc = abx__jail_start(&cfg, &jail, err);

@@ -186,7 +186,8 @@ static void host_name_of(const char *dir, const char *id, char *out, size_t len)
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_t *cfg = json_load_file(path, 0, NULL);
     const char *name = json_string_value(json_object_get(cfg, "host_name"));
-    bool ok = name && *name && strlen(name) < len && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(name);
+    bool ok = name && *name && strlen(name) < len &&
+              strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789") == strlen(name);
     snprintf(out, len, "%s", ok ? name : id);
     json_decref(cfg);
 }

@@ -15,8 +15,9 @@ static int local_only(abx_client *c, const char *what, abx_error **err)
 {
     if (c && c->ops == &abx__provider_local)
         return 0;
-    return abx__error_set(err, ABX_ENOTSUP, "%s: provider '%s' keeps its templates itself (the local provider only)",
-                          what, c ? c->provider : "?");
+    return abx__error_set(err, ABX_ENOTSUP,
+                          "%s: provider '%s' keeps its templates itself (the local provider only)", what,
+                          c ? c->provider : "?");
 }
 
 /* doc (taken) as text in *out (abx_free); out may be NULL. */
@@ -52,11 +53,16 @@ int abx_template_build(abx_client *c, const abx_template_build_options *o, char 
     if (rc < 0)
         return rc;
     event_relay relay = {o->on_event, o->userdata};
-    template_build_request r = {.name = o->builtin ? o->builtin : o->name, .dockerfile = o->dockerfile,
-                                .context = o->context, .build_args = o->build_args, .no_cache = o->no_cache,
-                                .on_event = o->on_event ? relay_event : NULL, .ud = &relay};
+    template_build_request r = {.name = o->builtin ? o->builtin : o->name,
+                                .dockerfile = o->dockerfile,
+                                .context = o->context,
+                                .build_args = o->build_args,
+                                .no_cache = o->no_cache,
+                                .on_event = o->on_event ? relay_event : NULL,
+                                .ud = &relay};
     if (o->builtin && !(r.dockerfile_text = abx__template_builtin_recipe(o->builtin)))
-        return abx__error_set(err, ABX_EINVAL, "--builtin: code-interpreter-v1 is the built-in template abx builds");
+        return abx__error_set(err, ABX_EINVAL,
+                              "--builtin: code-interpreter-v1 is the built-in template abx builds");
     if (o->builtin)
         r.context = "/";
     if (!r.name)

@@ -50,7 +50,7 @@
 
 extern char **environ;
 
-#define TAIL_MAX 3000        /* the output kept for a failing step's message */
+#define TAIL_MAX 3000 /* the output kept for a failing step's message */
 #define COPY_MAX_DEPTH 256
 #define COPY_MAX_ENTRIES 1000000u
 #define BUILD_MEMORY_MB 4096
@@ -58,15 +58,16 @@ extern char **environ;
 #define CACHE_FORMAT "abx-build-v1"
 /* As Debian's container images: apt keeps no downloaded packages (a RUN
  * apt-get install leaves only what it installed in the template). */
-#define APT_CLEAN_HOOK                                                                                         \
-    "--customize-hook=printf '%s\\n' 'DPkg::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb "           \
-    "/var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true\"; };' "                                \
+#define APT_CLEAN_HOOK                                                                                       \
+    "--customize-hook=printf '%s\\n' 'DPkg::Post-Invoke { \"rm -f /var/cache/apt/archives/*.deb "            \
+    "/var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true\"; };' "                             \
     "'Binary::apt::APT::Keep-Downloaded-Packages \"false\";' > \"$1/etc/apt/apt.conf.d/docker-clean\""
 
 static const char code_interpreter_recipe[] =
     "# code-interpreter-v1: run_code's kernels with rich results on any host\n"
     "FROM debian:bookworm-slim\n"
-    "RUN apt-get install -y --no-install-recommends python3 python3-numpy python3-pandas python3-matplotlib \\\n"
+    "RUN apt-get install -y --no-install-recommends python3 python3-numpy python3-pandas python3-matplotlib "
+    "\\\n"
     "    python3-pil python3-pip nodejs fonts-dejavu-core ca-certificates procps curl && apt-get clean\n"
     "ENV MPLBACKEND=Agg PYTHONUNBUFFERED=1\n";
 
@@ -79,17 +80,17 @@ typedef struct build {
     const template_build_request *o;
     abx_dockerfile df;
     char cache[512];
-    char work[700];     /* cache/work-PID-XXXXXX: rootfs/ is the tree a step changes; "" until made */
-    bool work_current;  /* work/rootfs holds the current state */
-    char tree[1024];    /* the current state's tree; "" while it is empty (scratch) */
+    char work[700];    /* cache/work-PID-XXXXXX: rootfs/ is the tree a step changes; "" until made */
+    bool work_current; /* work/rootfs holds the current state */
+    char tree[1024];   /* the current state's tree; "" while it is empty (scratch) */
     char key[ABX_DIGEST_HEX];
-    json_t *env;        /* ENV, in order */
-    json_t *args;       /* ARG values */
-    json_t *config;     /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
-    size_t step;        /* 1-based, for messages */
+    json_t *env;                   /* ENV, in order */
+    json_t *args;                  /* ARG values */
+    json_t *config;                /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
+    size_t step;                   /* 1-based, for messages */
     unsigned long long made_bytes; /* the size of the tree this step put in the cache; 0: none */
     char (*chain)[ABX_DIGEST_HEX]; /* the keys of this build's steps so far: never evicted by it */
-    int ctxfd;          /* the context directory */
+    int ctxfd;                     /* the context directory */
     char tail[TAIL_MAX + 1];
     size_t tail_len;
 } build;
@@ -126,7 +127,8 @@ static void output(build *b, const char *data, size_t len)
     size_t clean_len = 0; /* a command's bytes as JSON text: invalid UTF-8 becomes U+FFFD, not a lost event */
     char *clean = abx__utf8_clean(data, len, &clean_len);
     if (clean)
-        emit(b, json_pack("{s:s, s:i, s:s%}", "event", "output", "step", (int)b->step, "data", clean, clean_len));
+        emit(b, json_pack("{s:s, s:i, s:s%}", "event", "output", "step", (int)b->step, "data", clean,
+                          clean_len));
     free(clean);
 }
 
@@ -279,8 +281,8 @@ static void state_save(build *b)
     char path[700], tmp[760];
     snprintf(path, sizeof path, "%s/steps/%s.json", b->cache, b->key);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-    json_t *doc = json_pack("{s:s, s:O, s:O, s:O, s:I}", "tree", b->tree, "env", b->env, "args", b->args, "config",
-                            b->config, "size", (json_int_t)b->made_bytes);
+    json_t *doc = json_pack("{s:s, s:O, s:O, s:O, s:I}", "tree", b->tree, "env", b->env, "args", b->args,
+                            "config", b->config, "size", (json_int_t)b->made_bytes);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     unlink(tmp);
     if (text && abx__create_file(tmp, text, 0600) == 0 && rename(tmp, path) < 0)
@@ -296,10 +298,11 @@ static bool state_load(build *b)
     snprintf(path, sizeof path, "%s/steps/%s.json", b->cache, b->key);
     json_t *doc = json_load_file(path, 0, NULL);
     const char *tree = json_string_value(json_object_get(doc, "tree"));
-    json_t *env = json_object_get(doc, "env"), *args = json_object_get(doc, "args"), *cfg = json_object_get(doc, "config");
+    json_t *env = json_object_get(doc, "env"), *args = json_object_get(doc, "args"),
+           *cfg = json_object_get(doc, "config");
     struct stat st;
-    bool ok = tree && json_is_object(env) && json_is_object(args) && json_is_object(cfg) && strlen(tree) < sizeof b->tree &&
-              (!*tree || (stat(tree, &st) == 0 && S_ISDIR(st.st_mode)));
+    bool ok = tree && json_is_object(env) && json_is_object(args) && json_is_object(cfg) &&
+              strlen(tree) < sizeof b->tree && (!*tree || (stat(tree, &st) == 0 && S_ISDIR(st.st_mode)));
     if (ok) {
         utimensat(AT_FDCWD, path, NULL, 0); /* used now: the last to be evicted */
         snprintf(b->tree, sizeof b->tree, "%s", tree);
@@ -463,9 +466,8 @@ static char **vars_of(build *b)
     json_t *val;
     json_t *objs[2] = {b->env, b->args}; /* lookups take the first match: ENV first */
     for (int o = 0; v && o < 2; o++)
-        json_object_foreach(objs[o], k, val)
-            if (asprintf(&v[i], "%s=%s", k, json_string_value(val) ?: "") >= 0)
-                i++;
+        json_object_foreach(objs[o], k,
+                            val) if (asprintf(&v[i], "%s=%s", k, json_string_value(val) ?: "") >= 0) i++;
     return v;
 }
 
@@ -510,8 +512,9 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
     for (size_t i = 0; i + 1 < s->nargs; i++) {
         char *src = expand(b, s->args[i]), why[600] = "";
         int rc = !src ? step_fail(b, err, "a malformed ${...}")
-                 : abx__copy_open_sources(b->ctxfd, src, srcs, n, why, sizeof why) < 0 ? step_fail(b, err, "%s", why)
-                                                                                       : 0;
+                 : abx__copy_open_sources(b->ctxfd, src, srcs, n, why, sizeof why) < 0
+                     ? step_fail(b, err, "%s", why)
+                     : 0;
         free(src);
         if (rc < 0)
             return rc;
@@ -522,7 +525,8 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
     return rc;
 }
 
-static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, const char *dest, abx_error **err)
+static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, const char *dest,
+                    abx_error **err)
 {
     abx_copy_spec c = {.srcs = srcs, .n = n, .dest = dest, .uid = 0, .gid = 0};
     size_t dl = strlen(dest);
@@ -618,7 +622,8 @@ static int run_step(build *b, const df_step *s, abx_error **err)
     for (int o = 1; o >= 0 && pairs; o--) {
         const char *k;
         json_t *v;
-        json_object_foreach(o ? b->args : b->env, k, v) {
+        json_object_foreach(o ? b->args : b->env, k, v)
+        {
             char pair[8192];
             snprintf(pair, sizeof pair, "%s=%s", k, json_string_value(v) ?: "");
             abx__sandbox_env_put(&env, pair, NULL);
@@ -644,9 +649,16 @@ static int run_step(build *b, const df_step *s, abx_error **err)
         return abx__error_errno(err, ABX_ESYS, errno, "starting the step");
     }
     int stdio[3] = {devnull, out[1], out[1]};
-    abx_jail_config cfg = {.id = id, .limits = limits, .argv = (const char *const *)argv, .envp = env.vars,
-                           .cwd = wd ? wd : "/", .as_root = as_root, .template_root = root,
-                           .template_writable = true, .host_network = true, .root_caps = true,
+    abx_jail_config cfg = {.id = id,
+                           .limits = limits,
+                           .argv = (const char *const *)argv,
+                           .envp = env.vars,
+                           .cwd = wd ? wd : "/",
+                           .as_root = as_root,
+                           .template_root = root,
+                           .template_writable = true,
+                           .host_network = true,
+                           .root_caps = true,
                            .stdio = stdio};
     sigset_t mask, old;
     sigemptyset(&mask);
@@ -721,12 +733,14 @@ static void debian_mirror(char *out, size_t len)
 /* debian[:TAG]: the suite and whether it is -slim; -1 for a tag abx does not build. */
 static int debian_suite(const char *image, char *suite, size_t len, bool *slim)
 {
-    const char *tag = strncmp(image, "debian:", 7) == 0 ? image + 7 : strcmp(image, "debian") == 0 ? "latest" : NULL;
+    const char *tag = strncmp(image, "debian:", 7) == 0 ? image + 7
+                      : strcmp(image, "debian") == 0    ? "latest"
+                                                        : NULL;
     if (!tag)
         return -1;
-    static const char *const map[][2] = {{"bookworm", "bookworm"}, {"12", "bookworm"}, {"stable", "bookworm"},
-                                         {"latest", "bookworm"},   {"trixie", "trixie"}, {"13", "trixie"},
-                                         {"bullseye", "bullseye"}, {"11", "bullseye"}};
+    static const char *const map[][2] = {
+        {"bookworm", "bookworm"}, {"12", "bookworm"}, {"stable", "bookworm"},   {"latest", "bookworm"},
+        {"trixie", "trixie"},     {"13", "trixie"},   {"bullseye", "bullseye"}, {"11", "bullseye"}};
     char base[64];
     snprintf(base, sizeof base, "%.63s", tag);
     size_t n = strlen(base);
@@ -756,21 +770,45 @@ static int from_debian(build *b, const char *suite, bool slim, const char *mirro
     /* both mount /proc and /dev in the tree while they work: in a mount
      * namespace of their own, nothing of it shows on the host or outlives them */
     if (on_path("mmdebstrap")) {
-        const char *argv[] = {"unshare", "--mount", "--propagation", "private", "--", "mmdebstrap", "--variant=minbase", "--mode=root", "--format=directory",
-                              "--skip=cleanup/apt/lists", "--include=ca-certificates", APT_CLEAN_HOOK,
+        const char *argv[] = {"unshare",
+                              "--mount",
+                              "--propagation",
+                              "private",
+                              "--",
+                              "mmdebstrap",
+                              "--variant=minbase",
+                              "--mode=root",
+                              "--format=directory",
+                              "--skip=cleanup/apt/lists",
+                              "--include=ca-certificates",
+                              APT_CLEAN_HOOK,
                               slim ? "--dpkgopt=path-exclude=/usr/share/man/*" : "--quiet",
                               slim ? "--dpkgopt=path-exclude=/usr/share/doc/*" : "--quiet",
                               slim ? "--dpkgopt=path-include=/usr/share/doc/*/copyright" : "--quiet",
-                              suite, tree, mirror, NULL};
+                              suite,
+                              tree,
+                              mirror,
+                              NULL};
         rc = host_command(b, argv);
     } else if (on_path("debootstrap")) {
-        const char *argv[] = {"unshare", "--mount", "--propagation", "private", "--", "debootstrap",
-                              "--variant=minbase", "--include=ca-certificates", suite, tree, mirror, NULL};
+        const char *argv[] = {"unshare",
+                              "--mount",
+                              "--propagation",
+                              "private",
+                              "--",
+                              "debootstrap",
+                              "--variant=minbase",
+                              "--include=ca-certificates",
+                              suite,
+                              tree,
+                              mirror,
+                              NULL};
         rc = host_command(b, argv);
     } else {
         remove_tree(partial);
-        return abx__error_set(err, ABX_EHOSTSUPPORT, "FROM debian: needs mmdebstrap or debootstrap on the host "
-                                                     "(apt-get install mmdebstrap)");
+        return abx__error_set(err, ABX_EHOSTSUPPORT,
+                              "FROM debian: needs mmdebstrap or debootstrap on the host "
+                              "(apt-get install mmdebstrap)");
     }
     if (rc < 0) {
         remove_tree(partial);
@@ -932,11 +970,12 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
         f->kind = FROM_TEMPLATE;
         json_t *info = NULL;
         abx__template_inspect(f->image, &info, NULL);
-        snprintf(extra, len, "template %s %s", f->image, json_string_value(json_object_get(info, "created_at")) ?: "");
+        snprintf(extra, len, "template %s %s", f->image,
+                 json_string_value(json_object_get(info, "created_at")) ?: "");
         json_decref(info);
     } else if (abx__copy_archive_name(f->image) &&
                (f->fd = abx__copy_open_in_context(b->ctxfd, f->image[0] == '/' ? f->image + 1 : f->image,
-                                        O_RDONLY | O_NONBLOCK)) >= 0) {
+                                                  O_RDONLY | O_NONBLOCK)) >= 0) {
         f->kind = FROM_ARCHIVE;
         abx_digest *d = abx__digest_new();
         char hex[ABX_DIGEST_HEX];
@@ -944,10 +983,11 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
             return step_fail(b, err, "reading %s", f->image);
         snprintf(extra, len, "archive %s", hex);
     } else {
-        return step_fail(b, err, "FROM %.100s: abx builds FROM debian:bookworm[-slim] (or trixie, bullseye), "
-                                 "scratch, a template ('abx template list') or a rootfs archive in the context; "
-                                 "import other images with 'abx template import' (an OCI layout: skopeo copy "
-                                 "docker://IMAGE oci:DIR)",
+        return step_fail(b, err,
+                         "FROM %.100s: abx builds FROM debian:bookworm[-slim] (or trixie, bullseye), "
+                         "scratch, a template ('abx template list') or a rootfs archive in the context; "
+                         "import other images with 'abx template import' (an OCI layout: skopeo copy "
+                         "docker://IMAGE oci:DIR)",
                          f->image);
     }
     return 0;
@@ -1025,8 +1065,8 @@ static int one_step(build *b, const df_step *s, abx_error **err)
         b->made_bytes = 0;
         snprintf(b->chain[b->step - 1], sizeof b->chain[0], "%s", b->key);
         bool cached = !b->o->no_cache && state_load(b);
-        emit(b, json_pack("{s:s, s:i, s:i, s:s, s:i, s:b}", "event", "step", "step", (int)b->step, "steps", (int)b->df.n,
-                          "instruction", s->text, "line", (int)s->line, "cached", cached));
+        emit(b, json_pack("{s:s, s:i, s:i, s:s, s:i, s:b}", "event", "step", "step", (int)b->step, "steps",
+                          (int)b->df.n, "instruction", s->text, "line", (int)s->line, "cached", cached));
         if (!cached) {
             if (s->kind == DF_FROM)
                 rc = from_run(b, &from, err);
@@ -1068,10 +1108,12 @@ static int finish(build *b, json_t **info, abx_error **err)
     json_t *config = json_deep_copy(b->config);
     json_object_set(config, "env", b->env);
     char shown[256];
-    snprintf(shown, sizeof shown, "%s", b->o->dockerfile_text ? "a built-in recipe"
-                                        : b->o->dockerfile ? b->o->dockerfile : "Dockerfile");
-    json_t *doc = json_pack("{s:s, s:s, s:o, s:{s:s, s:i}}", "source", shown, "kind", "build", "config", config,
-                            "build", "key", b->key, "steps", (int)b->df.n);
+    snprintf(shown, sizeof shown, "%s",
+             b->o->dockerfile_text ? "a built-in recipe"
+             : b->o->dockerfile    ? b->o->dockerfile
+                                   : "Dockerfile");
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:{s:s, s:i}}", "source", shown, "kind", "build", "config",
+                            config, "build", "key", b->key, "steps", (int)b->df.n);
     return abx__template_install(b->o->name, staging, doc, true, info, err);
 }
 
@@ -1117,11 +1159,14 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
         *info = NULL;
     bool builtin = strcmp(o->name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 && o->dockerfile_text;
     if (!builtin && !abx__template_name_valid(o->name))
-        return abx__error_set(err, ABX_EINVAL, "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
-                                               "(at most 63), not base or code-interpreter-v1 (build that one with "
-                                               "--builtin)", o->name);
+        return abx__error_set(err, ABX_EINVAL,
+                              "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
+                              "(at most 63), not base or code-interpreter-v1 (build that one with "
+                              "--builtin)",
+                              o->name);
     if (geteuid() != 0)
-        return abx__error_set(err, ABX_EPERM, "building a template needs root (its steps run in id-mapped sandboxes)");
+        return abx__error_set(err, ABX_EPERM,
+                              "building a template needs root (its steps run in id-mapped sandboxes)");
     build b = {.o = o, .ctxfd = -1};
     char *text = NULL;
     size_t len = 0;
@@ -1137,7 +1182,8 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     b.ctxfd = open(o->context ? o->context : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (b.ctxfd < 0) {
         abx__dockerfile_free(&b.df);
-        return abx__error_set(err, ABX_EINVAL, "the build context %.300s: %s", o->context ? o->context : ".", strerror(errno));
+        return abx__error_set(err, ABX_EINVAL, "the build context %.300s: %s", o->context ? o->context : ".",
+                              strerror(errno));
     }
     if ((rc = cache_root(b.cache, sizeof b.cache, err)) < 0) {
         close(b.ctxfd);
@@ -1222,8 +1268,10 @@ int abx__template_ensure_builtin(const char *name, abx_error **err)
         close(lock);
         return 0;
     }
-    fprintf(stderr, "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
-                    "matplotlib and node; a minute or two, once per machine)...\n", name);
+    fprintf(stderr,
+            "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
+            "matplotlib and node; a minute or two, once per machine)...\n",
+            name);
     template_build_request o = {.name = name, .dockerfile_text = recipe, .context = "/"};
     rc = build_template(&o, NULL, err);
     if (rc == 0)

@@ -40,7 +40,8 @@ __attribute__((format(printf, 3, 4))) static int fail_why(char *why, size_t len,
 
 /* Runs fn in a child chroot()ed into tree (as host root: the tree's own
  * ids are written as they are); 0, or -1 with fn's reason in why. */
-static int in_tree(const char *tree, int (*fn)(void *ctx, char *why, size_t len), void *ctx, char *why, size_t len)
+static int in_tree(const char *tree, int (*fn)(void *ctx, char *why, size_t len), void *ctx, char *why,
+                   size_t len)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
@@ -57,8 +58,9 @@ static int in_tree(const char *tree, int (*fn)(void *ctx, char *why, size_t len)
     if (pid == 0) {
         close(p[0]);
         char msg[512] = "";
-        int rc = chroot(tree) < 0 || chdir("/") < 0 ? (snprintf(msg, sizeof msg, "chroot: %s", strerror(errno)), -1)
-                                                     : fn(ctx, msg, sizeof msg);
+        int rc = chroot(tree) < 0 || chdir("/") < 0
+                     ? (snprintf(msg, sizeof msg, "chroot: %s", strerror(errno)), -1)
+                     : fn(ctx, msg, sizeof msg);
         umask(022);
         if (rc < 0)
             (void)abx__write_all(p[1], msg, strlen(msg));
@@ -123,9 +125,9 @@ static int make_dirs_fn(void *ctx, char *why, size_t len)
 typedef struct copy_ctx {
     const abx_copy_src *srcs;
     size_t n;
-    const char *dest;  /* absolute inside the tree */
-    bool dest_is_dir;  /* several sources, or a destination ending in '/' */
-    bool keep_owner;   /* unpacked archives keep theirs */
+    const char *dest; /* absolute inside the tree */
+    bool dest_is_dir; /* several sources, or a destination ending in '/' */
+    bool keep_owner;  /* unpacked archives keep theirs */
     uid_t uid;
     gid_t gid;
     unsigned entries;
@@ -237,7 +239,8 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *des
     int fd = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int rc = S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, dest, true, depth) : copy_file_fd(c, fd, &st, dest);
+    int rc =
+        S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, dest, true, depth) : copy_file_fd(c, fd, &st, dest);
     int saved = errno;
     close(fd);
     errno = saved;
@@ -297,7 +300,8 @@ int abx__copy_open_in_context(int ctxfd, const char *rel, int flags)
 
 /* Adds what source names (a path, or a pattern in its last component) to
  * the list, each opened inside the context. */
-int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, size_t *n, char *why, size_t len)
+int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, size_t *n, char *why,
+                           size_t len)
 {
     char rel[4096];
     snprintf(rel, sizeof rel, "%s", source[0] == '/' ? source + 1 : source);
@@ -325,7 +329,8 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
         return fail_why(why, len, "%s: nothing in the context matches", source);
     for (size_t i = 0; i < found; i++) {
         char path[4400];
-        if (snprintf(path, sizeof path, "%s%s%.255s", parent, parent[0] ? "/" : "", names[i]) >= (int)sizeof path)
+        if (snprintf(path, sizeof path, "%s%s%.255s", parent, parent[0] ? "/" : "", names[i]) >=
+            (int)sizeof path)
             return fail_why(why, len, "%.100s: path too long", source);
         int fd = abx__copy_open_in_context(ctxfd, path, O_RDONLY | O_NONBLOCK);
         struct stat st;
@@ -333,7 +338,8 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
             int e = fd < 0 ? errno : EINVAL;
             if (fd >= 0)
                 close(fd);
-            return fail_why(why, len, "%s: %s in the context", path, e == ENOENT ? "no such file" : strerror(e));
+            return fail_why(why, len, "%s: %s in the context", path,
+                            e == ENOENT ? "no such file" : strerror(e));
         }
         abx_copy_src *grown = realloc(*srcs, (*n + 1) * sizeof *grown);
         if (!grown) {
@@ -342,7 +348,7 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
         }
         *srcs = grown;
         (*srcs)[*n] = (abx_copy_src){.fd = fd, .is_dir = S_ISDIR(st.st_mode)};
-        snprintf((*srcs)[*n].name, sizeof (*srcs)[*n].name, "%.255s", names[i][0] ? names[i] : "context");
+        snprintf((*srcs)[*n].name, sizeof(*srcs)[*n].name, "%.255s", names[i][0] ? names[i] : "context");
         (*n)++;
     }
     return 0;
@@ -395,7 +401,7 @@ static int digest_source(abx_digest *d, int fd, int depth)
     for (size_t i = 0; i < n; i++)
         if (!list[i])
             rc = -1; /* out of memory: no digest rather than a wrong one */
-    if (rc == 0) /* sorted, so that the order on disk does not matter */
+    if (rc == 0)     /* sorted, so that the order on disk does not matter */
         qsort(list, n, sizeof *list, by_name);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!list[i]) {
@@ -462,7 +468,6 @@ int abx__copy_parse_owner(const char *spec, uid_t *uid, gid_t *gid)
     return 0;
 }
 
-
 int abx__copy_digest(abx_digest *d, int fd)
 {
     return digest_source(d, fd, 0);
@@ -476,7 +481,12 @@ int abx__tree_mkdir_p(const char *tree, const char *path, char *why, size_t len)
 
 int abx__copy_into_tree(const char *tree, const abx_copy_spec *spec, char *why, size_t len)
 {
-    copy_ctx c = {.srcs = spec->srcs, .n = spec->n, .dest = spec->dest, .dest_is_dir = spec->dest_is_dir,
-                  .keep_owner = spec->keep_owner, .uid = spec->uid, .gid = spec->gid};
+    copy_ctx c = {.srcs = spec->srcs,
+                  .n = spec->n,
+                  .dest = spec->dest,
+                  .dest_is_dir = spec->dest_is_dir,
+                  .keep_owner = spec->keep_owner,
+                  .uid = spec->uid,
+                  .gid = spec->gid};
     return in_tree(tree, copy_fn, &c, why, len);
 }

@@ -11,17 +11,17 @@
 #include <sys/types.h>
 
 typedef struct abx_copy_src {
-    int fd;          /* opened in the context: a file or a directory (the caller closes it) */
-    char name[256];  /* its base name */
+    int fd;         /* opened in the context: a file or a directory (the caller closes it) */
+    char name[256]; /* its base name */
     bool is_dir;
 } abx_copy_src;
 
 typedef struct abx_copy_spec {
     const abx_copy_src *srcs;
     size_t n;
-    const char *dest;  /* absolute inside the tree */
-    bool dest_is_dir;  /* several sources, or a destination ending in '/' */
-    bool keep_owner;   /* an unpacked archive's owners; else uid:gid for everything made */
+    const char *dest; /* absolute inside the tree */
+    bool dest_is_dir; /* several sources, or a destination ending in '/' */
+    bool keep_owner;  /* an unpacked archive's owners; else uid:gid for everything made */
     uid_t uid;
     gid_t gid;
 } abx_copy_spec;
@@ -32,7 +32,8 @@ int abx__copy_open_in_context(int ctxfd, const char *rel, int flags);
 /* Appends what source names (a path, or a pattern in its last component:
  * at most 64 matches) to *srcs (realloc'ed; the caller frees it and closes
  * each fd). -1 with the reason in why. */
-int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, size_t *n, char *why, size_t len);
+int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, size_t *n, char *why,
+                           size_t len);
 /* Adds a source's names, modes, bytes and link targets to d. */
 int abx__copy_digest(abx_digest *d, int fd);
 /* Copies spec's sources into tree (docker's COPY rules: a directory's

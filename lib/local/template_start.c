@@ -23,9 +23,11 @@ static size_t start_argv(const json_t *config, const char **argv)
     size_t n = 0, i;
     json_t *v;
     json_t *ep = json_object_get(config, "entrypoint"), *cmd = json_object_get(config, "cmd");
-    json_array_foreach(ep, i, v) if (json_is_string(v) && n < START_ARGS_MAX) argv[n++] = json_string_value(v);
+    json_array_foreach(ep, i, v) if (json_is_string(v) && n < START_ARGS_MAX) argv[n++] =
+        json_string_value(v);
     if (!json_is_true(json_object_get(config, "entrypoint_shell")))
-        json_array_foreach(cmd, i, v) if (json_is_string(v) && n < START_ARGS_MAX) argv[n++] = json_string_value(v);
+        json_array_foreach(cmd, i, v) if (json_is_string(v) && n < START_ARGS_MAX) argv[n++] =
+            json_string_value(v);
     argv[n] = NULL;
     return n;
 }
@@ -76,8 +78,8 @@ int abx__template_start(abx_sandbox *s, const json_t *config, abx_error **err)
     const char *check[START_ARGS_MAX + 1];
     size_t n = 0, i;
     json_t *v;
-    json_array_foreach(json_object_get(hc, "cmd"), i, v) if (json_is_string(v) && n < START_ARGS_MAX) check[n++] =
-        json_string_value(v);
+    json_array_foreach(json_object_get(hc, "cmd"), i, v) if (json_is_string(v) && n < START_ARGS_MAX)
+        check[n++] = json_string_value(v);
     check[n] = NULL;
     if (n == 0)
         return 0;
@@ -91,7 +93,8 @@ int abx__template_start(abx_sandbox *s, const json_t *config, abx_error **err)
     char tail[1200];
     bool running = true;
     for (;;) {
-        abx_exec_options co = {.user = user_of(config), .timeout_s = (unsigned)limit + 1, .stdin_fd = -1, .pty_fd = -1};
+        abx_exec_options co = {
+            .user = user_of(config), .timeout_s = (unsigned)limit + 1, .stdin_fd = -1, .pty_fd = -1};
         abx_exec_result r;
         memset(&r, 0, sizeof r);
         int crc = abx_sandbox_exec_argv(s, check, &co, &r, NULL);
@@ -101,14 +104,18 @@ int abx__template_start(abx_sandbox *s, const json_t *config, abx_error **err)
             return 0;
         last_output(s, pid, tail, sizeof tail, &running);
         if (!running)
-            return abx__error_set(err, ABX_EBUILD, "the template's start command (%s) ended before its HEALTHCHECK "
-                                                   "passed:\n%s", argv[0], tail);
+            return abx__error_set(err, ABX_EBUILD,
+                                  "the template's start command (%s) ended before its HEALTHCHECK "
+                                  "passed:\n%s",
+                                  argv[0], tail);
         if (now_s() + interval > deadline)
             break;
-        struct timespec ts = {.tv_sec = (time_t)interval, .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
+        struct timespec ts = {.tv_sec = (time_t)interval,
+                              .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    return abx__error_set(err, ABX_ETIMEOUT, "the template's start command (%s) was not ready within %.0f s (its "
-                                             "HEALTHCHECK %s never exited 0)%s%s", argv[0], limit, check[n - 1],
-                          tail[0] ? "; its last output:\n" : "", tail);
+    return abx__error_set(err, ABX_ETIMEOUT,
+                          "the template's start command (%s) was not ready within %.0f s (its "
+                          "HEALTHCHECK %s never exited 0)%s%s",
+                          argv[0], limit, check[n - 1], tail[0] ? "; its last output:\n" : "", tail);
 }

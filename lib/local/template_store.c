@@ -206,10 +206,12 @@ int abx__template_install(const char *name, const char *staging, json_t *doc, bo
     if (access(final, F_OK) == 0) {
         unsigned users = users_of(name);
         if (!replace || users) {
-            rc = users ? abx__error_set(err, ABX_EINVAL, "template %s is used by %u live sandbox%s: kill them, or "
-                                                         "use another name", name, users, users == 1 ? "" : "es")
-                       : abx__error_set(err, ABX_EINVAL, "template %s exists already (abx template rm %s first)",
-                                        name, name);
+            rc = users ? abx__error_set(err, ABX_EINVAL,
+                                        "template %s is used by %u live sandbox%s: kill them, or "
+                                        "use another name",
+                                        name, users, users == 1 ? "" : "es")
+                       : abx__error_set(err, ABX_EINVAL,
+                                        "template %s exists already (abx template rm %s first)", name, name);
             goto fail;
         }
         snprintf(gone, sizeof gone, "%s/.removing-%ld-%s", dir, (long)getpid(), name);
@@ -266,10 +268,12 @@ static int oci_blob(const char *layout, const char *digest, char *path, size_t l
 static json_t *oci_json(const char *path, char *why, size_t whylen)
 {
     struct stat st;
-    json_t *doc = stat(path, &st) == 0 && st.st_size <= (off_t)OCI_JSON_MAX ? json_load_file(path, 0, NULL) : NULL;
+    json_t *doc =
+        stat(path, &st) == 0 && st.st_size <= (off_t)OCI_JSON_MAX ? json_load_file(path, 0, NULL) : NULL;
     if (!json_is_object(doc)) {
         json_decref(doc);
-        snprintf(why, whylen, "OCI layout: %s is not a JSON object (of at most 4 MiB)", strrchr(path, '/') + 1);
+        snprintf(why, whylen, "OCI layout: %s is not a JSON object (of at most 4 MiB)",
+                 strrchr(path, '/') + 1);
         return NULL;
     }
     return doc;
@@ -282,7 +286,8 @@ static json_t *oci_manifest(const char *layout, json_t *index, const char *tag, 
 {
     json_t *list = json_object_get(index, "manifests"), *m, *pick = NULL;
     size_t i;
-    json_array_foreach(list, i, m) {
+    json_array_foreach(list, i, m)
+    {
         json_t *plat = json_object_get(m, "platform");
         const char *os = json_string_value(json_object_get(plat, "os"));
         const char *arch = json_string_value(json_object_get(plat, "architecture"));
@@ -295,12 +300,15 @@ static json_t *oci_manifest(const char *layout, json_t *index, const char *tag, 
         }
     }
     if (!pick) {
-        snprintf(why, whylen, tag && depth == 0 ? "OCI layout: no manifest tagged '%.100s' for linux/amd64"
-                                                : "OCI layout: no manifest for linux/amd64", tag);
+        snprintf(why, whylen,
+                 tag && depth == 0 ? "OCI layout: no manifest tagged '%.100s' for linux/amd64"
+                                   : "OCI layout: no manifest for linux/amd64",
+                 tag);
         return NULL;
     }
     char path[1024];
-    if (oci_blob(layout, json_string_value(json_object_get(pick, "digest")), path, sizeof path, why, whylen) < 0)
+    if (oci_blob(layout, json_string_value(json_object_get(pick, "digest")), path, sizeof path, why, whylen) <
+        0)
         return NULL;
     json_t *doc = oci_json(path, why, whylen);
     if (doc && json_is_array(json_object_get(doc, "manifests"))) {
@@ -319,7 +327,8 @@ static json_t *config_from_image(json_t *image)
     json_t *c = json_object_get(image, "config"), *config = json_object(), *env = json_object();
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(c, "Env"), i, v) {
+    json_array_foreach(json_object_get(c, "Env"), i, v)
+    {
         const char *pair = json_string_value(v);
         const char *eq = pair ? strchr(pair, '=') : NULL;
         if (eq && eq != pair && eq - pair < 256) {
@@ -335,7 +344,8 @@ static json_t *config_from_image(json_t *image)
     const char *user = json_string_value(json_object_get(c, "User"));
     if (user && (strcmp(user, "root") == 0 || strcmp(user, "0") == 0 || strncmp(user, "0:", 2) == 0))
         json_object_set_new(config, "uid", json_integer(0));
-    else if (user && (strcmp(user, "user") == 0 || strcmp(user, "1000") == 0 || strncmp(user, "1000:", 5) == 0))
+    else if (user &&
+             (strcmp(user, "user") == 0 || strcmp(user, "1000") == 0 || strncmp(user, "1000:", 5) == 0))
         json_object_set_new(config, "uid", json_integer(1000));
     if (json_is_array(json_object_get(c, "Entrypoint")))
         json_object_set(config, "entrypoint", json_object_get(c, "Entrypoint"));
@@ -361,8 +371,9 @@ static int import_oci(const char *layout, const char *tag, const char *tree, jso
     json_decref(index);
     if (!manifest)
         return -1;
-    int rc = oci_blob(layout, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest")), path,
-                      sizeof path, why, whylen);
+    int rc =
+        oci_blob(layout, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest")),
+                 path, sizeof path, why, whylen);
     json_t *image = rc == 0 ? oci_json(path, why, whylen) : NULL;
     json_t *layers = json_object_get(manifest, "layers");
     if (!image || !json_is_array(layers)) {
@@ -374,7 +385,8 @@ static int import_oci(const char *layout, const char *tag, const char *tree, jso
     }
     size_t i;
     json_t *layer;
-    json_array_foreach(layers, i, layer) {
+    json_array_foreach(layers, i, layer)
+    {
         const char *type = json_string_value(json_object_get(layer, "mediaType"));
         if (type && !strstr(type, "tar")) {
             snprintf(why, whylen, "OCI layout: layer %zu is %.100s, not a tar", i + 1, type);
@@ -382,8 +394,8 @@ static int import_oci(const char *layout, const char *tag, const char *tree, jso
             break;
         }
         char lwhy[400] = "";
-        if ((rc = oci_blob(layout, json_string_value(json_object_get(layer, "digest")), path, sizeof path, why,
-                           whylen)) < 0)
+        if ((rc = oci_blob(layout, json_string_value(json_object_get(layer, "digest")), path, sizeof path,
+                           why, whylen)) < 0)
             break;
         if ((rc = abx__archive_extract_layer(path, tree, lwhy, sizeof lwhy)) < 0) {
             snprintf(why, whylen, "OCI layer %zu: %s", i + 1, lwhy);
@@ -401,13 +413,16 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
     if (info)
         *info = NULL;
     if (!abx__template_name_valid(name))
-        return abx__error_set(err, ABX_EINVAL, "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
-                                               "(at most 63), not base or code-interpreter-v1", name);
+        return abx__error_set(err, ABX_EINVAL,
+                              "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
+                              "(at most 63), not base or code-interpreter-v1",
+                              name);
     struct stat st;
     char layout[4096] = "";
     const char *tag = NULL, *colon = strrchr(source, ':');
     if (stat(source, &st) < 0 && colon && colon[1] && (size_t)(colon - source) < sizeof layout) {
-        snprintf(layout, sizeof layout, "%.*s", (int)(colon - source), source); /* DIR:TAG, as skopeo's oci:DIR:TAG */
+        snprintf(layout, sizeof layout, "%.*s", (int)(colon - source),
+                 source); /* DIR:TAG, as skopeo's oci:DIR:TAG */
         tag = colon + 1;
         if (stat(layout, &st) < 0 || !S_ISDIR(st.st_mode))
             return abx__error_errno(err, ABX_EINVAL, ENOENT, "template source");
@@ -421,7 +436,8 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
         return rc;
     snprintf(final, sizeof final, "%s/%s", dir, name);
     if (access(final, F_OK) == 0)
-        return abx__error_set(err, ABX_EINVAL, "template %s exists already (abx template rm %s first)", name, name);
+        return abx__error_set(err, ABX_EINVAL, "template %s exists already (abx template rm %s first)", name,
+                              name);
     char staging[800], tree[900];
     if ((rc = abx__template_stage(name, staging, sizeof staging, err)) < 0)
         return rc;
@@ -447,16 +463,18 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
 static json_t *builtin_doc(const char *name)
 {
     char dir[600];
-    json_t *built = strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 && templates_dir(dir, sizeof dir, false, NULL) == 0
-                        ? describe(name, dir)
-                        : NULL;
+    json_t *built =
+        strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 && templates_dir(dir, sizeof dir, false, NULL) == 0
+            ? describe(name, dir)
+            : NULL;
     if (built) {
         json_object_set_new(built, "builtin", json_true());
         json_object_set_new(built, "built", json_true());
         return built;
     }
     if (strcmp(name, "base") == 0)
-        return json_pack("{s:s, s:b, s:s}", "name", name, "builtin", 1, "source", "the host's /usr, read-only");
+        return json_pack("{s:s, s:b, s:s}", "name", name, "builtin", 1, "source",
+                         "the host's /usr, read-only");
     return json_pack("{s:s, s:b, s:b, s:s}", "name", name, "builtin", 1, "built", 0, "source",
                      "Debian with python3, numpy, pandas, matplotlib and node: built on first use "
                      "(or ahead: abx template build --builtin code-interpreter-v1)");
@@ -492,7 +510,9 @@ int abx__template_inspect(const char *name, json_t **out, abx_error **err)
     char dir[600];
     if (abx__template_name_valid(name) && templates_dir(dir, sizeof dir, false, NULL) == 0)
         *out = describe(name, dir);
-    return *out ? 0 : abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)", name);
+    return *out ? 0
+                : abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)",
+                                 name);
 }
 
 /* How many live sandboxes were made from template name. */
@@ -533,8 +553,9 @@ int abx__template_remove(const char *name, bool force, abx_error **err)
         return abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)", name);
     unsigned users = users_of(name);
     if (users && !force)
-        return abx__error_set(err, ABX_EINVAL, "template %s is used by %u live sandbox%s (kill them, or --force)", name,
-                              users, users == 1 ? "" : "es");
+        return abx__error_set(err, ABX_EINVAL,
+                              "template %s is used by %u live sandbox%s (kill them, or --force)", name, users,
+                              users == 1 ? "" : "es");
     snprintf(gone, sizeof gone, "%s/.removing-%ld-%s", dir, (long)getpid(), name);
     if (rename(final, gone) < 0)
         return abx__error_errno(err, ABX_EIO, errno, "removing the template");

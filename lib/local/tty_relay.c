@@ -33,7 +33,8 @@ static int begin_pty(abx_tty_relay *t, abx_error **err)
     t->pty = true;
     t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
     char name[64];
-    if (t->master < 0 || grantpt(t->master) < 0 || unlockpt(t->master) < 0 || ptsname_r(t->master, name, sizeof name))
+    if (t->master < 0 || grantpt(t->master) < 0 || unlockpt(t->master) < 0 ||
+        ptsname_r(t->master, name, sizeof name))
         return abx__error_errno(err, ABX_ESYS, errno, "a pseudo-terminal for the sandbox");
     int slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (slave < 0)

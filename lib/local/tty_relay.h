@@ -15,11 +15,11 @@
  * the supervisor copies from: code inside never holds the caller's
  * terminal, so it cannot change its modes or line discipline. */
 typedef struct abx_tty_relay {
-    bool pty;                 /* pty mode (stdin is a terminal) */
-    int master;               /* pty mode: our side of the pseudo-terminal */
-    int pipe_out[3];          /* pipe mode: read ends for fds 1 and 2 (-1: not relayed) */
-    int saved[3];             /* the caller's fds 0-2 while the sandbox's stand in them */
-    struct termios caller;    /* pty mode: the caller's terminal modes, restored at the end */
+    bool pty;              /* pty mode (stdin is a terminal) */
+    int master;            /* pty mode: our side of the pseudo-terminal */
+    int pipe_out[3];       /* pipe mode: read ends for fds 1 and 2 (-1: not relayed) */
+    int saved[3];          /* the caller's fds 0-2 while the sandbox's stand in them */
+    struct termios caller; /* pty mode: the caller's terminal modes, restored at the end */
     bool raw;
     bool stdin_done, master_done;
 } abx_tty_relay;

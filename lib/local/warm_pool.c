@@ -36,7 +36,7 @@ struct abx_warm_pool {
     abx_warm_shape shape; /* what creates ask for: the last one's */
     warm_item items[ABX_WARM_POOL_MAX];
     size_t count;
-    unsigned failures; /* in a row: the thread waits longer after each */
+    unsigned failures;               /* in a row: the thread waits longer after each */
     unsigned long long last_take_ns; /* 0: none yet */
     abx_warm_make_fn make;
     abx_warm_kill_fn kill;
@@ -113,7 +113,8 @@ static unsigned start_batch(abx_warm_pool *p, const abx_warm_shape *shape, unsig
         pthread_mutex_lock(&p->mu);
         bool keep = !p->stopping && p->count < ABX_WARM_POOL_MAX;
         if (keep)
-            p->items[p->count++] = (warm_item){.sandbox = batch[i].made, .shape = *shape, .made_ns = abx__now_ns()};
+            p->items[p->count++] =
+                (warm_item){.sandbox = batch[i].made, .shape = *shape, .made_ns = abx__now_ns()};
         pthread_mutex_unlock(&p->mu);
         if (!keep)
             p->kill(batch[i].made);

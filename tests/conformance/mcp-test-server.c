@@ -17,8 +17,9 @@ static const char red_png[] =
 static const char silent_wav[] = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
 
 static const char *const names[] = {
-    "test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
-    "test_multiple_content_types", "test_tool_with_logging", "test_error_handling", "test_tool_with_progress",
+    "test_simple_text",       "test_image_content",          "test_audio_content",
+    "test_embedded_resource", "test_multiple_content_types", "test_tool_with_logging",
+    "test_error_handling",    "test_tool_with_progress",
 };
 
 static json_t *list(void)
@@ -26,8 +27,8 @@ static json_t *list(void)
     json_t *tools = json_array();
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         json_array_append_new(tools, json_pack("{s:s, s:s, s:{s:s, s:{}}}", "name", names[i], "description",
-                                               "A conformance-suite test tool.", "inputSchema", "type", "object",
-                                               "properties"));
+                                               "A conformance-suite test tool.", "inputSchema", "type",
+                                               "object", "properties"));
     return tools;
 }
 
@@ -57,8 +58,9 @@ static json_t *image(void)
 
 static json_t *resource(void)
 {
-    return json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri", "test://embedded-resource",
-                     "mimeType", "text/plain", "text", "This is an embedded resource content.");
+    return json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource", "resource", "uri",
+                     "test://embedded-resource", "mimeType", "text/plain", "text",
+                     "This is an embedded resource content.");
 }
 
 static json_t *call(mcp_call *c, const char *name)
@@ -69,8 +71,8 @@ static json_t *call(mcp_call *c, const char *name)
     } else if (strcmp(name, "test_image_content") == 0) {
         json_array_append_new(content, image());
     } else if (strcmp(name, "test_audio_content") == 0) {
-        json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "audio", "data", silent_wav, "mimeType",
-                                                 "audio/wav"));
+        json_array_append_new(content, json_pack("{s:s, s:s, s:s}", "type", "audio", "data", silent_wav,
+                                                 "mimeType", "audio/wav"));
     } else if (strcmp(name, "test_embedded_resource") == 0) {
         json_array_append_new(content, resource());
     } else if (strcmp(name, "test_multiple_content_types") == 0) {
@@ -103,7 +105,8 @@ static const mcp_toolset test_tools = {list, exists, call};
 int main(int argc, char **argv)
 {
     const char *listen = argc > 2 && strcmp(argv[1], "--listen") == 0 ? argv[2] : "127.0.0.1:3999";
-    mcp_http_config cfg = {.listen = listen, .server = {.tools = &test_tools, .name = "abx-conformance-test-server"}};
+    mcp_http_config cfg = {.listen = listen,
+                           .server = {.tools = &test_tools, .name = "abx-conformance-test-server"}};
     abx_error *err = NULL;
     if (mcp_http_serve(&cfg, &err) < 0) {
         fprintf(stderr, "mcp-test-server: %s\n", abx_error_message(err));

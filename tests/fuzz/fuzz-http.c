@@ -56,7 +56,8 @@ static int request(const char *method, const char *body, size_t len, char *sid, 
                      "%s /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
                      "MCP-Protocol-Version: 2025-03-26\r\n%s%s%sContent-Length: %zu\r\n\r\n",
-                     method, session_id[0] ? "Mcp-Session-Id: " : "", session_id, session_id[0] ? "\r\n" : "", len);
+                     method, session_id[0] ? "Mcp-Session-Id: " : "", session_id, session_id[0] ? "\r\n" : "",
+                     len);
     if (send(fd, head, (size_t)n, MSG_NOSIGNAL) < 0 || (len && send(fd, body, len, MSG_NOSIGNAL) < 0)) {
         close(fd);
         return 0;
@@ -104,15 +105,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     struct sockaddr_in a = {.sin_family = AF_INET};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof a;
-    if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(probe, (struct sockaddr *)&a, &al) < 0)
+    if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(probe, (struct sockaddr *)&a, &al) < 0)
         abort();
     port = ntohs(a.sin_port);
     close(probe);
     pthread_t t;
     pthread_create(&t, NULL, serve, &port);
     pthread_detach(t);
-    static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-                               "\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"fuzz\",\"version\":\"0\"}}}";
+    static const char init[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+        "\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"fuzz\",\"version\":\"0\"}}}";
     for (int i = 0; i < 200 && !session_id[0]; i++) {
         if (request("POST", init, sizeof init - 1, session_id, sizeof session_id) == 0)
             nanosleep(&(struct timespec){0, 20 * 1000000}, NULL);

@@ -68,8 +68,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mcp_server_new(&cfg, &srv, NULL) < 0)
         abort();
     mcp_sink sink = {on_send, on_done, NULL};
-    static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-                               "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"fuzz\",\"version\":\"0\"}}}";
+    static const char init[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+        "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"fuzz\",\"version\":\"0\"}}}";
     mcp_server_handle(srv, init, sizeof init - 1, &sink);
     const char *p = (const char *)data, *end = p + size;
     while (p < end) {

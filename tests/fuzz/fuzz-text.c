@@ -30,10 +30,13 @@ static void check_text(const char *p, size_t n)
     size_t cut = n ? (unsigned char)p[0] % (n + 1) : 0;
     /* the model-sized view never shows more than its limit (3 bytes per
      * byte at worst: U+FFFD) plus the marker */
-    mcp_output_view view = {.limit = n ? (size_t)(unsigned char)p[n / 2] * 8 + 2 : 0, .saved_path = n & 1 ? "/tmp/x" : NULL};
-    json_t *b = mcp_output_text(p, n, cut, (unsigned long long)n + (n ? (unsigned char)p[n - 1] : 0), &view, NULL);
+    mcp_output_view view = {.limit = n ? (size_t)(unsigned char)p[n / 2] * 8 + 2 : 0,
+                            .saved_path = n & 1 ? "/tmp/x" : NULL};
+    json_t *b =
+        mcp_output_text(p, n, cut, (unsigned long long)n + (n ? (unsigned char)p[n - 1] : 0), &view, NULL);
     size_t limit = view.limit ? view.limit : MCP_OUTPUT_LIMIT_DEFAULT;
-    if (!json_is_string(b) || (n > 0 && json_string_length(b) == 0) || json_string_length(b) > 3 * limit + 600)
+    if (!json_is_string(b) || (n > 0 && json_string_length(b) == 0) ||
+        json_string_length(b) > 3 * limit + 600)
         abort();
     json_decref(b);
 }

@@ -83,11 +83,11 @@ static void attempt(const char *what, bool worked, int err)
     }
 }
 
-#define TRY(what, expr)                                                                            \
-    do {                                                                                           \
-        errno = 0;                                                                                 \
-        long try_rc_ = (long)(expr);                                                               \
-        attempt(what, try_rc_ >= 0, errno);                                                        \
+#define TRY(what, expr)                                                                                      \
+    do {                                                                                                     \
+        errno = 0;                                                                                           \
+        long try_rc_ = (long)(expr);                                                                         \
+        attempt(what, try_rc_ >= 0, errno);                                                                  \
     } while (0)
 
 /* ---- the guard ---------------------------------------------------------- */
@@ -393,7 +393,8 @@ static void a_keyctl(int argc, char **argv)
 {
     (void)argc, (void)argv;
     TRY("add_key", syscall(SYS_add_key, "user", "abx", "x", 1, KEY_SPEC_SESSION_KEYRING));
-    TRY("keyctl get session keyring", syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
+    TRY("keyctl get session keyring",
+        syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
     TRY("request_key", syscall(SYS_request_key, "user", "abx", NULL, 0));
 }
 
@@ -413,7 +414,7 @@ static void a_bpf(int argc, char **argv)
     attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
     attr.insns = (uint64_t)(uintptr_t)prog;
     attr.insn_cnt = 2;
-    attr.license = (uint64_t)(uintptr_t)"GPL";
+    attr.license = (uint64_t)(uintptr_t) "GPL";
     TRY("bpf prog load", syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr));
 }
 
@@ -471,8 +472,8 @@ static void a_tioclinux(int argc, char **argv)
 static void a_host_device(int argc, char **argv)
 {
     (void)argc, (void)argv;
-    const char *allowed[] = {".", "..", "null", "zero", "full", "random", "urandom", "tty", "pts",
-                             "ptmx", "shm", "fd", "stdin", "stdout", "stderr"};
+    const char *allowed[] = {".",   "..",   "null", "zero", "full",  "random", "urandom", "tty",
+                             "pts", "ptmx", "shm",  "fd",   "stdin", "stdout", "stderr"};
     DIR *d = opendir("/dev");
     struct dirent *e;
     while (d && (e = readdir(d))) {
@@ -508,8 +509,8 @@ static void a_proc_writes(int argc, char **argv)
 static void a_setuid(int argc, char **argv)
 {
     (void)argc, (void)argv;
-    const char *candidates[] = {"/usr/bin/su", "/usr/bin/passwd", "/usr/bin/chsh", "/usr/bin/newgrp",
-                                "/usr/bin/mount", "/usr/bin/gpasswd"};
+    const char *candidates[] = {"/usr/bin/su",     "/usr/bin/passwd", "/usr/bin/chsh",
+                                "/usr/bin/newgrp", "/usr/bin/mount",  "/usr/bin/gpasswd"};
     int tried = 0;
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
         struct stat st;
@@ -555,8 +556,8 @@ static void a_setuid(int argc, char **argv)
     }
     note("%d setuid binaries tried", tried);
     attempt("no_new_privs is off", !status_field_is("NoNewPrivs", "1"), 0);
-    attempt("a capability is effective or bounded", !status_field_is("CapEff", "0000000000000000") ||
-                                                       !status_field_is("CapBnd", "0000000000000000"),
+    attempt("a capability is effective or bounded",
+            !status_field_is("CapEff", "0000000000000000") || !status_field_is("CapBnd", "0000000000000000"),
             0);
 }
 
@@ -593,10 +594,12 @@ static void a_foreign_abi(int argc, char **argv)
     (void)argc, (void)argv;
     int st = in_child(x32_call, NULL);
     attempt("x32 getpid", WIFEXITED(st) && WEXITSTATUS(st) == 42, 0);
-    note("x32 child %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    note("x32 child %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited",
+         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     st = in_child(i386_call, NULL);
     attempt("i386 int 0x80 getpid", WIFEXITED(st) && WEXITSTATUS(st) == 42, 0);
-    note("i386 child %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    note("i386 child %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited",
+         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     TRY("personality(READ_IMPLIES_EXEC)", syscall(SYS_personality, 0x0400000));
 }
 
@@ -644,7 +647,8 @@ static void a_memory_bomb(int argc, char **argv)
     long mb = argc > 0 ? strtol(argv[0], NULL, 10) : 2048;
     int st = in_child(hog, (void *)(uintptr_t)((size_t)mb << 20));
     attempt("allocate beyond the memory limit", WIFEXITED(st) && WEXITSTATUS(st) == 42, 0);
-    note("hog %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    note("hog %s %d", WIFSIGNALED(st) ? "killed by signal" : "exited",
+         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
 static void a_disk_fill(int argc, char **argv)
@@ -847,21 +851,36 @@ typedef struct attack {
 } attack;
 
 static const attack attacks[] = {
-    {"read_host_file", a_read_host_file}, {"write_base", a_write_base},
-    {"host_process", a_host_process},     {"ptrace", a_ptrace},
-    {"network", a_network},               {"raw_socket", a_raw_socket},
-    {"mount", a_mount},                   {"userns", a_userns},
-    {"kernel_module", a_kernel_module},   {"keyctl", a_keyctl},
-    {"bpf", a_bpf},                       {"perf", a_perf},
-    {"userfaultfd", a_userfaultfd},       {"tiocsti", a_tiocsti},
-    {"tioclinux", a_tioclinux},           {"host_device", a_host_device},
-    {"proc_writes", a_proc_writes},       {"setuid", a_setuid},
-    {"proc_exe", a_proc_exe},             {"foreign_abi", a_foreign_abi},
-    {"fork_bomb", a_fork_bomb},           {"memory_bomb", a_memory_bomb},
-    {"disk_fill", a_disk_fill},           {"fd_leak", a_fd_leak},
-    {"env_secret", a_env_secret},         {"symlink_cwd", a_symlink_cwd},
-    {"cgroup", a_cgroup},                 {"uts_ipc", a_uts_ipc},
-    {"abstract_socket", a_abstract_socket}, {"file_handle", a_file_handle},
+    {"read_host_file", a_read_host_file},
+    {"write_base", a_write_base},
+    {"host_process", a_host_process},
+    {"ptrace", a_ptrace},
+    {"network", a_network},
+    {"raw_socket", a_raw_socket},
+    {"mount", a_mount},
+    {"userns", a_userns},
+    {"kernel_module", a_kernel_module},
+    {"keyctl", a_keyctl},
+    {"bpf", a_bpf},
+    {"perf", a_perf},
+    {"userfaultfd", a_userfaultfd},
+    {"tiocsti", a_tiocsti},
+    {"tioclinux", a_tioclinux},
+    {"host_device", a_host_device},
+    {"proc_writes", a_proc_writes},
+    {"setuid", a_setuid},
+    {"proc_exe", a_proc_exe},
+    {"foreign_abi", a_foreign_abi},
+    {"fork_bomb", a_fork_bomb},
+    {"memory_bomb", a_memory_bomb},
+    {"disk_fill", a_disk_fill},
+    {"fd_leak", a_fd_leak},
+    {"env_secret", a_env_secret},
+    {"symlink_cwd", a_symlink_cwd},
+    {"cgroup", a_cgroup},
+    {"uts_ipc", a_uts_ipc},
+    {"abstract_socket", a_abstract_socket},
+    {"file_handle", a_file_handle},
     {"rlimits", a_rlimits},
 };
 

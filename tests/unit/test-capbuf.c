@@ -80,7 +80,8 @@ static void test_scan_finds_reply_among_noise(void **state)
     abx_reply_scan sc;
     abx__reply_scan_init(&sc, 64, 64);
     char text[512];
-    snprintf(text, sizeof text, "noise\x1e not a marker\n%s{\"id\":1}\nmore%s{\"id\":2,\"x\":3}\ntail", marker, marker);
+    snprintf(text, sizeof text, "noise\x1e not a marker\n%s{\"id\":1}\nmore%s{\"id\":2,\"x\":3}\ntail",
+             marker, marker);
     size_t used = 0, total = strlen(text);
     /* fed one byte at a time: a marker split across chunks is still found */
     json_t *doc = NULL;

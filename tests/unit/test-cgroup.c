@@ -29,17 +29,21 @@ static void test_no_delegation(void **state)
     (void)state;
     char out[400];
     /* a login session scope, another user's service, a longer uid, no v2 line */
-    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-1000.slice/session-3.scope\n", 1000, out, sizeof out), -1);
-    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-1001.slice/user@1001.service/app.slice\n", 1000, out,
-                                             sizeof out),
+    assert_int_equal(
+        abx__cgroup_user_parent("0::/user.slice/user-1000.slice/session-3.scope\n", 1000, out, sizeof out),
+        -1);
+    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-1001.slice/user@1001.service/app.slice\n",
+                                             1000, out, sizeof out),
                      -1);
-    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-10001.slice/user@10001.service/x\n", 1000, out,
-                                             sizeof out),
+    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-10001.slice/user@10001.service/x\n", 1000,
+                                             out, sizeof out),
                      -1);
-    assert_int_equal(abx__cgroup_user_parent("4:memory:/user.slice/user@1000.service\n", 1000, out, sizeof out), -1);
+    assert_int_equal(
+        abx__cgroup_user_parent("4:memory:/user.slice/user@1000.service\n", 1000, out, sizeof out), -1);
     assert_int_equal(abx__cgroup_user_parent("", 1000, out, sizeof out), -1);
     char tiny[16];
-    assert_int_equal(abx__cgroup_user_parent("0::/user.slice/user-7.slice/user@7.service\n", 7, tiny, sizeof tiny), -1);
+    assert_int_equal(
+        abx__cgroup_user_parent("0::/user.slice/user-7.slice/user@7.service\n", 7, tiny, sizeof tiny), -1);
 }
 
 int main(void)

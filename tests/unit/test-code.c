@@ -19,16 +19,17 @@ static void test_abx_answer(void **state)
 {
     (void)state;
     abx_code_result r;
-    assert_int_equal(parse("{\"type\":\"number_of_executions\",\"execution_count\":3}\n"
-                           "{\"type\":\"stdout\",\"text\":\"head\"}\n"
-                           "{\"type\":\"stdout\",\"text\":\"tail\\n\"}\n"
-                           "{\"type\":\"result\",\"text\":\"42\",\"png\":\"iVBO\",\"is_main_result\":true}\n"
-                           "{\"type\":\"abx\",\"context_id\":\"c1\",\"exit_code\":0,\"stdout_bytes\":100,"
-                           "\"stdout_cut\":4,\"stdout_path\":\"/tmp/.abx-output/x.stdout\",\"files\":[{\"name\":\"a\"}],"
-                           "\"state_reset\":true,\"state_reset_reason\":\"died\"}\n"
-                           "{\"type\":\"end_of_execution\"}\n",
-                           &r),
-                     0);
+    assert_int_equal(
+        parse("{\"type\":\"number_of_executions\",\"execution_count\":3}\n"
+              "{\"type\":\"stdout\",\"text\":\"head\"}\n"
+              "{\"type\":\"stdout\",\"text\":\"tail\\n\"}\n"
+              "{\"type\":\"result\",\"text\":\"42\",\"png\":\"iVBO\",\"is_main_result\":true}\n"
+              "{\"type\":\"abx\",\"context_id\":\"c1\",\"exit_code\":0,\"stdout_bytes\":100,"
+              "\"stdout_cut\":4,\"stdout_path\":\"/tmp/.abx-output/x.stdout\",\"files\":[{\"name\":\"a\"}],"
+              "\"state_reset\":true,\"state_reset_reason\":\"died\"}\n"
+              "{\"type\":\"end_of_execution\"}\n",
+              &r),
+        0);
     assert_int_equal(r.execution_count, 3);
     assert_string_equal(r.stdout_data, "headtail\n");
     assert_int_equal(r.stdout_len, 9);
@@ -50,11 +51,12 @@ static void test_other_server_and_noise(void **state)
 {
     (void)state;
     abx_code_result r;
-    assert_int_equal(parse("not json\n[1,2]\n{\"type\":\"stderr\",\"text\":\"warn\"}\n{\"no\":\"type\"}\n"
-                           "{\"type\":\"error\",\"name\":\"ZeroDivisionError\",\"value\":\"division by zero\","
-                           "\"traceback\":\"tb\"}\n{\"type\":\"keepalive\"}\n{\"type\":\"stdout\",\"text\":7}",
-                           &r),
-                     0);
+    assert_int_equal(
+        parse("not json\n[1,2]\n{\"type\":\"stderr\",\"text\":\"warn\"}\n{\"no\":\"type\"}\n"
+              "{\"type\":\"error\",\"name\":\"ZeroDivisionError\",\"value\":\"division by zero\","
+              "\"traceback\":\"tb\"}\n{\"type\":\"keepalive\"}\n{\"type\":\"stdout\",\"text\":7}",
+              &r),
+        0);
     assert_string_equal(r.stdout_data, "");
     assert_string_equal(r.stderr_data, "warn");
     assert_int_equal(r.stderr_total, 4);
@@ -98,7 +100,8 @@ static void test_request_checks(void **state)
     abx_error_free(err);
     err = NULL;
     const char *good[] = {"A=1", NULL};
-    abx_code_options fine = {.language = "javascript", .cwd = "/app", .timeout_s = 5, .fresh = true, .envs = good};
+    abx_code_options fine = {
+        .language = "javascript", .cwd = "/app", .timeout_s = 5, .fresh = true, .envs = good};
     json_t *req = abx__code_request("1", &fine, &err, &rc);
     assert_non_null(req);
     char *text = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);

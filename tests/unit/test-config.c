@@ -52,9 +52,23 @@ static void test_toml_rejects(void **state)
     (void)state;
     abx_kvs *k = kvs_new();
     const char *bad[] = {
-        "key\n", "= 1\n", "[core\n", "[]\n", "k = \n", "k = \"unterminated\n", "k = bare words\n",
-        "k = \"a\" junk\n", "[a..b]\n", "k = 1\nk = 2\n", "k = \"\\q\"\n", "k = \"\\u00e9\"\n", "k = \"\\u0000\"\n",
-        "k = \"ctl\x01\"\n", "k = [1, 2]\n", "k = {a = 1}\n", "k = 1.5\n",
+        "key\n",
+        "= 1\n",
+        "[core\n",
+        "[]\n",
+        "k = \n",
+        "k = \"unterminated\n",
+        "k = bare words\n",
+        "k = \"a\" junk\n",
+        "[a..b]\n",
+        "k = 1\nk = 2\n",
+        "k = \"\\q\"\n",
+        "k = \"\\u00e9\"\n",
+        "k = \"\\u0000\"\n",
+        "k = \"ctl\x01\"\n",
+        "k = [1, 2]\n",
+        "k = {a = 1}\n",
+        "k = 1.5\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int line = 0;
@@ -101,7 +115,10 @@ static void test_env_files(void **state)
     (void)state;
     abx_kvs *k = kvs_new();
     int line = 0;
-    assert_int_equal(abx__env_parse("# c\nABX_PROVIDER=local\nexport A = \"x y\"\nB='q'\nC=plain value # c\nD=\n", k, &line), 0);
+    assert_int_equal(
+        abx__env_parse("# c\nABX_PROVIDER=local\nexport A = \"x y\"\nB='q'\nC=plain value # c\nD=\n", k,
+                       &line),
+        0);
     assert_string_equal(abx__kvs_get(k, "ABX_PROVIDER"), "local");
     assert_string_equal(abx__kvs_get(k, "A"), "x y");
     assert_string_equal(abx__kvs_get(k, "B"), "q");

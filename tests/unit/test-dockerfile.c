@@ -37,20 +37,21 @@ static void assert_refused(const char *text, const char *want)
 static void test_instructions(void **state)
 {
     (void)state;
-    abx_dockerfile df = parse_ok("# syntax=docker/dockerfile:1\n"
-                                 "from debian:bookworm-slim AS base\n"
-                                 "\n"
-                                 "RUN apt-get update && \\\n"
-                                 "    # a comment inside\n"
-                                 "    apt-get install -y python3\n"
-                                 "CMD [\"python3\", \"-m\", \"http.server\"]\n"
-                                 "ENTRYPOINT echo hi\n"
-                                 "COPY --chown=user:user a b /dst/\n"
-                                 "ADD [\"x y.tar\", \"/opt/\"]\n"
-                                 "WORKDIR \"/opt/my app\"\n"
-                                 "USER root\n"
-                                 "ARG V=1\n"
-                                 "HEALTHCHECK --interval=2s --start-period=1m CMD curl -f http://localhost/\n");
+    abx_dockerfile df =
+        parse_ok("# syntax=docker/dockerfile:1\n"
+                 "from debian:bookworm-slim AS base\n"
+                 "\n"
+                 "RUN apt-get update && \\\n"
+                 "    # a comment inside\n"
+                 "    apt-get install -y python3\n"
+                 "CMD [\"python3\", \"-m\", \"http.server\"]\n"
+                 "ENTRYPOINT echo hi\n"
+                 "COPY --chown=user:user a b /dst/\n"
+                 "ADD [\"x y.tar\", \"/opt/\"]\n"
+                 "WORKDIR \"/opt/my app\"\n"
+                 "USER root\n"
+                 "ARG V=1\n"
+                 "HEALTHCHECK --interval=2s --start-period=1m CMD curl -f http://localhost/\n");
     assert_int_equal(df.n, 10);
     assert_int_equal(df.steps[0].kind, DF_FROM);
     assert_int_equal(df.steps[0].nargs, 1);
@@ -148,9 +149,9 @@ static void test_expand(void **state)
     struct {
         const char *in, *want;
     } cases[] = {
-        {"$A", "one"},           {"${A}x", "onex"},          {"${B:-dflt}", "dflt"}, {"${A:-dflt}", "one"},
-        {"${A:+alt}", "alt"},    {"${B:+alt}", ""},          {"\\$A", "$A"},         {"$MISSING.", "."},
-        {"a $ b", "a $ b"},      {"$PATH:/x", "/usr/bin:/x"}, {"$1", "$1"},
+        {"$A", "one"},        {"${A}x", "onex"},           {"${B:-dflt}", "dflt"}, {"${A:-dflt}", "one"},
+        {"${A:+alt}", "alt"}, {"${B:+alt}", ""},           {"\\$A", "$A"},         {"$MISSING.", "."},
+        {"a $ b", "a $ b"},   {"$PATH:/x", "/usr/bin:/x"}, {"$1", "$1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = abx__dockerfile_expand(cases[i].in, &vars);

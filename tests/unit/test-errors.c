@@ -108,12 +108,9 @@ static void test_wrap_adds_context(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_codes_are_unique_and_named),
-        cmocka_unit_test(test_spec_fixed_codes),
-        cmocka_unit_test(test_unknown_code_is_generic),
-        cmocka_unit_test(test_error_object),
-        cmocka_unit_test(test_wrap_adds_context),
-        cmocka_unit_test(test_docs_table_matches),
+        cmocka_unit_test(test_codes_are_unique_and_named), cmocka_unit_test(test_spec_fixed_codes),
+        cmocka_unit_test(test_unknown_code_is_generic),    cmocka_unit_test(test_error_object),
+        cmocka_unit_test(test_wrap_adds_context),          cmocka_unit_test(test_docs_table_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,25 +11,24 @@
 
 #include <string.h>
 
-static const char exec_manifest[] =
-    "# a plugin\n"
-    "[provider]\n"
-    "id = \"local-process\"\n"
-    "name = 'Local process'\n"
-    "version = \"0.1.0\"\n"
-    "kind = \"exec\"\n"
-    "description = \"no isolation\"\n"
-    "license = \"MIT\"\n"
-    "\n"
-    "[runtime]\n"
-    "command = [\"python3\", 'provider.py',]\n"
-    "env = [\"HOME\", \"MY_TOKEN\"]\n"
-    "\n"
-    "[config.api_key]\n"
-    "secret = true\n"
-    "description = \"the API key\"\n"
-    "[config.region]\n"
-    "description = \"where\"\n";
+static const char exec_manifest[] = "# a plugin\n"
+                                    "[provider]\n"
+                                    "id = \"local-process\"\n"
+                                    "name = 'Local process'\n"
+                                    "version = \"0.1.0\"\n"
+                                    "kind = \"exec\"\n"
+                                    "description = \"no isolation\"\n"
+                                    "license = \"MIT\"\n"
+                                    "\n"
+                                    "[runtime]\n"
+                                    "command = [\"python3\", 'provider.py',]\n"
+                                    "env = [\"HOME\", \"MY_TOKEN\"]\n"
+                                    "\n"
+                                    "[config.api_key]\n"
+                                    "secret = true\n"
+                                    "description = \"the API key\"\n"
+                                    "[config.region]\n"
+                                    "description = \"where\"\n";
 
 static void test_exec_manifest(void **state)
 {
@@ -74,16 +73,19 @@ static void refused(const char *text, const char *says)
 static void test_refusals(void **state)
 {
     (void)state;
-    refused("[provider]\nid = \"x\"\nkind = \"exec\"\nshiny = 1\n[runtime]\ncommand = [\"a\"]\n", "provider.shiny");
+    refused("[provider]\nid = \"x\"\nkind = \"exec\"\nshiny = 1\n[runtime]\ncommand = [\"a\"]\n",
+            "provider.shiny");
     refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\n[extra]\n", "'extra'");
     refused("[provider]\nid = \"Bad_Id\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\n", "Bad_Id");
     refused("[provider]\nid = \"x\"\nkind = \"docker\"\n", "docker");
     refused("[provider]\nid = \"x\"\nkind = \"exec\"\n", "'runtime'");
     refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = []\n", "runtime.command");
-    refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\nenv = [\"A-B\"]\n", "A-B");
+    refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\nenv = [\"A-B\"]\n",
+            "A-B");
     refused("[provider]\nid = \"x\"\nkind = \"rest\"\n[rest]\nbase_url = \"ftp://x\"\n", "ftp://x");
     refused("[provider]\nkind = \"exec\"\n", "provider.id");
-    refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\n[config.k]\nsecret = \"yes\"\n",
+    refused("[provider]\nid = \"x\"\nkind = \"exec\"\n[runtime]\ncommand = [\"a\"]\n[config.k]\nsecret = "
+            "\"yes\"\n",
             "config.k");
     refused("[provider]\nid = \"x\"\nid = \"y\"\n", "line 3");
     refused("[provider]\n[provider]\n", "line 2");

@@ -30,8 +30,8 @@ static void test_entries_normalise(void **state)
     assert_normal("2001:DB8::1/32", "2001:db8::/32");
     assert_normal("Example.COM.", "example.com");
     assert_normal("*.pypi.org", "*.pypi.org");
-    const char *bad[] = {"", "a..b", "-a.com", "1.2.3.4/33", "::/129", "*.", "exa mple.com", "a/b", "*.*.x",
-                         "1.2.3.4/", "http://x.com", NULL};
+    const char *bad[] = {"",    "a..b",  "-a.com",   "1.2.3.4/33",   "::/129", "*.", "exa mple.com",
+                         "a/b", "*.*.x", "1.2.3.4/", "http://x.com", NULL};
     for (size_t i = 0; bad[i]; i++) {
         abx_net_rule r;
         abx_error *err = NULL;
@@ -71,13 +71,14 @@ static bool forbidden(const char *text)
 static void test_forbidden_ranges(void **state)
 {
     (void)state;
-    const char *no[] = {"10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1", "169.254.169.254", "127.0.0.1",
-                        "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "fe80::1", "fd00::1", "ff02::1",
-                        "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", NULL};
+    const char *no[] = {"10.1.2.3",  "172.16.0.1", "192.168.1.1", "100.64.0.1",      "169.254.169.254",
+                        "127.0.0.1", "0.0.0.0",    "224.0.0.1",   "255.255.255.255", "::1",
+                        "fe80::1",   "fd00::1",    "ff02::1",     "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe",
+                        NULL};
     for (size_t i = 0; no[i]; i++)
         assert_true(forbidden(no[i]));
-    const char *yes[] = {"198.51.100.10", "203.0.113.1", "192.0.2.5", "198.18.0.1", "8.8.8.8", "2001:db8::1",
-                         "::ffff:8.8.8.8", NULL};
+    const char *yes[] = {"198.51.100.10", "203.0.113.1", "192.0.2.5",      "198.18.0.1",
+                         "8.8.8.8",       "2001:db8::1", "::ffff:8.8.8.8", NULL};
     for (size_t i = 0; yes[i]; i++)
         assert_false(forbidden(yes[i]));
     abx_net_rule lan;
@@ -120,7 +121,8 @@ static void test_requests_checked_and_bounded(void **state)
     json_t *doc = json_loads("{\"mode\":\"internet\",\"deny_out\":[\"EVIL.test\",\"10.0.0.1/8\"]}", 0, NULL);
     assert_int_equal(abx__net_policy_normalize(doc, &out, NULL), 0);
     char *text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(text, "{\"allow_out\":[],\"deny_out\":[\"evil.test\",\"10.0.0.0/8\"],\"mode\":\"internet\"}");
+    assert_string_equal(
+        text, "{\"allow_out\":[],\"deny_out\":[\"evil.test\",\"10.0.0.0/8\"],\"mode\":\"internet\"}");
     free(text);
     json_decref(out);
     json_decref(doc);

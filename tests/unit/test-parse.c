@@ -25,8 +25,9 @@ static void test_uint_rejects(void **state)
 {
     (void)state;
     unsigned v = 7;
-    const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1.5", "abc", "0x10", "012", "true",
-                         "4294967296", "99999999999999999999", "15", "86401"};
+    const char *bad[] = {"",    "-1",   "+1",  " 1",   "1 ",         "1.5",
+                         "abc", "0x10", "012", "true", "4294967296", "99999999999999999999",
+                         "15",  "86401"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(abx__parse_uint(bad[i], 16, 86400, &v), -ABX_EINVAL);
     assert_int_equal(abx__parse_uint(NULL, 0, 1, &v), -ABX_EINVAL);
