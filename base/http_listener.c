@@ -14,6 +14,7 @@
 #include "http_listener.h"
 #include "error_internal.h"
 #include "parse.h"
+#include "sysutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -219,7 +220,9 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
     if (!l)
         return abx__error_set(err, ABX_ENOMEM, "listener");
     l->svc = *svc;
-    l->svc.idle_s = env_or(svc->env_prefix, "CONNECTION_TIMEOUT", 1, 3600, svc->idle_s ? svc->idle_s : 60);
+    l->svc.idle_s = svc->idle_s == ABX_HTTP_FOREVER ? 0 /* libmicrohttpd's "none" */
+                                                    : env_or(svc->env_prefix, "CONNECTION_TIMEOUT", 1, 3600,
+                                                             svc->idle_s ? svc->idle_s : 60);
     l->svc.header_deadline_s = env_or(svc->env_prefix, "HEADER_TIMEOUT", 1, 3600,
                                       svc->header_deadline_s ? svc->header_deadline_s : 10);
     l->svc.per_client =
@@ -227,8 +230,10 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
     unsigned max = svc->max_connections ? svc->max_connections : 1024;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
-    int fd = -1;
-    int rc = bind_listen(l, &fd, err);
+    int fd = svc->listen ? -1 : svc->listen_fd;
+    int rc = svc->listen ? bind_listen(l, &fd, err)
+             : fd >= 0   ? 0
+                         : abx__error_set(err, ABX_EINVAL, "the listener has no socket");
     if (rc == 0) {
         l->daemon = MHD_start_daemon(
             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, l,
@@ -290,14 +295,9 @@ void abx__http_stop(abx_http_listener *l)
 
 int abx__stop_signals_block(void)
 {
+    static const int stop[] = {SIGTERM, SIGINT, SIGHUP, 0};
     signal(SIGPIPE, SIG_IGN);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    return signalfd(-1, &mask, SFD_CLOEXEC);
+    return abx__signalfd_block(stop, 0);
 }
 
 void abx__stop_signal_wait(int fd)

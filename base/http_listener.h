@@ -16,18 +16,21 @@
 #include <stddef.h>
 
 typedef struct abx_http_service {
-    const char *listen; /* "HOST:PORT" or "[V6]:PORT"; port 0: a free one */
+    const char *listen; /* "HOST:PORT" or "[V6]:PORT"; port 0: a free one; NULL: listen_fd */
+    int listen_fd; /* with listen NULL: a bound, listening socket (a Unix one), the listener's from then on */
     MHD_AccessHandlerCallback handler;
     void *handler_cls;
     MHD_RequestCompletedCallback completed; /* may be NULL; gets handler_cls */
     /* Defaults, each overridden by $<env_prefix>_CONNECTION_TIMEOUT,
      * _HEADER_TIMEOUT (seconds, 1-3600) and _CLIENT_CONNECTIONS (1-1024). */
-    const char *env_prefix;     /* "ABX_MCP", "ABX_SERVE" */
-    unsigned idle_s;            /* a connection that sends nothing this long is closed */
+    const char *env_prefix; /* "ABX_MCP", "ABX_SERVE" */
+    unsigned idle_s; /* a connection that sends nothing this long is closed (ABX_HTTP_FOREVER: never) */
     unsigned header_deadline_s; /* to send each request's headers */
     unsigned per_client;        /* connections per client address */
     unsigned max_connections;   /* in all */
 } abx_http_service;
+
+#define ABX_HTTP_FOREVER (~0u) /* idle_s: no idle timeout (streams that may stay quiet for long) */
 
 typedef struct abx_http_listener abx_http_listener;
 

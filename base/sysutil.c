@@ -3,6 +3,9 @@
 #include "sysutil.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -204,4 +207,15 @@ void abx__tree_measure(const char *path, unsigned long long *bytes, unsigned lon
         *bytes = w.bytes;
     if (files)
         *files = w.files;
+}
+
+int abx__signalfd_block(const int *signals, int flags)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (size_t i = 0; signals[i]; i++)
+        sigaddset(&mask, signals[i]);
+    if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+        return -1;
+    return signalfd(-1, &mask, SFD_CLOEXEC | flags);
 }

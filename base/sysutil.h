@@ -27,6 +27,12 @@ void abx__deadline_after(struct timespec *ts, unsigned ms);
 /* Monotonic clock in nanoseconds. */
 unsigned long long abx__now_ns(void);
 
+/* The one signal setup of abx's processes: blocks the signals (a list
+ * ending with 0) in the calling thread, and so in every thread it starts
+ * afterwards, and returns a signalfd (O_CLOEXEC, with flags such as
+ * SFD_NONBLOCK) that reads them; -1 with errno on failure. */
+int abx__signalfd_block(const int *signals, int flags);
+
 /* Trees, walked without following a symlink or leaving the root's
  * filesystem (a mount inside is left alone), at most 256 levels deep; the
  * one tree walker of every layer, with no state outside the call.

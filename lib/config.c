@@ -869,7 +869,7 @@ int abx_config_entries(char **json, abx_error **err)
     return rc;
 }
 
-bool abx_config_key_secret(const char *key)
+int abx_config_key_secret(const char *key)
 {
     static const char *const words[] = {"key", "token", "secret", "password", "credential"};
     char lower[256];

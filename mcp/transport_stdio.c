@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "bounds.h"
 #include "text.h"
+#include "sysutil.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -158,13 +159,8 @@ int mcp_stdio_serve(mcp_server *srv)
     stdio_ctx c = {.srv = srv};
     pthread_mutex_init(&c.out_mu, NULL);
     c.eof_fd = eventfd(0, EFD_CLOEXEC);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* threads created below inherit it */
-    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    static const int stop[] = {SIGTERM, SIGINT, SIGHUP, 0};
+    int sigfd = abx__signalfd_block(stop, 0); /* threads created below inherit the mask */
     pthread_t t;
     if (c.eof_fd < 0 || sigfd < 0 || pthread_create(&t, NULL, reader, &c) != 0) {
         fprintf(stderr, "abx mcp: cannot start the stdio transport\n");

@@ -299,11 +299,8 @@ void abx__init_serve(int ctl, bool full_id_range, bool root_caps)
 {
     if (keep_spawn_capabilities(root_caps) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         _exit(125);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    static const int reaped[] = {SIGCHLD, 0};
+    int sigfd = abx__signalfd_block(reaped, 0);
     if (sigfd < 0)
         _exit(125);
     char *buf = malloc(ABX_INIT_MSG_MAX + 1);

@@ -609,15 +609,8 @@ int abx__shim_main(int argc, char **argv)
     pthread_condattr_init(&ca);
     pthread_cond_init(&sh.cv, &ca);
     signal(SIGPIPE, SIG_IGN);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGQUIT);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    sh.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    static const int handled[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, 0};
+    sh.sigfd = abx__signalfd_block(handled, SFD_NONBLOCK);
     abx_error *err = NULL;
     int rc = sh.sigfd < 0 ? abx__error_errno(&err, ABX_ESYS, errno, "signalfd") : start(&sh, &err);
     if (rc < 0) {

@@ -125,7 +125,7 @@ typedef struct shim {
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
     int owner_pidfd;                   /* the pool's process while standby: its end ends the sandbox; -1 */
     struct abx_watchers *watchers;     /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
-    void *httpd;                       /* struct MHD_Daemon * */
+    void *httpd;                       /* abx_http_listener * (base/http_listener.h) */
     char *control_buf;                 /* the event loop's receive buffer for init's messages */
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
     int ncontexts;

@@ -25,6 +25,7 @@
  * streaming response may block waiting for output.
  */
 #include "shim.h"
+#include "http_listener.h"
 #include "buf.h"
 #include "shim_decode.h"
 #include "error_internal.h"
@@ -1251,24 +1252,29 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+/* The data plane on the state directory's socket (shim.c bound it), with
+ * the listener skeleton of every abx server (base/http_listener.c): no
+ * idle timeout (a stream may stay quiet for long), a header deadline. */
 int abx__shim_http_start(shim *sh, abx_error **err)
 {
-    if (!abx__mhd())
-        return abx__error_set(err, ABX_EHOSTSUPPORT, "libmicrohttpd could not be loaded");
-    struct MHD_Daemon *d =
-        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-                         on_request, sh, MHD_OPTION_LISTEN_SOCKET, sh->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-                         on_completed, sh, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-                         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!d)
-        return abx__error_set(err, ABX_ESYS, "starting the data-plane server");
-    sh->httpd = d;
+    abx_http_service svc = {.listen_fd = sh->listen_fd,
+                            .handler = on_request,
+                            .handler_cls = sh,
+                            .completed = on_completed,
+                            .env_prefix = "ABX_SHIM",
+                            .idle_s = ABX_HTTP_FOREVER,
+                            .header_deadline_s = 30,
+                            .max_connections = 1024};
+    abx_http_listener *l = NULL;
+    int rc = abx__http_start(&svc, &l, err);
+    if (rc < 0)
+        return abx__error_wrap(err, rc, "starting the data-plane server");
+    sh->httpd = l;
     return 0;
 }
 
 void abx__shim_http_stop(shim *sh)
 {
-    if (sh->httpd)
-        MHD_stop_daemon(sh->httpd);
+    abx__http_stop(sh->httpd);
     sh->httpd = NULL;
 }

@@ -50,7 +50,7 @@ static void mask(const char *key, const char *value, char *out, size_t len)
 /* A key a plugin marks secret (whose name may not say so). */
 static bool plugin_secret(const char *key)
 {
-    return strncmp(key, "providers.", 10) == 0 && abx_config_key_secret(key);
+    return abx_config_key_secret(key) == ABX_SECRET_BY_PLUGIN;
 }
 
 static int config_get(cli_ctx *ctx, const char *key)

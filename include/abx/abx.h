@@ -326,10 +326,13 @@ ABX_API int abx_config_unset(const char *key, bool *was_set, abx_error **err);
 /* Every key as a JSON array of [key, value] in the file's order (*json:
  * abx_free): the values as they are; show a secret's masked. */
 ABX_API int abx_config_entries(char **json, abx_error **err);
-/* Whether a key names a secret: its name says so (key, token, secret,
- * password, credential) or an installed plugin's manifest marks it. A
- * front end never prints one, nor takes one on a command line. */
-ABX_API bool abx_config_key_secret(const char *key);
+/* Whether a key names a secret, and why: 0 not; ABX_SECRET_BY_NAME its
+ * name says so (key, token, secret, password, credential);
+ * ABX_SECRET_BY_PLUGIN an installed plugin's manifest marks it. A front
+ * end never prints a secret, and takes a plugin's only on stdin. */
+#define ABX_SECRET_BY_NAME 1
+#define ABX_SECRET_BY_PLUGIN 2
+ABX_API int abx_config_key_secret(const char *key);
 /* abx's state directory ($ABX_HOME, else ~/.abx) into out. */
 ABX_API int abx_home(char *out, size_t len, abx_error **err);
 
