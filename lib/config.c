@@ -871,24 +871,27 @@ int abx_config_entries(char **json, abx_error **err)
 
 int abx_config_key_secret(const char *key)
 {
+    if (!key)
+        return 0;
+    /* providers.<id>.<key> that its plugin's manifest marks secret */
+    const char *id = strncmp(key, "providers.", 10) == 0 ? key + 10 : NULL;
+    const char *dot = id ? strchr(id, '.') : NULL;
+    char plugin[64];
+    if (dot && (size_t)(dot - id) < sizeof plugin && !strchr(dot + 1, '.')) {
+        snprintf(plugin, sizeof plugin, "%.*s", (int)(dot - id), id);
+        if (abx__plugin_config_secret(plugin, dot + 1))
+            return ABX_SECRET_BY_PLUGIN;
+    }
     static const char *const words[] = {"key", "token", "secret", "password", "credential"};
     char lower[256];
     size_t n = 0;
-    for (; key && key[n] && n + 1 < sizeof lower; n++)
+    for (; key[n] && n + 1 < sizeof lower; n++)
         lower[n] = (char)(key[n] >= 'A' && key[n] <= 'Z' ? key[n] - 'A' + 'a' : key[n]);
     lower[n] = '\0';
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(lower, words[i]))
-            return true;
-    if (!key ||
-        strncmp(key, "providers.", 10) != 0) /* else: providers.<id>.<key> its manifest marks secret */
-        return false;
-    const char *id = key + 10, *dot = strchr(id, '.');
-    char plugin[64];
-    if (!dot || (size_t)(dot - id) >= sizeof plugin || strchr(dot + 1, '.'))
-        return false;
-    snprintf(plugin, sizeof plugin, "%.*s", (int)(dot - id), id);
-    return abx__plugin_config_secret(plugin, dot + 1);
+            return ABX_SECRET_BY_NAME;
+    return 0;
 }
 
 int abx_home(char *out, size_t len, abx_error **err)

@@ -2,8 +2,8 @@
  * exec.output, exec.exit).
  *
  * Owns: a table of at most EXECS_MAX records, each one exec's two output
- * rings (the last RING_MAX bytes of each stream, read by offset as the
- * local shim's rings are) and its end. The plugin's reader thread fills
+ * rings (base/ring.h, the shim's own: the last RING_MAX bytes of each
+ * stream, read by offset) and its end. The plugin's reader thread fills
  * it from notifications; callers read it (foreground streams, background
  * tasks) and wait on it. Records are made by whichever comes first: the
  * first notification or exec.start's answer. What a plugin may not do is a
@@ -12,6 +12,7 @@
  * RINGS_TOTAL (past that a ring keeps its size and wraps sooner).
  */
 #include "epp_exec.h"
+#include "ring.h"
 #include "b64.h"
 #include "sysutil.h"
 
@@ -29,12 +30,6 @@
 #define RING_MAX (1u << 20)
 #define RINGS_TOTAL (32u << 20)
 
-typedef struct ring {
-    char *buf;
-    size_t cap;
-    unsigned long long total; /* bytes ever written */
-} ring;
-
 typedef struct exec_record {
     bool used;
     char exec_id[EXEC_ID_MAX];
@@ -46,7 +41,7 @@ typedef struct exec_record {
     int exit_code;
     bool lost; /* ended without exec.exit: the plugin went away */
     char why[160];
-    ring out, err;
+    abx_ring out, err;      /* base/ring.h: their pool is the table's */
     unsigned long long seq; /* age, for reuse */
 } exec_record;
 
@@ -54,7 +49,7 @@ struct abx_epp_execs {
     pthread_mutex_t mu;
     pthread_cond_t changed;
     exec_record rec[EXECS_MAX];
-    size_t ring_bytes;
+    size_t ring_pool; /* what the rings together may still grow by */
     unsigned long long seq;
 };
 
@@ -69,14 +64,14 @@ abx_epp_execs *abx__epp_execs_new(void)
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->changed, &attr);
     pthread_condattr_destroy(&attr);
+    x->ring_pool = RINGS_TOTAL;
     return x;
 }
 
-static void record_clear(abx_epp_execs *x, exec_record *r)
+static void record_clear(exec_record *r)
 {
-    x->ring_bytes -= r->out.cap + r->err.cap;
-    free(r->out.buf);
-    free(r->err.buf);
+    abx__ring_release(&r->out);
+    abx__ring_release(&r->err);
     memset(r, 0, sizeof *r);
 }
 
@@ -85,7 +80,7 @@ void abx__epp_execs_free(abx_epp_execs *x)
     if (!x)
         return;
     for (size_t i = 0; i < EXECS_MAX; i++)
-        record_clear(x, &x->rec[i]);
+        record_clear(&x->rec[i]);
     pthread_cond_destroy(&x->changed);
     pthread_mutex_destroy(&x->mu);
     free(x);
@@ -93,52 +88,18 @@ void abx__epp_execs_free(abx_epp_execs *x)
 
 /* ---- rings ----------------------------------------------------------------------- */
 
-static void ring_write(abx_epp_execs *x, ring *g, const char *data, size_t len)
-{
-    size_t want = g->cap ? g->cap : RING_MIN;
-    while (want < RING_MAX && want < g->total + len)
-        want *= 2;
-    if (want > g->cap && x->ring_bytes + (want - g->cap) <= RINGS_TOTAL) {
-        char *grown = malloc(want);
-        if (grown) { /* keep the newest bytes, laid out from offset total % want */
-            for (unsigned long long o = g->total > g->cap ? g->total - g->cap : 0; o < g->total; o++)
-                grown[o % want] = g->buf[o % g->cap];
-            free(g->buf);
-            x->ring_bytes += want - g->cap;
-            g->buf = grown;
-            g->cap = want;
-        }
-    }
-    if (!g->cap)
-        return;         /* no memory for any ring: the bytes are counted, not kept */
-    if (len > g->cap) { /* only the last cap bytes can stay */
-        g->total += len - g->cap;
-        data += len - g->cap;
-        len = g->cap;
-    }
-    for (size_t i = 0; i < len; i++)
-        g->buf[(g->total + i) % g->cap] = data[i];
-    g->total += len;
-}
-
 /* The bytes from *offset on (moved up to the oldest kept); *offset becomes
  * the end. NULL without memory. */
-static char *ring_read(const ring *g, unsigned long long *offset, size_t *len, bool *truncated)
+static char *ring_read(const abx_ring *g, unsigned long long *offset, size_t *len, bool *truncated)
 {
-    unsigned long long from = *offset > g->total ? g->total : *offset;
-    unsigned long long oldest = g->total > g->cap ? g->total - g->cap : 0;
-    if (from < oldest) {
-        from = oldest;
-        *truncated = true;
-    }
-    *len = (size_t)(g->total - from);
-    char *out = malloc(*len + 1);
+    uint64_t from = *offset;
+    uint64_t avail = g->total > from ? g->total - from : 0;
+    char *out = malloc((avail < g->cap ? (size_t)avail : g->cap) + 1);
     if (!out)
         return NULL;
-    for (size_t i = 0; i < *len; i++)
-        out[i] = g->buf[(from + i) % g->cap];
+    *len = abx__ring_read(g, &from, out, g->cap, truncated);
     out[*len] = '\0';
-    *offset = g->total;
+    *offset = from;
     return out;
 }
 
@@ -171,7 +132,9 @@ static exec_record *make(abx_epp_execs *x, const char *exec_id)
         }
     if (!pick)
         return NULL;
-    record_clear(x, pick);
+    record_clear(pick);
+    abx__ring_init(&pick->out, RING_MIN, RING_MAX, &x->ring_pool);
+    abx__ring_init(&pick->err, RING_MIN, RING_MAX, &x->ring_pool);
     pick->used = true;
     pick->seq = ++x->seq;
     snprintf(pick->exec_id, sizeof pick->exec_id, "%s", exec_id);
@@ -201,8 +164,7 @@ static int protocol_error(char *why, size_t why_len, const char *what, const cha
 }
 
 /* exec.output or exec.exit on record r (locked). */
-static int apply(abx_epp_execs *x, exec_record *r, const char *method, json_t *params, char *why,
-                 size_t why_len)
+static int apply(exec_record *r, const char *method, json_t *params, char *why, size_t why_len)
 {
     if (r->exited)
         return protocol_error(why, why_len,
@@ -228,7 +190,7 @@ static int apply(abx_epp_execs *x, exec_record *r, const char *method, json_t *p
     long n = abx__b64_decode(b64, &data);
     if (n < 0)
         return protocol_error(why, why_len, "exec.output with data_b64 that is not base64", r->exec_id);
-    ring_write(x, is_out ? &r->out : &r->err, data, (size_t)n);
+    abx__ring_append(is_out ? &r->out : &r->err, data, (size_t)n);
     free(data);
     return 0;
 }
@@ -242,7 +204,7 @@ int abx__epp_execs_notify(abx_epp_execs *x, const char *method, json_t *params, 
     exec_record *r = find(x, exec_id, 0);
     if (!r)
         r = make(x, exec_id);
-    int rc = r ? apply(x, r, method, params, why, why_len) : 0; /* no room: an exec nobody can read */
+    int rc = r ? apply(r, method, params, why, why_len) : 0; /* no room: an exec nobody can read */
     pthread_cond_broadcast(&x->changed);
     pthread_mutex_unlock(&x->mu);
     return rc;

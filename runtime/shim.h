@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "bounds.h"
+#include "ring.h"
 
 #define ABX_OUTBUF_CAP ABX_BOUND_RING /* bytes kept per stream */
 #define ABX_SHIM_MAX_PROCS 1024
@@ -36,22 +37,15 @@
 #define ABX_ENVD_VERSION "0.6.4"
 #define ABX_SHIM_MAX_STREAMS 8
 
-/* Bytes a process wrote to one stream: the last ABX_OUTBUF_CAP of them are
- * kept; `total` counts all, so offsets are absolute. */
-typedef struct abx_outbuf {
-    char *data; /* ring of `cap` bytes, grown on demand up to ABX_OUTBUF_CAP */
-    size_t cap;
-    uint64_t total;
-    size_t *pool; /* bytes the sandbox's rings may still grow by (shim.ring_pool); NULL: no pool */
-} abx_outbuf;
-
+/* Bytes a process wrote to one stream: the last ABX_OUTBUF_CAP of them,
+ * in a ring of base/ring.h whose pool is the sandbox's (shim.ring_pool). */
 typedef struct shim_proc {
     int pid; /* inside the sandbox */
     char tag[128];
     json_t *config;     /* {cmd, args, envs, cwd} as started; owned */
     int stdin_fd;       /* our write end, -1 once closed */
     int out_fd, err_fd; /* our read ends, -1 at EOF */
-    abx_outbuf out, err;
+    abx_ring out, err;
     bool exited;
     int wait_status;
     uint64_t exited_at_ms;
@@ -181,15 +175,6 @@ int abx__shim_proc_write_stdin(shim *sh, int pid, const void *buf, size_t len);
 int abx__shim_proc_close_stdin(shim *sh, int pid);
 /* A pty process's terminal size; -ABX_E* when it has no pty or is gone. */
 int abx__shim_proc_resize(shim *sh, int pid, unsigned rows, unsigned cols);
-/* Copies up to max bytes from offset *off of buf into out; returns bytes
- * copied and advances *off; sets *truncated when bytes before *off were
- * dropped (then *off first jumps to the oldest byte kept). Lock held. */
-size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated);
-/* Appends, growing the ring while its pool allows (at least to
- * ABX_BOUND_RING_MIN); lock held. */
-void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len);
-/* Frees the ring and gives its bytes back to its pool; lock held. */
-void abx__outbuf_release(abx_outbuf *b);
 /* True when the process has exited and its output is complete (pipes at
  * EOF, or a short grace after exit for descendants holding them). Lock held. */
 bool abx__shim_proc_finished_locked(const shim_proc *p);

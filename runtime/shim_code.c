@@ -363,7 +363,7 @@ static void await_reply(shim *sh, code_context *c, unsigned id, const cell_reque
             break;
         bool trunc = false, got = false;
         size_t n;
-        while (!o->reply && (n = abx__outbuf_read_locked(&p->out, &c->out_off, buf, 65536, &trunc)) > 0) {
+        while (!o->reply && (n = abx__ring_read(&p->out, &c->out_off, buf, 65536, &trunc)) > 0) {
             size_t used = 0;
             o->reply = abx__reply_scan_feed(&scan, buf, n, id, &used);
             c->out_off -= n - used; /* what follows the reply is the next call's */

@@ -228,14 +228,14 @@ static void stream_next(stream_ctx *s)
             continue;
         }
         bool trunc = false;
-        size_t n = abx__outbuf_read_locked(&p->out, &s->out_off, buf, chunk, &trunc);
+        size_t n = abx__ring_read(&p->out, &s->out_off, buf, chunk, &trunc);
         if (n > 0) {
             if (p->paused)
                 abx__shim_wake(sh); /* room again: read the pipe on */
             stream_set(s, 0, data_event(p->pty_master >= 0 ? "pty" : "stdout", buf, n));
             break;
         }
-        n = abx__outbuf_read_locked(&p->err, &s->err_off, buf, chunk, &trunc);
+        n = abx__ring_read(&p->err, &s->err_off, buf, chunk, &trunc);
         if (n > 0) {
             if (p->paused)
                 abx__shim_wake(sh);
@@ -683,8 +683,8 @@ static enum MHD_Result abx_output(shim *sh, struct MHD_Connection *c)
     }
     char *out = malloc(ABX_OUTBUF_CAP), *errb = malloc(ABX_OUTBUF_CAP);
     bool tout = false, terr = false;
-    size_t no = out ? abx__outbuf_read_locked(&p->out, &out_off, out, ABX_OUTBUF_CAP, &tout) : 0;
-    size_t ne = errb ? abx__outbuf_read_locked(&p->err, &err_off, errb, ABX_OUTBUF_CAP, &terr) : 0;
+    size_t no = out ? abx__ring_read(&p->out, &out_off, out, ABX_OUTBUF_CAP, &tout) : 0;
+    size_t ne = errb ? abx__ring_read(&p->err, &err_off, errb, ABX_OUTBUF_CAP, &terr) : 0;
     bool finished = abx__shim_proc_finished_locked(p);
     json_t *doc =
         json_pack("{s:i, s:s, s:I, s:I, s:b, s:b}", "pid", p->pid, "status", finished ? "exited" : "running",

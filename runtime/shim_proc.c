@@ -36,77 +36,6 @@
 #define SPAWN_WAIT_S 15
 #define SHIM_READ_CHUNK 65536
 
-void abx__outbuf_append(abx_outbuf *b, const char *data, size_t len)
-{
-    if (len == 0)
-        return;
-    if (b->total + len > b->cap && b->cap < ABX_OUTBUF_CAP && b->total <= b->cap) {
-        /* still linear (nothing wrapped yet): grow in place, within the pool */
-        size_t want = b->cap ? b->cap * 2 : ABX_BOUND_RING_MIN;
-        while (want < b->total + len && want < ABX_OUTBUF_CAP)
-            want *= 2;
-        if (want > ABX_OUTBUF_CAP)
-            want = ABX_OUTBUF_CAP;
-        /* the first ABX_BOUND_RING_MIN bytes of a ring are not charged */
-        size_t charged = b->cap > ABX_BOUND_RING_MIN ? b->cap : ABX_BOUND_RING_MIN;
-        size_t grow = want > charged ? want - charged : 0;
-        if (b->pool && grow > *b->pool) /* the pool is spent: keep this size */
-            want = b->cap ? b->cap : ABX_BOUND_RING_MIN;
-        char *grown = want > b->cap ? realloc(b->data, want) : NULL;
-        if (grown) {
-            if (b->pool && want > charged)
-                *b->pool -= want - charged;
-            b->data = grown;
-            b->cap = want;
-        }
-    }
-    if (b->cap == 0) {
-        b->total += len; /* no memory: count it as dropped */
-        return;
-    }
-    if (len > b->cap) { /* only the tail can be kept */
-        b->total += len - b->cap;
-        data += len - b->cap;
-        len = b->cap;
-    }
-    size_t pos = (size_t)(b->total % b->cap);
-    size_t first = len < b->cap - pos ? len : b->cap - pos;
-    memcpy(b->data + pos, data, first);
-    memcpy(b->data, data + first, len - first);
-    b->total += len;
-}
-
-void abx__outbuf_release(abx_outbuf *b)
-{
-    if (b->pool && b->cap > ABX_BOUND_RING_MIN)
-        *b->pool += b->cap - ABX_BOUND_RING_MIN; /* the first RING_MIN never came from the pool */
-    free(b->data);
-    b->data = NULL;
-    b->cap = 0;
-}
-
-size_t abx__outbuf_read_locked(const abx_outbuf *b, uint64_t *off, char *out, size_t max, bool *truncated)
-{
-    uint64_t oldest = b->total > b->cap ? b->total - b->cap : 0;
-    if (*off < oldest) {
-        *truncated = true;
-        *off = oldest;
-    }
-    if (*off > b->total)
-        *off = b->total;
-    size_t n = (size_t)(b->total - *off);
-    if (n > max)
-        n = max;
-    if (n == 0)
-        return 0;
-    size_t pos = (size_t)(*off % b->cap);
-    size_t first = n < b->cap - pos ? n : b->cap - pos;
-    memcpy(out, b->data + pos, first);
-    memcpy(out + first, b->data, n - first);
-    *off += n;
-    return n;
-}
-
 /* Bytes waiting in a pipe the event loop has not read yet. */
 static bool pipe_has_data(int fd)
 {
@@ -154,19 +83,10 @@ void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off)
     abx__shim_wake(sh);
 }
 
-/* The size b can reach without dropping: its full size while it has not
- * wrapped and its pool can pay for that, else the size it has. */
-static size_t ring_capacity_locked(const abx_outbuf *b)
-{
-    size_t now = b->cap > ABX_BOUND_RING_MIN ? b->cap : ABX_BOUND_RING_MIN;
-    bool can_grow = b->total <= b->cap && (!b->pool || *b->pool >= ABX_OUTBUF_CAP - now);
-    return can_grow ? ABX_OUTBUF_CAP : now;
-}
-
 size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream)
 {
-    const abx_outbuf *b = err_stream ? &p->err : &p->out;
-    size_t room = SHIM_READ_CHUNK, cap = ring_capacity_locked(b);
+    const abx_ring *b = err_stream ? &p->err : &p->out;
+    size_t room = SHIM_READ_CHUNK, cap = abx__ring_capacity(b);
     if (p->awaiting_stream) /* as a stream at offset 0 would */
         room = b->total < cap ? (cap - (size_t)b->total < room ? cap - (size_t)b->total : room) : 0;
     for (int i = 0; i < p->nstreams; i++) {
@@ -212,8 +132,8 @@ void abx__shim_proc_free(shim_proc *p)
             close(p->save_fd[i]);
     if (p->pty_master >= 0)
         close(p->pty_master);
-    abx__outbuf_release(&p->out);
-    abx__outbuf_release(&p->err);
+    abx__ring_release(&p->out);
+    abx__ring_release(&p->err);
     json_decref(p->config);
     free(p);
 }
@@ -641,7 +561,7 @@ static bool save_write(shim_proc *p, int i, const char *data, size_t n)
  * holds from before the chunk is written first. Lock: mu held. */
 static void save_output_locked(shim *sh, shim_proc *p, int i, const char *chunk, size_t n)
 {
-    abx_outbuf *b = i ? &p->err : &p->out;
+    abx_ring *b = i ? &p->err : &p->out;
     if (!p->save_after || b->total <= p->save_after || p->save_ended[i])
         return;
     if (p->save_fd[i] < 0) {
@@ -654,7 +574,7 @@ static void save_output_locked(shim *sh, shim_proc *p, int i, const char *chunk,
         bool trunc = false;
         while (off < upto) {
             size_t want = upto - off < sizeof earlier ? (size_t)(upto - off) : sizeof earlier;
-            size_t got = abx__outbuf_read_locked(b, &off, earlier, want, &trunc);
+            size_t got = abx__ring_read(b, &off, earlier, want, &trunc);
             if (got == 0 || !save_write(p, i, earlier, got)) {
                 save_end_locked(p, i);
                 return;
@@ -686,7 +606,7 @@ void abx__shim_on_output(shim *sh, int fd)
             while (n < 0 && errno == EINTR);
         }
         if (n > 0 && room > 0) {
-            abx__outbuf_append(is_err ? &p->err : &p->out, buf, (size_t)n);
+            abx__ring_append(is_err ? &p->err : &p->out, buf, (size_t)n);
             save_output_locked(sh, p, is_err, buf, (size_t)n);
         } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
             close(fd);
