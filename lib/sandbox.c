@@ -30,6 +30,23 @@ static const abx_provider *provider_named(const char *name)
     return NULL;
 }
 
+/* ---- errors across the provider boundary ------------------------------------- */
+
+/* A provider's fault (the host, the runtime, I/O, the provider itself, an
+ * internal error) gains the operation and the sandbox as context on its
+ * way up (crun's error wrap); a caller's own mistake (validation, not
+ * found, a limit, a capability) keeps the words it has, which front ends
+ * show as they are. Returns rc. */
+static int at_provider(abx_error **err, int rc, const char *what, const char *id)
+{
+    if (rc >= 0 || !err || !*err)
+        return rc;
+    const char *cat = abx_err_category(abx_error_code(*err));
+    bool fault = strcmp(cat, "internal") == 0 || strcmp(cat, "host") == 0 || strcmp(cat, "runtime") == 0 ||
+                 strcmp(cat, "io") == 0 || strcmp(cat, "provider") == 0;
+    return fault ? abx__error_wrap(err, rc, "%s %s", what, id) : rc;
+}
+
 /* ---- clients and handles --------------------------------------------------- */
 
 int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err)
@@ -99,7 +116,7 @@ int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const 
     json_t *policy = NULL;
     int rc = abx__net_policy_build(mode, allow_out, deny_out, "none", &policy, err);
     if (rc == 0)
-        rc = s->ops->set_network(s, policy, err);
+        rc = at_provider(err, s->ops->set_network(s, policy, err), "network of", s->qualified);
     json_decref(policy);
     return rc;
 }
@@ -255,7 +272,7 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         rc = abx__quota_reserve(c, networked, err);
     if (rc < 0)
         return rc;
-    rc = c->ops->create(c, o, out, err);
+    rc = at_provider(err, c->ops->create(c, o, out, err), "create on provider", c->provider);
     if (rc == 0)
         snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
     abx__quota_release(c, networked);
@@ -365,7 +382,7 @@ static int timeout_range(unsigned seconds, abx_error **err)
 int abx_sandbox_set_timeout(abx_sandbox *s, unsigned seconds, abx_error **err)
 {
     int rc = timeout_range(seconds, err);
-    return rc < 0 ? rc : s->ops->set_timeout(s, seconds, err);
+    return rc < 0 ? rc : at_provider(err, s->ops->set_timeout(s, seconds, err), "timeout of", s->qualified);
 }
 
 int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_error **err)
@@ -382,7 +399,7 @@ int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_e
 
 int abx_sandbox_kill(abx_sandbox *s, abx_error **err)
 {
-    return s->ops->kill(s, err);
+    return at_provider(err, s->ops->kill(s, err), "kill", s->qualified);
 }
 
 int abx_kill_by_id(abx_client *c, const char *id, abx_error **err)
@@ -487,7 +504,7 @@ int abx_sandbox_pause(abx_sandbox *s, abx_error **err)
 {
     if (!s->ops->pause)
         return abx__error_set(err, ABX_ENOTSUP, "pausing: provider '%s' cannot", s->ops->name);
-    return s->ops->pause(s, true, 0, err);
+    return at_provider(err, s->ops->pause(s, true, 0, err), "pause", s->qualified);
 }
 
 int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
@@ -496,7 +513,7 @@ int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
         return abx__error_set(err, ABX_EINVAL, "timeout: at most %u seconds", ABX_TIMEOUT_MAX_S);
     if (!s->ops->pause)
         return abx__error_set(err, ABX_ENOTSUP, "resuming: provider '%s' cannot", s->ops->name);
-    return s->ops->pause(s, false, timeout_s, err);
+    return at_provider(err, s->ops->pause(s, false, timeout_s, err), "resume", s->qualified);
 }
 
 int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)
@@ -504,7 +521,7 @@ int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error 
     memset(out, 0, sizeof *out);
     if (!s->ops->metrics)
         return abx__error_set(err, ABX_ENOTSUP, "metrics: provider '%s' has none", s->ops->name);
-    return s->ops->metrics(s, out, err);
+    return at_provider(err, s->ops->metrics(s, out, err), "metrics of", s->qualified);
 }
 
 int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)

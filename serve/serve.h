@@ -55,7 +55,7 @@ void serve_envd_release(envd_front *f);
 
 /* The most proxied requests one tenant may have in flight at once (each
  * holds at most SERVE_PROXY_BUFFER bytes of its stream in abx serve). */
-#define SERVE_INFLIGHT_PER_TENANT 64
+#define SERVE_INFLIGHT_PER_TENANT 128
 #define SERVE_PROXY_BUFFER (256u << 10)
 
 #endif

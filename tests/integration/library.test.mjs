@@ -105,3 +105,11 @@ int main(void)
   assert.equal(r.stdout, 'hello from a sandbox\n exit 7\n');
   assert.deepEqual(fs.readdirSync(path.join(H.home, 'sandboxes')), [], 'the killed sandbox left state');
 });
+
+test('two tenants on one client library: the other tenant\'s sandbox answers as an unknown id to every call, and is not touched', () => {
+  const check = path.join(path.dirname(abx), 'tests/abx-tenant-check');
+  const r = run(check, [], { env: { ...H.env, ABX_SHIM: path.join(path.dirname(abx), 'abx-shim') }, timeout: 120000 });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.ok(!/^FAIL/m.test(r.stdout), r.stdout);
+  assert.ok(r.stdout.split('\n').filter((l) => l.startsWith('ok ')).length >= 18, r.stdout);
+});

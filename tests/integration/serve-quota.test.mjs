@@ -92,3 +92,27 @@ test('a tenant holds at most its share of the uid pool (4 ranges, 50 %): the thi
     await stopServer(srv);
   }
 });
+
+test('a tenant holds at most its share of the network addresses (a pool of 4, 50 %): its third networked create is refused, not a networkless one', async () => {
+  const H = privateHome('abx-quota-net');
+  homes.push(H);
+  const env = { ...H.env, ABX_NET_POOL: '198.19.255.0/28' }; // 4 sandboxes' addresses, clear of other tests' pools
+  const { srv, api } = await serve(env);
+  try {
+    const body = { timeout: 120, allow_internet_access: true };
+    for (let i = 0; i < 2; i++) {
+      const r = await api('/v2/sandboxes', { method: 'POST', body });
+      assert.equal(r.status, 201, JSON.stringify(r.json));
+    }
+    const over = await api('/v2/sandboxes', { method: 'POST', body });
+    assert.equal(over.status, 429);
+    assert.match(over.json.message, /^E8030: .*network addresses/);
+    assert.equal((await api('/v2/sandboxes', { method: 'POST', body: { timeout: 120 } })).status, 201, 'a sandbox without a network');
+    for (let i = 0; i < 2; i++) {
+      const r = await api('/v2/sandboxes', { key: OTHER, method: 'POST', body });
+      assert.equal(r.status, 201, `the other key's networked create ${i + 1}: ${JSON.stringify(r.json)}`);
+    }
+  } finally {
+    await stopServer(srv);
+  }
+});
