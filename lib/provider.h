@@ -1,21 +1,22 @@
-/* provider.h: the seam between libabx's provider-neutral API (abx.h, served
- * by lib/sandbox.c and lib/sandbox_envd.c) and the providers behind it.
+/* provider.h: the seam between libabx's provider-neutral API (abx.h,
+ * served by lib/sandbox.c and lib/sandbox_envd.c) and the providers behind
+ * it, in two tables chosen once per sandbox, as crun keeps one table per
+ * handler: the control plane here (create, connect, info, list, timeout,
+ * kill, pause, network, metrics, templates, endpoints: one table per
+ * provider), and the data plane (processes, files: data_plane.h), which a
+ * provider picks for each sandbox it hands out (envd's, abx's shim's, or
+ * an exec plugin's own methods). A missing operation is E8004.
  *
- * A provider is a table of control-plane operations (as crun's handlers):
- * create, connect, info, list, timeout, kill, and what a provider may add
- * (read_output: the local shim's output rings). The data plane (processes,
- * files, code) speaks E2B's envd protocol to the handle's `envd`, whatever
- * the provider; a provider that has none will answer through operations of
- * its own (exec plugins, issue 10). A missing operation is E8004.
- *
- * Handles: sandbox.c makes the abx_sandbox; a provider fills `envd` and
- * `impl` (its own state, freed by free_impl) and the qualified id.
+ * Handles: sandbox.c makes the abx_sandbox; a provider fills `envd`,
+ * `data` and `impl` (its own state, freed by free_impl) and the qualified
+ * id.
  */
 #ifndef ABX_PROVIDER_H
 #define ABX_PROVIDER_H
 
 #include "abx/abx.h"
 #include "envd_client.h"
+#include "data_plane.h"
 #include <stdatomic.h>
 
 typedef struct abx_provider abx_provider;
@@ -38,10 +39,11 @@ struct abx_client {
 
 struct abx_sandbox {
     const abx_provider *ops;
-    char qualified[96];              /* "<provider>:<id>" */
-    abx_envd envd;                   /* the data plane */
-    void *impl;                      /* the provider's own; freed by ops->free_impl */
-    char shell[16];                  /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
+    char qualified[96];         /* "<provider>:<id>" */
+    abx_envd envd;              /* the envd data plane's connection (base URL "" without one) */
+    const abx_data_plane *data; /* the data plane (data_plane.h), chosen by the provider; envd's by default */
+    void *impl;                 /* the provider's own; freed by ops->free_impl */
+    char shell[16];             /* the shell inside ("/bin/bash", "/bin/sh"); "": as the host's */
     char tenant[ABX_TENANT_MAX + 1]; /* whom the provider recorded it for; "": nobody */
     char *notes; /* a remote provider's copy of the notes (JSON), or NULL; freed with the handle */
 };
@@ -64,9 +66,6 @@ struct abx_provider {
                 abx_error **err);
     int (*set_timeout)(abx_sandbox *s, unsigned seconds, abx_error **err);
     int (*kill)(abx_sandbox *s, abx_error **err);
-    int (*read_output)(abx_sandbox *s, int pid, unsigned long long stdout_offset,
-                       unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
-                       abx_error **err);
     void (*free_impl)(void *impl);
     /* Optional: pause (processes stopped, memory and files kept) or resume
      * with a new lifetime of timeout seconds (0: its last); E8001 when it
@@ -76,17 +75,6 @@ struct abx_provider {
     int (*connect_port)(abx_sandbox *s, unsigned port, int *fd, abx_error **err);
     /* Optional: what the sandbox uses now. */
     int (*metrics)(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
-    /* Optional: runs a shell command line for a sandbox without an envd data
-     * plane (an exec plugin's exec.run). */
-    int (*exec)(abx_sandbox *s, const char *command, const abx_exec_options *o, abx_exec_result *out,
-                abx_error **err);
-    /* Optional, for a sandbox without envd: a background task (*pid names
-     * it for read_output and what follows), a signal, bytes to its stdin
-     * (eof: then its end), the running processes as abx_sandbox_list_processes. */
-    int (*start)(abx_sandbox *s, const char *command, const abx_exec_options *o, int *pid, abx_error **err);
-    int (*signal)(abx_sandbox *s, int pid, int signal_number, abx_error **err);
-    int (*send_input)(abx_sandbox *s, int pid, const void *data, size_t len, bool eof, abx_error **err);
-    int (*list_processes)(abx_sandbox *s, char **json, abx_error **err);
     /* Optional, for sandboxes whose data plane keeps no task output for a
      * later reader (E2B clouds): the client's table of the background tasks
      * this process follows (lib/epp_exec.h), and in *ref another reference

@@ -166,6 +166,7 @@ static int handle_from(abx_client *c, json_t *record, abx_sandbox **out, abx_err
     bool envd = url && (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0);
     abx__envd_init(&s->envd, envd ? url : "", NULL,
                    envd ? json_string_value(json_object_get(record, "envd_access_token")) : NULL);
+    s->data = envd ? &abx__data_envd : &abx__data_plugin; /* no envd: the plugin's own methods */
     *out = s;
     return 0;
 }
@@ -768,6 +769,195 @@ static int epp_data_call(abx_sandbox *s, const char *capability, const char *met
     return call(es->client, capability, method, params, result, err);
 }
 
+/* ---- files through the plugin's files.* ---------------------------------------------- */
+
+#define PLUGIN_CHUNK (4u << 20) /* bytes a files.read or files.write carries */
+
+static int provider_call(abx_sandbox *s, const char *method, const char *user, json_t *params,
+                         json_t **result, abx_error **err)
+{
+    if (user) /* "root" or "user", checked by the caller */
+        json_object_set_new(params, "user", json_string(user));
+    return epp_data_call(s, "files.rw", method, params, result, err);
+}
+
+/* Uploads what fn gives in files.write chunks (the first one truncates). */
+static int plugin_upload(abx_sandbox *s, const char *path, const char *user, abx_envd_read_fn fn, void *ud,
+                         long long size, abx_error **err)
+{
+    (void)size;
+    char *buf = malloc(PLUGIN_CHUNK);
+    if (!buf)
+        return abx__error_set(err, ABX_ENOMEM, "upload");
+    unsigned long long offset = 0;
+    int rc = 0;
+    for (bool first = true; rc == 0; first = false) {
+        size_t n = 0, got;
+        while (n < PLUGIN_CHUNK && (got = fn(buf + n, PLUGIN_CHUNK - n, ud)) > 0)
+            n += got;
+        if (n == 0 && !first)
+            break;
+        char *b64 = abx__b64_encode(buf, n);
+        json_t *result = NULL;
+        rc = b64 ? provider_call(s, "files.write", user,
+                                 json_pack("{s:s, s:s, s:I, s:b}", "path", path, "content_b64", b64, "offset",
+                                           (json_int_t)offset, "truncate", first),
+                                 &result, err)
+                 : abx__error_set(err, ABX_ENOMEM, "upload");
+        free(b64);
+        json_decref(result);
+        offset += n;
+        if (n < PLUGIN_CHUNK)
+            break;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Downloads (a range of) a file in files.read chunks into fn. */
+static int plugin_download(abx_sandbox *s, const char *path, const char *user, abx_envd_range *range,
+                           abx_envd_write_fn fn, void *ud, abx_error **err)
+{
+    unsigned long long offset = range ? range->offset : 0, left = range ? range->length : ~0ull;
+    int rc = 0;
+    while (rc == 0 && left > 0) {
+        json_t *result = NULL;
+        unsigned long long want = left < PLUGIN_CHUNK ? left : PLUGIN_CHUNK;
+        rc = provider_call(s, "files.read", user,
+                           json_pack("{s:s, s:I, s:I}", "path", path, "offset", (json_int_t)offset, "length",
+                                     (json_int_t)want),
+                           &result, err);
+        if (rc < 0)
+            break;
+        char *data = NULL;
+        long n = abx__b64_decode(json_string_value(json_object_get(result, "content_b64")) ?: "", &data);
+        if (range)
+            range->file_size = json_integer_value(json_object_get(result, "size"));
+        bool eof = json_is_true(json_object_get(result, "eof"));
+        if (n < 0 || (unsigned long long)n > want)
+            rc = abx__error_set(err, ABX_EPROVIDER, "the provider answered files.read with bad content");
+        else if (n > 0 && fn(data, (size_t)n, ud) != (size_t)n)
+            rc = abx__error_set(err, ABX_EIO, "writing the read bytes failed");
+        free(data);
+        json_decref(result);
+        offset += n > 0 ? (unsigned long long)n : 0;
+        left -= n > 0 ? (unsigned long long)n : 0;
+        if (eof || n <= 0)
+            break;
+    }
+    return rc;
+}
+
+/* An EPP Entry ({name, type: file|dir|symlink, path, size, mode, mtime};
+ * "modified_time" is read too, as abx's first plugins wrote it) as envd's
+ * EntryInfo, which the listing code reads. */
+static json_t *envd_entry_from_plugin(json_t *e)
+{
+    const char *type = json_string_value(json_object_get(e, "type"));
+    char size[32], perms[11];
+    snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(e, "size")));
+    unsigned mode = (unsigned)json_integer_value(json_object_get(e, "mode"));
+    perms[0] = !type ? '-' : strcmp(type, "dir") == 0 ? 'd' : strcmp(type, "symlink") == 0 ? 'l' : '-';
+    for (int i = 0; i < 9; i++)
+        perms[i + 1] = (mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
+    perms[10] = '\0';
+    json_t *out = json_pack(
+        "{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
+        type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
+        json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"), "permissions", perms,
+        "modifiedTime", json_object_get(e, json_object_get(e, "mtime") ? "mtime" : "modified_time"));
+    if (out && type && strcmp(type, "symlink") == 0)
+        json_object_set_new(out, "symlinkTarget", json_string(""));
+    return out;
+}
+
+/* envd's filesystem calls, served by the provider's files.* instead. */
+static int plugin_fs(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
+                     abx_error **err)
+{
+    const char *path = json_string_value(json_object_get(req, "path"));
+    json_t *result = NULL;
+    int rc;
+    if (strcmp(method, "/filesystem.Filesystem/Stat") == 0) {
+        rc = provider_call(s, "files.stat", user, json_pack("{s:s}", "path", path), &result, err);
+        if (rc == 0)
+            *resp = json_pack("{s:o}", "entry", envd_entry_from_plugin(result));
+    } else if (strcmp(method, "/filesystem.Filesystem/ListDir") == 0) {
+        rc = provider_call(s, "files.list", user,
+                           json_pack("{s:s, s:O}", "path", path, "depth", json_object_get(req, "depth")),
+                           &result, err);
+        json_t *entries = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(result, "entries"), i, e)
+            json_array_append_new(entries, envd_entry_from_plugin(e));
+        if (rc == 0)
+            *resp = json_pack("{s:o}", "entries", entries);
+        else
+            json_decref(entries);
+    } else if (strcmp(method, "/filesystem.Filesystem/MakeDir") == 0) {
+        rc = provider_call(s, "files.mkdir", user, json_pack("{s:s, s:b}", "path", path, "parents", 1),
+                           &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else if (strcmp(method, "/filesystem.Filesystem/Remove") == 0) {
+        rc = provider_call(s, "files.remove", user, json_pack("{s:s, s:b}", "path", path, "recursive", 1),
+                           &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else if (strcmp(method, "/filesystem.Filesystem/Move") == 0) {
+        rc = provider_call(s, "files.move", user,
+                           json_pack("{s:O, s:O}", "from", json_object_get(req, "source"), "to",
+                                     json_object_get(req, "destination")),
+                           &result, err);
+        if (rc == 0)
+            *resp = json_object();
+    } else {
+        rc = abx__error_set(err, ABX_ENOTSUP, "this provider has no %s", method);
+    }
+    json_decref(result);
+    json_decref(req);
+    return rc;
+}
+
+/* ---- the plugin's data plane (data_plane.h) ------------------------------------------ */
+
+/* A command as one shell command line: the plugin runs it its own way. */
+static int plugin_exec(abx_sandbox *s, const char *const *argv, const char *command,
+                       const abx_exec_options *o, abx_exec_result *out, abx_error **err)
+{
+    char *quoted = argv ? abx__quoted_command(argv) : NULL;
+    int rc = argv && !quoted ? abx__error_set(err, ABX_ENOMEM, "command")
+                             : epp_exec(s, quoted ? quoted : command, o, out, err);
+    free(quoted);
+    return rc;
+}
+
+static int plugin_start(abx_sandbox *s, const char *const *argv, const char *command,
+                        const abx_exec_options *o, int *pid, abx_error **err)
+{
+    char *quoted = argv ? abx__quoted_command(argv) : NULL;
+    int rc = argv && !quoted ? abx__error_set(err, ABX_ENOMEM, "command")
+                             : epp_start(s, quoted ? quoted : command, o, pid, err);
+    free(quoted);
+    return rc;
+}
+
+const abx_data_plane abx__data_plugin = {
+    .name = "plugin",
+    .code_interpreter = false,
+    .tasks_outlive_client = false, /* they live in the plugin process of this client */
+    .exec = plugin_exec,
+    .start = plugin_start,
+    .read_output = epp_read_output,
+    .signal = epp_signal,
+    .send_input = epp_send_input,
+    .list_processes = epp_list_processes,
+    .upload = plugin_upload,
+    .download = plugin_download,
+    .fs = plugin_fs,
+};
+
 /* sandbox.pause / sandbox.resume (the plugin declared sandbox.pause). */
 static int epp_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
 {
@@ -802,13 +992,7 @@ const abx_provider abx__provider_epp = {
     .set_timeout = epp_set_timeout,
     .kill = epp_kill,
     .pause = epp_pause,
-    .read_output = epp_read_output,
     .free_impl = epp_free_impl,
-    .exec = epp_exec,
-    .start = epp_start,
-    .signal = epp_signal,
-    .send_input = epp_send_input,
-    .list_processes = epp_list_processes,
     .free_state = epp_free_state,
     .data_call = epp_data_call,
 };

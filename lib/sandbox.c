@@ -143,6 +143,7 @@ abx_sandbox *abx__sandbox_new(const abx_provider *ops, const char *qualified)
     if (!s)
         return NULL;
     s->ops = ops;
+    s->data = &abx__data_envd; /* a provider that speaks otherwise says so when it fills the handle */
     snprintf(s->qualified, sizeof s->qualified, "%s", qualified);
     return s;
 }
@@ -412,60 +413,6 @@ int abx_kill_by_id(abx_client *c, const char *id, abx_error **err)
     return rc;
 }
 
-/* ---- a background process's buffered output ------------------------------------- */
-
-void abx_process_output_clear(abx_process_output *o)
-{
-    if (!o)
-        return;
-    free(o->stdout_data);
-    free(o->stderr_data);
-    memset(o, 0, sizeof *o);
-}
-
-/* A task this process follows (sandbox_envd.c's start_followed). */
-static int followed_output(abx_sandbox *s, int pid, unsigned long long so, unsigned long long se,
-                           unsigned wait_ms, abx_process_output *out, abx_error **err)
-{
-    abx_client *ref = NULL;
-    abx_epp_execs *table = s->ops->task_table(s, &ref);
-    char why[200] = "";
-    int rc = table ? abx__epp_execs_read(table, NULL, pid, so, se, wait_ms > 600000 ? 600000 : wait_ms, out,
-                                         why, sizeof why)
-                   : -ABX_ENOMEM;
-    abx_client_free(ref);
-    if (rc == -ABX_EPROVIDER) { /* what came stays readable; the end is unknown */
-        out->running = false;
-        out->exit_code = -1;
-        return 0;
-    }
-    if (rc == -ABX_ENOTASK)
-        return abx__error_set(err, ABX_ENOTASK,
-                              "no task %d here: a task's output is kept by the abx process that "
-                              "started it (one MCP session)",
-                              pid);
-    return rc < 0 ? abx__error_set(err, -rc, "task output") : 0;
-}
-
-int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
-                            unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
-                            abx_error **err)
-{
-    memset(out, 0, sizeof *out);
-    if (pid <= 0)
-        return abx__error_set(err, ABX_EINVAL, "task: expected a process id");
-    if (!s->ops->read_output && s->ops->task_table)
-        return followed_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);
-    if (!s->ops->read_output)
-        return abx__error_set(err, ABX_ENOTSUP, "reading a task's buffered output: the provider cannot");
-    return s->ops->read_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err);
-}
-
-bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s)
-{
-    return s && s->envd.base_url[0];
-}
-
 int abx_sandbox_port_url(abx_sandbox *s, unsigned port, char **url, abx_error **err)
 {
     *url = NULL;
@@ -493,11 +440,6 @@ int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const cha
                               s->ops->name);
     }
     return s->ops->data_call(s, capability, method, params, result, err);
-}
-
-bool abx_sandbox_has_code_interpreter(const abx_sandbox *s)
-{
-    return s && s->envd.base_url[0];
 }
 
 int abx_sandbox_pause(abx_sandbox *s, abx_error **err)

@@ -1,7 +1,11 @@
-/* sandbox_envd.c: the data plane of abx.h (processes, code, files) over
- * E2B's envd protocol (envd_client.c), the same for every provider whose
- * sandboxes speak it (the local shim, E2B-protocol clouds, exec plugins
- * that hand a sandbox over with an envd_url).
+/* sandbox_envd.c: the data plane of abx.h (processes, code, files): the
+ * public calls, which check their arguments once and go through the
+ * sandbox's data plane (data_plane.h), and the two planes that speak E2B's
+ * envd protocol (envd_client.c): abx__data_shim (abx's own shim: the
+ * local provider, background output from the shim's rings) and
+ * abx__data_envd (any other envd: E2B hosts, exec plugins that hand a
+ * sandbox over with an envd_url; background tasks followed by this
+ * process). An exec plugin's own plane is lib/provider_epp.c's.
  *
  * Owns: exec (streamed, with stdin, a terminal, cancel and saved outputs),
  * background processes, signals and stdin, the code interpreter
@@ -247,9 +251,7 @@ static int kill_pid(abx_sandbox *s, int pid)
     return rc;
 }
 
-/* Runs argv (no shell) and waits: the primitive under abx_sandbox_exec. */
-/* argv as one shell command line, each word single-quoted (the caller frees). */
-static char *quoted_command(const char *const *argv)
+char *abx__quoted_command(const char *const *argv)
 {
     size_t len = 1;
     for (size_t i = 0; argv[i]; i++)
@@ -275,27 +277,16 @@ static char *quoted_command(const char *const *argv)
     return out;
 }
 
-int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
-                          abx_exec_result *out, abx_error **err)
+/* envd's exec: argv, or command through the sandbox's shell; waits. */
+static int envd_exec(abx_sandbox *s, const char *const *argv, const char *command,
+                     const abx_exec_options *opts, abx_exec_result *out, abx_error **err)
 {
-    if (!s->envd.base_url[0] && s->ops->exec && argv && argv[0] && argv[0][0]) {
-        memset(out, 0, sizeof *out);
-        char *command = quoted_command(argv);
-        int rc =
-            command ? s->ops->exec(s, command, opts, out, err) : abx__error_set(err, ABX_ENOMEM, "command");
-        free(command);
-        return rc;
+    const char *shell[5] = {NULL};
+    if (!argv) {
+        shell_argv(s, command, shell);
+        argv = shell;
     }
-    abx_exec_options none;
-    memset(&none, 0, sizeof none);
-    if (!opts)
-        opts = &none;
-    memset(out, 0, sizeof *out);
-    int rc = check_user(opts->user, err);
-    if (rc < 0)
-        return rc;
-    if (!argv || !argv[0] || !argv[0][0])
-        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    int rc = 0;
     json_t *req = start_request(argv, opts, opts->with_stdin, err, &rc);
     if (rc < 0) {
         json_decref(req);
@@ -340,20 +331,34 @@ int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exe
     return rc;
 }
 
+static const abx_exec_options no_options;
+
+int abx_sandbox_exec_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                          abx_exec_result *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!opts)
+        opts = &no_options;
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    if (!argv || !argv[0] || !argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    return s->data->exec(s, argv, NULL, opts, out, err);
+}
+
 int abx_sandbox_exec(abx_sandbox *s, const char *command, const abx_exec_options *opts, abx_exec_result *out,
                      abx_error **err)
 {
-    if (!command || !*command) {
-        memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out);
+    if (!opts)
+        opts = &no_options;
+    int rc = check_user(opts->user, err);
+    if (rc < 0)
+        return rc;
+    if (!command || !*command)
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
-    }
-    if (!s->envd.base_url[0] && s->ops->exec) { /* no envd: the provider's own exec */
-        memset(out, 0, sizeof *out);
-        return s->ops->exec(s, command, opts, out, err);
-    }
-    const char *argv[5] = {NULL};
-    shell_argv(s, command, argv);
-    return abx_sandbox_exec_argv(s, argv, opts, out, err);
+    return s->data->exec(s, NULL, command, opts, out, err);
 }
 
 /* ---- background tasks this process follows -------------------------------------------
@@ -477,35 +482,27 @@ static int start_followed(abx_sandbox *s, json_t *req, const abx_exec_options *o
     return *pid ? 0 : abx__error_set(err, ABX_ENOTRUNNING, "the sandbox did not start the task");
 }
 
-int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
-                                      int *pid, abx_error **err)
+/* envd's background start: the stream is read up to the start event
+ * (follow: on, into the task table, by a thread of this process). */
+static int envd_start_as(abx_sandbox *s, const char *const *argv, const char *command,
+                         const abx_exec_options *opts, int *pid, bool follow, abx_error **err)
 {
-    abx_exec_options none;
-    memset(&none, 0, sizeof none);
-    if (!opts)
-        opts = &none;
-    *pid = 0;
-    if (!argv || !argv[0] || !argv[0][0])
-        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
-    int rc = check_user(opts->user, err);
-    if (rc < 0)
-        return rc;
-    if (!s->envd.base_url[0] && s->ops->start) { /* no envd: the provider's own tasks */
-        char *command = quoted_command(argv);
-        rc = command ? s->ops->start(s, command, opts, pid, err) : abx__error_set(err, ABX_ENOMEM, "command");
-        free(command);
-        return rc;
+    const char *shell[5] = {NULL};
+    if (!argv) {
+        shell_argv(s, command, shell);
+        argv = shell;
     }
+    int rc = 0;
     json_t *req = start_request(argv, opts, true, err, &rc);
     if (rc < 0) {
         json_decref(req);
         return rc;
     }
-    if (s->ops->task_table) /* the sandbox keeps no output for us: this process follows it */
+    if (follow && s->ops->task_table) /* the sandbox keeps no output for us: this process follows it */
         return start_followed(s, req, opts, pid, err);
     abx_exec_result unused;
     memset(&unused, 0, sizeof unused);
-    exec_state st = {.opts = &none, .result = &unused, .stop_at_start = true};
+    exec_state st = {.opts = &no_options, .result = &unused, .stop_at_start = true};
     rc = abx__envd_stream(&s->envd, "/process.Process/Start", user_of(opts->user), req, 0, exec_event, &st,
                           NULL, err);
     json_decref(req);
@@ -517,19 +514,40 @@ int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, c
     return 0;
 }
 
+static int shim_start(abx_sandbox *s, const char *const *argv, const char *command, const abx_exec_options *o,
+                      int *pid, abx_error **err)
+{
+    return envd_start_as(s, argv, command, o, pid, false, err);
+}
+
+static int envd_start(abx_sandbox *s, const char *const *argv, const char *command, const abx_exec_options *o,
+                      int *pid, abx_error **err)
+{
+    return envd_start_as(s, argv, command, o, pid, true, err);
+}
+
+int abx_sandbox_start_background_argv(abx_sandbox *s, const char *const *argv, const abx_exec_options *opts,
+                                      int *pid, abx_error **err)
+{
+    *pid = 0;
+    if (!opts)
+        opts = &no_options;
+    if (!argv || !argv[0] || !argv[0][0])
+        return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
+    int rc = check_user(opts->user, err);
+    return rc < 0 ? rc : s->data->start(s, argv, NULL, opts, pid, err);
+}
+
 int abx_sandbox_start_background(abx_sandbox *s, const char *command, const abx_exec_options *opts, int *pid,
                                  abx_error **err)
 {
     *pid = 0;
+    if (!opts)
+        opts = &no_options;
     if (!command || !*command)
         return abx__error_set(err, ABX_EINVAL, "command: must not be empty");
-    if (!s->envd.base_url[0] && s->ops->start) {
-        int rc = check_user(opts ? opts->user : NULL, err);
-        return rc < 0 ? rc : s->ops->start(s, command, opts, pid, err);
-    }
-    const char *argv[5] = {NULL};
-    shell_argv(s, command, argv);
-    return abx_sandbox_start_background_argv(s, argv, opts, pid, err);
+    int rc = check_user(opts->user, err);
+    return rc < 0 ? rc : s->data->start(s, NULL, command, opts, pid, err);
 }
 
 static int process_call(abx_sandbox *s, const char *method, json_t *req, abx_error **err)
@@ -541,13 +559,8 @@ static int process_call(abx_sandbox *s, const char *method, json_t *req, abx_err
     return rc;
 }
 
-int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
+static int envd_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
 {
-    if (pid <= 0 || sig <= 0 || sig >= 65)
-        return abx__error_set(err, ABX_EINVAL,
-                              "signal: expected a process id and a signal number from 1 to 64");
-    if (!s->envd.base_url[0] && s->ops->signal)
-        return s->ops->signal(s, pid, sig, err);
     return process_call(s, "/process.Process/SendSignal",
                         json_pack("{s:{s:{s:i}}, s:i}", "process", "selector", "pid", pid, "signal", sig),
                         err);
@@ -567,14 +580,15 @@ static int send_input(abx_sandbox *s, int pid, const char *kind, const void *dat
     return rc;
 }
 
-int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+static int envd_send_input(abx_sandbox *s, int pid, const void *data, size_t len, bool eof, abx_error **err)
 {
-    if (!s->envd.base_url[0] && s->ops->send_input)
-        return s->ops->send_input(s, pid, data, len, false, err);
+    if (eof)
+        return process_call(s, "/process.Process/CloseStdin",
+                            json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid), err);
     return send_input(s, pid, "stdin", data, len, err);
 }
 
-int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
+static int envd_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
 {
     return process_call(s, "/process.Process/Update",
                         json_pack("{s:{s:{s:i}}, s:{s:{s:i, s:i}}}", "process", "selector", "pid", pid, "pty",
@@ -582,18 +596,8 @@ int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols
                         err);
 }
 
-int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
+static int envd_list_processes(abx_sandbox *s, char **json, abx_error **err)
 {
-    if (!s->envd.base_url[0] && s->ops->send_input)
-        return s->ops->send_input(s, pid, "", 0, true, err);
-    return process_call(s, "/process.Process/CloseStdin",
-                        json_pack("{s:{s:{s:i}}}", "process", "selector", "pid", pid), err);
-}
-
-int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
-{
-    if (!s->envd.base_url[0] && s->ops->list_processes)
-        return s->ops->list_processes(s, json, err);
     json_t *resp = NULL;
     int rc = abx__envd_unary(&s->envd, "/process.Process/List", NULL, NULL, &resp, err);
     if (rc < 0)
@@ -602,6 +606,132 @@ int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
     *json = list ? json_dumps(list, JSON_COMPACT) : strdup("[]");
     json_decref(resp);
     return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "processes");
+}
+
+/* A slot the sandbox's data plane leaves empty. */
+static int cannot(const abx_sandbox *s, const char *what, abx_error **err)
+{
+    return abx__error_set(err, ABX_ENOTSUP, "%s: provider '%s' cannot", what, s->ops->name);
+}
+
+int abx_sandbox_signal(abx_sandbox *s, int pid, int sig, abx_error **err)
+{
+    if (pid <= 0 || sig <= 0 || sig >= 65)
+        return abx__error_set(err, ABX_EINVAL,
+                              "signal: expected a process id and a signal number from 1 to 64");
+    return s->data->signal ? s->data->signal(s, pid, sig, err) : cannot(s, "signals", err);
+}
+
+int abx_sandbox_send_stdin(abx_sandbox *s, int pid, const void *data, size_t len, abx_error **err)
+{
+    return s->data->send_input ? s->data->send_input(s, pid, data, len, false, err) : cannot(s, "stdin", err);
+}
+
+int abx_sandbox_close_stdin(abx_sandbox *s, int pid, abx_error **err)
+{
+    return s->data->send_input ? s->data->send_input(s, pid, "", 0, true, err) : cannot(s, "stdin", err);
+}
+
+int abx_sandbox_pty_resize(abx_sandbox *s, int pid, unsigned rows, unsigned cols, abx_error **err)
+{
+    return s->data->pty_resize ? s->data->pty_resize(s, pid, rows, cols, err) : cannot(s, "terminals", err);
+}
+
+int abx_sandbox_list_processes(abx_sandbox *s, char **json, abx_error **err)
+{
+    *json = NULL;
+    return s->data->list_processes ? s->data->list_processes(s, json, err)
+                                   : cannot(s, "listing processes", err);
+}
+
+void abx_process_output_clear(abx_process_output *o)
+{
+    if (!o)
+        return;
+    free(o->stdout_data);
+    free(o->stderr_data);
+    memset(o, 0, sizeof *o);
+}
+
+int abx_sandbox_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                            unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                            abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (pid <= 0)
+        return abx__error_set(err, ABX_EINVAL, "task: expected a process id");
+    return s->data->read_output
+               ? s->data->read_output(s, pid, stdout_offset, stderr_offset, wait_ms, out, err)
+               : cannot(s, "reading a task's buffered output", err);
+}
+
+bool abx_sandbox_tasks_outlive_client(const abx_sandbox *s)
+{
+    return s && s->data->tasks_outlive_client;
+}
+
+bool abx_sandbox_has_code_interpreter(const abx_sandbox *s)
+{
+    return s && s->data->code_interpreter;
+}
+
+/* ---- background output: the shim's rings, or what this process follows ---------------- */
+
+/* The shim keeps each process's last output in rings, read by offset
+ * (GET /abx/output: abx's own extension of envd). */
+static int shim_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
+                            unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
+                            abx_error **err)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/abx/output?pid=%d&stdout_offset=%llu&stderr_offset=%llu&wait=%u", pid,
+             stdout_offset, stderr_offset, wait_ms > 600000 ? 600000 : wait_ms);
+    json_t *doc = NULL;
+    int rc = abx__envd_json(&s->envd, "GET", path, NULL, &doc, err);
+    if (rc < 0)
+        return rc;
+    out->pid = pid;
+    out->running = strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "running") == 0;
+    out->exit_code = out->running ? 0 : (int)json_integer_value(json_object_get(doc, "exit_code"));
+    out->stdout_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stdout_offset"));
+    out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
+    out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
+                     json_is_true(json_object_get(doc, "stderr_truncated"));
+    out->stdout_data =
+        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
+    out->stderr_data =
+        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
+    json_decref(doc);
+    if (!out->stdout_data || !out->stderr_data) {
+        abx_process_output_clear(out);
+        return abx__error_set(err, ABX_ENOMEM, "output");
+    }
+    return 0;
+}
+
+int abx__data_followed_output(abx_sandbox *s, int pid, unsigned long long so, unsigned long long se,
+                              unsigned wait_ms, abx_process_output *out, abx_error **err)
+{
+    if (!s->ops->task_table)
+        return cannot(s, "reading a task's buffered output", err);
+    abx_client *ref = NULL;
+    abx_epp_execs *table = s->ops->task_table(s, &ref);
+    char why[200] = "";
+    int rc = table ? abx__epp_execs_read(table, NULL, pid, so, se, wait_ms > 600000 ? 600000 : wait_ms, out,
+                                         why, sizeof why)
+                   : -ABX_ENOMEM;
+    abx_client_free(ref);
+    if (rc == -ABX_EPROVIDER) { /* what came stays readable; the end is unknown */
+        out->running = false;
+        out->exit_code = -1;
+        return 0;
+    }
+    if (rc == -ABX_ENOTASK)
+        return abx__error_set(err, ABX_ENOTASK,
+                              "no task %d here: a task's output is kept by the abx process that "
+                              "started it (one MCP session)",
+                              pid);
+    return rc < 0 ? abx__error_set(err, -rc, "task output") : 0;
 }
 
 /* ---- code ---------------------------------------------------------------- */
@@ -618,6 +748,8 @@ int abx_sandbox_run_code(abx_sandbox *s, const char *code, const abx_code_option
     memset(out, 0, sizeof *out);
     if (!code)
         return abx__error_set(err, ABX_EINVAL, "code: required");
+    if (!s->data->code_interpreter)
+        return cannot(s, "a code interpreter", err);
     int rc = 0;
     json_t *req = abx__code_request(code, opts, err, &rc);
     if (!req)
@@ -662,163 +794,25 @@ static int check_file_args(const char *user, const char *path, abx_error **err)
     return 0;
 }
 
-/* ---- files through a provider's own calls (no envd: an exec plugin's files.*) ---- */
+/* ---- files over envd ------------------------------------------------------- */
 
-#define PLUGIN_CHUNK (4u << 20) /* bytes a files.read or files.write carries */
-
-static bool via_provider(const abx_sandbox *s)
-{
-    return !s->envd.base_url[0] && s->ops->data_call;
-}
-
-static int provider_call(abx_sandbox *s, const char *method, const char *user, json_t *params,
-                         json_t **result, abx_error **err)
-{
-    if (user)
-        if (user_of(user))
-            json_object_set_new(params, "user", json_string(user_of(user)));
-    return s->ops->data_call(s, "files.rw", method, params, result, err);
-}
-
-/* Uploads what fn gives in files.write chunks (the first one truncates). */
-static int data_upload(abx_sandbox *s, const char *path, const char *user, abx_envd_read_fn fn, void *ud,
+static int envd_upload(abx_sandbox *s, const char *path, const char *user, abx_envd_read_fn fn, void *ud,
                        long long size, abx_error **err)
 {
-    if (!via_provider(s))
-        return abx__envd_upload(&s->envd, path, user_of(user), fn, ud, size, err);
-    char *buf = malloc(PLUGIN_CHUNK);
-    if (!buf)
-        return abx__error_set(err, ABX_ENOMEM, "upload");
-    unsigned long long offset = 0;
-    int rc = 0;
-    for (bool first = true; rc == 0; first = false) {
-        size_t n = 0, got;
-        while (n < PLUGIN_CHUNK && (got = fn(buf + n, PLUGIN_CHUNK - n, ud)) > 0)
-            n += got;
-        if (n == 0 && !first)
-            break;
-        char *b64 = abx__b64_encode(buf, n);
-        json_t *result = NULL;
-        rc = b64 ? provider_call(s, "files.write", user,
-                                 json_pack("{s:s, s:s, s:I, s:b}", "path", path, "content_b64", b64, "offset",
-                                           (json_int_t)offset, "truncate", first),
-                                 &result, err)
-                 : abx__error_set(err, ABX_ENOMEM, "upload");
-        free(b64);
-        json_decref(result);
-        offset += n;
-        if (n < PLUGIN_CHUNK)
-            break;
-    }
-    free(buf);
-    return rc;
+    return abx__envd_upload(&s->envd, path, user_of(user), fn, ud, size, err);
 }
 
-/* Downloads (a range of) a file in files.read chunks into fn. */
-static int data_download(abx_sandbox *s, const char *path, const char *user, abx_envd_range *range,
+static int envd_download(abx_sandbox *s, const char *path, const char *user, abx_envd_range *range,
                          abx_envd_write_fn fn, void *ud, abx_error **err)
 {
-    if (!via_provider(s))
-        return range ? abx__envd_download_range(&s->envd, path, user_of(user), range, fn, ud, err)
-                     : abx__envd_download(&s->envd, path, user_of(user), fn, ud, err);
-    unsigned long long offset = range ? range->offset : 0, left = range ? range->length : ~0ull;
-    int rc = 0;
-    while (rc == 0 && left > 0) {
-        json_t *result = NULL;
-        unsigned long long want = left < PLUGIN_CHUNK ? left : PLUGIN_CHUNK;
-        rc = provider_call(s, "files.read", user,
-                           json_pack("{s:s, s:I, s:I}", "path", path, "offset", (json_int_t)offset, "length",
-                                     (json_int_t)want),
-                           &result, err);
-        if (rc < 0)
-            break;
-        char *data = NULL;
-        long n = abx__b64_decode(json_string_value(json_object_get(result, "content_b64")) ?: "", &data);
-        if (range)
-            range->file_size = json_integer_value(json_object_get(result, "size"));
-        bool eof = json_is_true(json_object_get(result, "eof"));
-        if (n < 0 || (unsigned long long)n > want)
-            rc = abx__error_set(err, ABX_EPROVIDER, "the provider answered files.read with bad content");
-        else if (n > 0 && fn(data, (size_t)n, ud) != (size_t)n)
-            rc = abx__error_set(err, ABX_EIO, "writing the read bytes failed");
-        free(data);
-        json_decref(result);
-        offset += n > 0 ? (unsigned long long)n : 0;
-        left -= n > 0 ? (unsigned long long)n : 0;
-        if (eof || n <= 0)
-            break;
-    }
-    return rc;
+    return range ? abx__envd_download_range(&s->envd, path, user_of(user), range, fn, ud, err)
+                 : abx__envd_download(&s->envd, path, user_of(user), fn, ud, err);
 }
 
-/* An EPP Entry ({name, type: file|dir|symlink, path, size, mode, mtime};
- * "modified_time" is read too, as abx's first plugins wrote it) as envd's
- * EntryInfo, which the listing code reads. */
-static json_t *envd_entry_from_plugin(json_t *e)
+static int envd_fs(abx_sandbox *s, const char *method, const char *user, json_t *req, json_t **resp,
+                   abx_error **err)
 {
-    const char *type = json_string_value(json_object_get(e, "type"));
-    char size[32], perms[11];
-    snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(e, "size")));
-    unsigned mode = (unsigned)json_integer_value(json_object_get(e, "mode"));
-    perms[0] = !type ? '-' : strcmp(type, "dir") == 0 ? 'd' : strcmp(type, "symlink") == 0 ? 'l' : '-';
-    for (int i = 0; i < 9; i++)
-        perms[i + 1] = (mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
-    perms[10] = '\0';
-    json_t *out = json_pack(
-        "{s:O?, s:s, s:O?, s:s, s:O?, s:s, s:O?}", "name", json_object_get(e, "name"), "type",
-        type && strcmp(type, "dir") == 0 ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE", "path",
-        json_object_get(e, "path"), "size", size, "mode", json_object_get(e, "mode"), "permissions", perms,
-        "modifiedTime", json_object_get(e, json_object_get(e, "mtime") ? "mtime" : "modified_time"));
-    if (out && type && strcmp(type, "symlink") == 0)
-        json_object_set_new(out, "symlinkTarget", json_string(""));
-    return out;
-}
-
-/* envd's filesystem calls, served by the provider's files.* instead. */
-static int fs_call_via_provider(abx_sandbox *s, const char *method, const char *user, json_t *req,
-                                json_t **resp, abx_error **err)
-{
-    const char *path = json_string_value(json_object_get(req, "path"));
-    json_t *result = NULL;
-    int rc;
-    if (strcmp(method, "/filesystem.Filesystem/Stat") == 0) {
-        rc = provider_call(s, "files.stat", user, json_pack("{s:s}", "path", path), &result, err);
-        if (rc == 0)
-            *resp = json_pack("{s:o}", "entry", envd_entry_from_plugin(result));
-    } else if (strcmp(method, "/filesystem.Filesystem/ListDir") == 0) {
-        rc = provider_call(s, "files.list", user,
-                           json_pack("{s:s, s:O}", "path", path, "depth", json_object_get(req, "depth")),
-                           &result, err);
-        json_t *entries = json_array();
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(result, "entries"), i, e)
-            json_array_append_new(entries, envd_entry_from_plugin(e));
-        if (rc == 0)
-            *resp = json_pack("{s:o}", "entries", entries);
-        else
-            json_decref(entries);
-    } else if (strcmp(method, "/filesystem.Filesystem/MakeDir") == 0) {
-        rc = provider_call(s, "files.mkdir", user, json_pack("{s:s, s:b}", "path", path, "parents", 1),
-                           &result, err);
-        if (rc == 0)
-            *resp = json_object();
-    } else if (strcmp(method, "/filesystem.Filesystem/Remove") == 0) {
-        rc = provider_call(s, "files.remove", user, json_pack("{s:s, s:b}", "path", path, "recursive", 1),
-                           &result, err);
-        if (rc == 0)
-            *resp = json_object();
-    } else if (strcmp(method, "/filesystem.Filesystem/Move") == 0) {
-        rc = provider_call(s, "files.move", user,
-                           json_pack("{s:O, s:O}", "from", json_object_get(req, "source"), "to",
-                                     json_object_get(req, "destination")),
-                           &result, err);
-        if (rc == 0)
-            *resp = json_object();
-    } else {
-        rc = abx__error_set(err, ABX_ENOTSUP, "this provider has no %s", method);
-    }
-    json_decref(result);
+    int rc = abx__envd_unary(&s->envd, method, user_of(user), req, resp, err);
     json_decref(req);
     return rc;
 }
@@ -830,7 +824,7 @@ int abx_sandbox_write_file(abx_sandbox *s, const char *path, const void *data, s
     if (rc < 0)
         return rc;
     mem_reader m = {data, len, 0};
-    return data_upload(s, path, user, mem_read, &m, (long long)len, err);
+    return s->data->upload(s, path, user, mem_read, &m, (long long)len, err);
 }
 
 #define HOLE_BLOCK 4096
@@ -873,7 +867,7 @@ int abx_sandbox_write_file_from_fd(abx_sandbox *s, const char *path, int fd, con
     struct stat st;
     long long size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     fd_io f = {.fd = fd};
-    rc = data_upload(s, path, user, fd_read, &f, size, err);
+    rc = s->data->upload(s, path, user, fd_read, &f, size, err);
     if (rc == 0 && f.failed)
         rc = abx__error_errno(err, ABX_EIO, errno, "reading the local file");
     if (written)
@@ -917,7 +911,7 @@ int abx_sandbox_read_file(abx_sandbox *s, const char *path, const char *user, si
         return rc;
     mem_writer m = {0};
     abx__buf_init(&m.b, max_len);
-    rc = data_download(s, path, user, NULL, mem_write, &m, err);
+    rc = s->data->download(s, path, user, NULL, mem_write, &m, err);
     if (m.too_big) {
         abx_error_free(err ? *err : NULL);
         if (err)
@@ -943,7 +937,7 @@ int abx_sandbox_read_file_range(abx_sandbox *s, const char *path, const char *us
     mem_writer m = {0};
     abx__buf_init(&m.b, length);
     abx_envd_range range = {.offset = offset, .length = length};
-    rc = data_download(s, path, user, &range, mem_write, &m, err);
+    rc = s->data->download(s, path, user, &range, mem_write, &m, err);
     *file_size = range.file_size >= 0 ? (unsigned long long)range.file_size : offset + m.b.len;
     return take_read(&m, rc, data, len, err);
 }
@@ -1016,7 +1010,7 @@ int abx_sandbox_read_file_to_fd(abx_sandbox *s, const char *path, int fd, const 
         return rc;
     struct stat st;
     fd_io f = {.fd = fd, .sparse = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0};
-    rc = data_download(s, path, user, NULL, fd_write, &f, err);
+    rc = s->data->download(s, path, user, NULL, fd_write, &f, err);
     if (rc == 0 && flush_pending(&f) < 0)
         rc = abx__error_errno(err, ABX_EIO, errno, "writing the downloaded file");
     if (rc == 0 && f.sparse && ftruncate(fd, (off_t)f.bytes) < 0)
@@ -1034,11 +1028,7 @@ static int fs_call(abx_sandbox *s, const char *method, const char *user, json_t 
         json_decref(req);
         return rc;
     }
-    if (via_provider(s))
-        return fs_call_via_provider(s, method, user, req, resp, err);
-    rc = abx__envd_unary(&s->envd, method, user_of(user), req, resp, err);
-    json_decref(req);
-    return rc;
+    return s->data->fs(s, method, user, req, resp, err);
 }
 
 /* One envd EntryInfo in abx's own JSON style (snake_case, numbers as
@@ -1151,3 +1141,37 @@ int abx_sandbox_move(abx_sandbox *s, const char *from, const char *to, const cha
     json_decref(resp);
     return rc;
 }
+
+/* ---- the planes ------------------------------------------------------------------------ */
+
+const abx_data_plane abx__data_shim = {
+    .name = "shim",
+    .code_interpreter = true,
+    .tasks_outlive_client = true,
+    .exec = envd_exec,
+    .start = shim_start,
+    .read_output = shim_read_output,
+    .signal = envd_signal,
+    .send_input = envd_send_input,
+    .pty_resize = envd_pty_resize,
+    .list_processes = envd_list_processes,
+    .upload = envd_upload,
+    .download = envd_download,
+    .fs = envd_fs,
+};
+
+const abx_data_plane abx__data_envd = {
+    .name = "envd",
+    .code_interpreter = true,
+    .tasks_outlive_client = true,
+    .exec = envd_exec,
+    .start = envd_start,
+    .read_output = abx__data_followed_output,
+    .signal = envd_signal,
+    .send_input = envd_send_input,
+    .pty_resize = envd_pty_resize,
+    .list_processes = envd_list_processes,
+    .upload = envd_upload,
+    .download = envd_download,
+    .fs = envd_fs,
+};

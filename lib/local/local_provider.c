@@ -111,6 +111,7 @@ static abx_sandbox *handle_new(const char *id, const char *dir, const char *toke
     char sock[760];
     snprintf(sock, sizeof sock, "%s/envd.sock", dir);
     abx__envd_init(&s->envd, "http://localhost", sock, token);
+    s->data = &abx__data_shim; /* envd, and the shim's own rings for background output */
     shell_of(dir, s->shell, sizeof s->shell);
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant ? tenant : "");
     return s;
@@ -842,39 +843,6 @@ static int local_kill(abx_sandbox *s, abx_error **err)
     return 0;
 }
 
-/* ---- output rings ---------------------------------------------------------- */
-
-/* The shim keeps each process's last output in rings, read by offset. */
-static int local_read_output(abx_sandbox *s, int pid, unsigned long long stdout_offset,
-                             unsigned long long stderr_offset, unsigned wait_ms, abx_process_output *out,
-                             abx_error **err)
-{
-    char path[200];
-    snprintf(path, sizeof path, "/abx/output?pid=%d&stdout_offset=%llu&stderr_offset=%llu&wait=%u", pid,
-             stdout_offset, stderr_offset, wait_ms > 600000 ? 600000 : wait_ms);
-    json_t *doc = NULL;
-    int rc = abx__envd_json(&s->envd, "GET", path, NULL, &doc, err);
-    if (rc < 0)
-        return rc;
-    out->pid = pid;
-    out->running = strcmp(json_string_value(json_object_get(doc, "status")) ?: "", "running") == 0;
-    out->exit_code = out->running ? 0 : (int)json_integer_value(json_object_get(doc, "exit_code"));
-    out->stdout_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stdout_offset"));
-    out->stderr_offset = (unsigned long long)json_integer_value(json_object_get(doc, "stderr_offset"));
-    out->truncated = json_is_true(json_object_get(doc, "stdout_truncated")) ||
-                     json_is_true(json_object_get(doc, "stderr_truncated"));
-    out->stdout_data =
-        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stdout")), &out->stdout_len);
-    out->stderr_data =
-        abx__b64_decode_or_empty(json_string_value(json_object_get(doc, "stderr")), &out->stderr_len);
-    json_decref(doc);
-    if (!out->stdout_data || !out->stderr_data) {
-        abx_process_output_clear(out);
-        return abx__error_set(err, ABX_ENOMEM, "output");
-    }
-    return 0;
-}
-
 /* ---- what a front end relays: notes, endpoints, connections ------------------------------ */
 
 static int local_notes(abx_sandbox *s, char **json, abx_error **err)
@@ -948,7 +916,6 @@ const abx_provider abx__provider_local = {
     .list = local_list,
     .set_timeout = local_set_timeout,
     .kill = local_kill,
-    .read_output = local_read_output,
     .pause = local_pause,
     .connect_port = local_connect_port,
     .attach = local_attach,
