@@ -313,6 +313,7 @@ static void setup_curl(serve_proxy *p, const char *method, const abx_endpoint *e
     curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(p->curl, CURLOPT_BUFFERSIZE, (long)SERVE_PROXY_BUFFER);
     curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(p->curl, CURLOPT_PATH_AS_IS, 1L); /* the path as checked, never resolved anew */
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(p->curl, CURLOPT_NOBODY, 1L);
     if (p->upload && !p->small) {

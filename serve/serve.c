@@ -753,6 +753,21 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
 
 typedef enum target_kind { TARGET_NONE, TARGET_BAD, TARGET_SANDBOX } target_kind;
 
+/* Whether a path (already unescaped by libmicrohttpd: "%2e" is ".") has a
+ * "." or ".." segment, which a relay's client would resolve away and so
+ * reach a route the checks never saw; a backslash too. */
+static bool dot_segment(const char *url)
+{
+    if (strchr(url, '\\'))
+        return true;
+    for (const char *p = url; (p = strchr(p, '/')); p++) {
+        size_t n = strcspn(p + 1, "/?#");
+        if ((n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+            return true;
+    }
+    return false;
+}
+
 /* An id as E2B makes them (and as a remote provider may): 1-63 of
  * [A-Za-z0-9_-]. */
 static bool id_shaped(const char *id, size_t n)
@@ -898,6 +913,10 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
     if (url[0] != '/') { /* absolute-form, authority-form, "@host...": never a relay */
         rq->kind = REQ_ANSWERED;
         return send_error(c, 400, "the request target must be a path (origin-form)");
+    }
+    if (dot_segment(url)) { /* "/contexts/../abx/kill" would reach what the port is not for */
+        rq->kind = REQ_ANSWERED;
+        return send_error(c, 400, "the request target must not hold . or .. segments");
     }
     char id[64];
     unsigned port = 0;

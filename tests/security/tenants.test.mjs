@@ -174,6 +174,13 @@ test('malformed routing is 400; a request target that is not a path is 400, neve
     const res = await rawRequest(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     assert.match(res, /^HTTP\/1\.1 400/, `Host ${host}: ${res.slice(0, 60)}`);
   }
+  // a dot segment would take a route past the port's check once resolved (/contexts/../abx/kill)
+  for (const [port, target] of [[49999, '/contexts/../abx/info'], [49999, '/contexts/%2e%2e/abx/info'], [49983, '/process.Process/../abx/kill'],
+    [49999, '/contexts/./x'], [49983, '/files/..'], [8000, '/a/../../abx/info']]) {
+    const res = await rawRequest(`GET ${target} HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: ${ids.own}\r\nE2b-Sandbox-Port: ${port}\r\nX-Access-Token: ${ids.ownToken}\r\nConnection: close\r\n\r\n`);
+    assert.match(res, /^HTTP\/1\.1 400/, `${target} on ${port}: ${res.slice(0, 80)}`);
+  }
+  assert.equal((await api(`/sandboxes/${ids.own}`)).status, 200, 'the sandbox lives on');
   for (const target of [`@127.0.0.1:${srv.port}/health`, `http://127.0.0.1:${srv.port}/health`, '127.0.0.1:80', '*']) {
     const res = await rawRequest(`GET ${target} HTTP/1.1\r\nHost: 49983-${ids.own}.localhost\r\nConnection: close\r\n\r\n`);
     assert.match(res, /^HTTP\/1\.1 400/, `target ${target}: ${res.slice(0, 80)}`);
