@@ -1067,6 +1067,10 @@ int serve_run(const serve_config *cfg, abx_error **err)
         ctx_free(s);
         return rc;
     }
+    if (s->nkeys == 0)
+        fprintf(stderr,
+                "abx serve: warning: no API keys (--api-key-file, ABX_SERVE_API_KEYS): every request that "
+                "needs one is refused\n");
     fprintf(stderr, "abx serve: listening on http://%s:%d (provider %s; sandbox domain %s; %zu API key%s)\n",
             abx__http_loopback(listener) ? "127.0.0.1" : abx__http_host(listener), abx__http_port(listener),
             abx_client_provider(s->root), s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
