@@ -291,6 +291,19 @@ void abx__http_stop(abx_http_listener *l)
     free(l);
 }
 
+ssize_t abx__http_read_fd(int fd, char *buf, size_t max)
+{
+    for (;;) {
+        ssize_t got = read(fd, buf, max);
+        if (got > 0)
+            return got;
+        if (got == 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (errno != EINTR)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+}
+
 /* ---- stop signals -------------------------------------------------------------------------- */
 
 int abx__stop_signals_block(void)

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct abx_http_service {
     const char *listen; /* "HOST:PORT" or "[V6]:PORT"; port 0: a free one; NULL: listen_fd */
@@ -44,6 +45,10 @@ bool abx__http_loopback(const abx_http_listener *l);
 const char *abx__http_host(const abx_http_listener *l);
 /* Stops the daemon (its connections end) and frees l. NULL is a no-op. */
 void abx__http_stop(abx_http_listener *l);
+
+/* A response body read from a pipe as it is written (libmicrohttpd's
+ * content reader): bytes, or its end, or an error. */
+ssize_t abx__http_read_fd(int fd, char *buf, size_t max);
 
 /* A server's stop signals (SIGTERM, SIGINT, SIGHUP) blocked in the caller
  * (call it before any thread starts, so that they inherit the mask) and

@@ -18,6 +18,7 @@
  * front's own (an exec plugin's commands have none until they end).
  */
 #include "serve.h"
+#include "http_listener.h"
 #include "b64.h"
 #include "buf.h"
 #include "error_internal.h"
@@ -358,15 +359,7 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     envd_front *f = cls;
-    for (;;) {
-        ssize_t got = read(f->events[0], buf, max);
-        if (got > 0)
-            return got;
-        if (got == 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (errno != EINTR)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
+    return abx__http_read_fd(f->events[0], buf, max);
 }
 
 static void events_done(void *cls)

@@ -20,6 +20,7 @@
  * one, but /execute only with the client's.
  */
 #include "serve.h"
+#include "http_listener.h"
 #include "buf.h"
 #include "netlibs.h"
 #include "sysutil.h"
@@ -407,15 +408,7 @@ static ssize_t read_answer(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     serve_proxy *p = cls;
-    for (;;) {
-        ssize_t got = read(p->down[0], buf, max);
-        if (got > 0)
-            return got;
-        if (got == 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (errno != EINTR)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
+    return abx__http_read_fd(p->down[0], buf, max);
 }
 
 static void answer_done(void *cls)
