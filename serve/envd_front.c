@@ -140,6 +140,80 @@ static json_t *entry_of(json_t *in)
     return e;
 }
 
+/* ---- the commands a front runs ------------------------------------------------------------ */
+
+typedef struct run_ctx {
+    envd_front *f;
+    char **argv;
+    char **envs;
+    char *cwd;
+    int pid;
+    atomic_bool stop;     /* SendSignal asked it to end */
+    struct run_ctx *next; /* in front_runs */
+} run_ctx;
+
+/* The commands the envd fronts of this process run (each a Start stream),
+ * by the pid a front gave it: SendSignal stops one, List shows them. */
+typedef struct front_runs {
+    pthread_mutex_t mu;
+    run_ctx *head;
+    int next_pid;
+} front_runs;
+static front_runs runs = {PTHREAD_MUTEX_INITIALIZER, NULL, 1000};
+
+static void runs_add(run_ctx *r)
+{
+    pthread_mutex_lock(&runs.mu);
+    r->pid = runs.next_pid++ % 1000000 + 1000;
+    r->next = runs.head;
+    runs.head = r;
+    pthread_mutex_unlock(&runs.mu);
+}
+
+static void runs_remove(run_ctx *r)
+{
+    pthread_mutex_lock(&runs.mu);
+    for (run_ctx **p = &runs.head; *p; p = &(*p)->next) {
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&runs.mu);
+}
+
+/* Stops the run pid of sandbox sb; false when there is none. */
+static bool runs_stop(abx_sandbox *sb, int pid)
+{
+    bool found = false;
+    pthread_mutex_lock(&runs.mu);
+    for (run_ctx *r = runs.head; r && !found; r = r->next) {
+        if (r->pid == pid && strcmp(abx_sandbox_id(r->f->sandbox), abx_sandbox_id(sb)) == 0) {
+            atomic_store(&r->stop, true);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&runs.mu);
+    return found;
+}
+
+/* The runs of sandbox sb as process.Process List entries, appended to list. */
+static void runs_list(abx_sandbox *sb, json_t *list)
+{
+    pthread_mutex_lock(&runs.mu);
+    for (run_ctx *r = runs.head; r; r = r->next) {
+        if (strcmp(abx_sandbox_id(r->f->sandbox), abx_sandbox_id(sb)) != 0)
+            continue;
+        json_t *args = json_array();
+        for (size_t i = 1; r->argv[i]; i++)
+            json_array_append_new(args, json_string(r->argv[i]));
+        json_array_append_new(list,
+                              json_pack("{s:i, s:{s:s, s:o, s:{}, s:s}}", "pid", r->pid, "config", "cmd",
+                                        r->argv[0], "args", args, "envs", "cwd", r->cwd ? r->cwd : ""));
+    }
+    pthread_mutex_unlock(&runs.mu);
+}
+
 /* ---- the unary RPCs ----------------------------------------------------------------------- */
 
 static const char *str(json_t *req, const char *key)
@@ -205,18 +279,23 @@ static int process_rpc(envd_front *f, const char *m, json_t *req, json_t **out, 
 {
     abx_sandbox *s = f->sandbox;
     int rc;
-    if (strcmp(m, "List") == 0) {
+    if (strcmp(m, "List") == 0) { /* the commands this front runs, and the plugin's own tasks */
         char *text = NULL;
-        rc = abx_sandbox_list_processes(s, &text, err);
-        json_t *list = rc == 0 ? json_loads(text, 0, NULL) : NULL;
+        json_t *list = abx_sandbox_list_processes(s, &text, NULL) == 0 ? json_loads(text, 0, NULL) : NULL;
         abx_free(text);
-        *out = rc == 0 ? json_pack("{s:o}", "processes", json_is_array(list) ? list : json_array()) : NULL;
-        if (rc == 0 && !json_is_array(list))
+        if (!json_is_array(list)) {
             json_decref(list);
+            list = json_array();
+        }
+        runs_list(s, list);
+        rc = 0;
+        *out = json_pack("{s:o}", "processes", list);
     } else if (strcmp(m, "SendSignal") == 0) {
         const char *sig = str(req, "signal");
-        rc =
-            abx_sandbox_signal(s, selected_pid(req), sig && strcmp(sig, "SIGNAL_SIGTERM") == 0 ? 15 : 9, err);
+        int pid = selected_pid(req);
+        rc = runs_stop(s, pid)
+                 ? 0
+                 : abx_sandbox_signal(s, pid, sig && strcmp(sig, "SIGNAL_SIGTERM") == 0 ? 15 : 9, err);
         *out = json_object();
     } else if (strcmp(m, "SendInput") == 0) {
         char *bytes = NULL;
@@ -271,14 +350,6 @@ static bool put_envelope(int fd, unsigned flag, json_t *doc)
     return ok;
 }
 
-typedef struct run_ctx {
-    envd_front *f;
-    char **argv;
-    char **envs;
-    char *cwd;
-    int pid;
-} run_ctx;
-
 static void on_output(const char *data, size_t len, void *ud, const char *stream)
 {
     run_ctx *r = ud;
@@ -303,10 +374,11 @@ static void free_strings(char **v)
     free(v);
 }
 
+/* The command stops when its stream's reader went away or it was signalled. */
 static bool reader_gone(void *ud)
 {
     run_ctx *r = ud;
-    return atomic_load(&r->f->reader_gone);
+    return atomic_load(&r->f->reader_gone) || atomic_load(&r->stop);
 }
 
 static void *run_main(void *arg)
@@ -334,6 +406,11 @@ static void *run_main(void *arg)
                                1, "status", status));
         put_envelope(fd, 2, json_object());
         abx_exec_result_clear(&res);
+    } else if (rc == -ABX_ECANCELLED && atomic_load(&r->stop)) { /* killed by SendSignal, as envd says it */
+        put_envelope(fd, 0,
+                     json_pack("{s:{s:{s:i, s:b, s:s}}}", "event", "end", "exitCode", -1, "exited", 0,
+                               "status", "signal: killed"));
+        put_envelope(fd, 2, json_object());
     } else {
         unsigned st = 500;
         int code = -rc;
@@ -347,6 +424,7 @@ static void *run_main(void *arg)
     abx_error_free(err);
     close(fd);
     f->events[1] = -1;
+    runs_remove(r);
     free_strings(r->argv);
     free_strings(r->envs);
     free(r->cwd);
@@ -419,15 +497,15 @@ static run_ctx *run_request(envd_front *f, abx_error **err)
 
 static int answer_start(envd_front *f, struct MHD_Connection *c)
 {
-    static atomic_int next_pid = 1000;
     abx_error *err = NULL;
     run_ctx *r = run_request(f, &err);
     if (!r)
         return send_failure(c, ABX_EINVAL, err);
     r->f = front_ref(f); /* the worker's */
-    r->pid = atomic_fetch_add(&next_pid, 1);
+    runs_add(r);
     pthread_t t;
     if (pipe2(f->events, O_CLOEXEC) < 0 || pthread_create(&t, NULL, run_main, r) != 0) {
+        runs_remove(r);
         front_unref(f);
         free_strings(r->argv);
         free_strings(r->envs);

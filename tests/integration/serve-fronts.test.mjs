@@ -45,6 +45,14 @@ test('abx serve --provider local-process: E2B\'s SDK creates, runs a command, wr
     await sbx.files.write('home.txt', 'at home\n');
     assert.equal((await sbx.commands.run('cat home.txt')).stdout, 'at home\n');
     assert.equal(await sbx.files.exists('/app/nope'), false);
+    // a background command: listed while it runs, killed by the SDK
+    const bg = await sbx.commands.run('echo started; sleep 30', { background: true });
+    assert.ok(bg.pid > 0);
+    assert.ok((await sbx.commands.list()).some((p) => p.pid === bg.pid), 'the background command is not listed');
+    assert.equal(await bg.kill(), true);
+    const ended = await bg.wait().catch((e) => e);
+    assert.notEqual(ended.exitCode, 0, 'a killed command reports no success');
+    assert.ok(!(await sbx.commands.list()).some((p) => p.pid === bg.pid), 'the killed command is still listed');
     const info = await sbx.getInfo();
     assert.deepEqual(info.metadata, { via: 'plugin' }, 'the tenant and notes keys show through');
     const listed = await Sandbox.list({ ...opts }).nextItems();
@@ -94,3 +102,35 @@ test('create_sandbox {template: "only-remote"} over --provider e2b: the remote h
   }
 });
 
+
+test('abx serve --provider e2b in front of another abx serve: E2B\'s SDK drives the far host\'s sandboxes through this one', async () => {
+  const far = privateHome('abx-serve-far');
+  const near = privateHome('abx-serve-near');
+  homes.push(far, near);
+  const FAR_KEY = `e2b_${'b8'.repeat(20)}`;
+  const FAR_OTHER = `e2b_${'c9'.repeat(20)}`;
+  const farSrv = await startHttpServer(['--warm', '0'], { env: { ...far.env, ABX_SERVE_API_KEYS: `${FAR_KEY},${FAR_OTHER}` }, serveArgs: ['serve'] });
+  const nearSrv = await startHttpServer([], {
+    env: { ...near.env, ABX_SERVE_API_KEYS: KEY, ABX_SANDBOX_API_KEY: FAR_KEY, ABX_SANDBOX_BASE_URL: `http://127.0.0.1:${farSrv.port}` },
+    serveArgs: ['--provider', 'e2b', 'serve'],
+  });
+  const base = `http://127.0.0.1:${nearSrv.port}`;
+  const opts = { apiUrl: base, sandboxUrl: base, apiKey: KEY };
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000, ...opts });
+  try {
+    assert.equal((await sbx.commands.run('hostname')).stdout, `${sbx.sandboxId}\n`, 'the far host\'s sandbox runs it');
+    await sbx.files.write('/app/far.txt', 'through two hosts\n');
+    assert.equal(await sbx.files.read('/app/far.txt'), 'through two hosts\n');
+    // the far host has it (its state), the near one relays only
+    assert.ok(fs.existsSync(path.join(far.home, 'sandboxes', sbx.sandboxId)));
+    assert.ok(!fs.existsSync(path.join(near.home, 'sandboxes', sbx.sandboxId)));
+    // the far host's tenants hold: its other key sees nothing of it there
+    const theirs = await fetch(`http://127.0.0.1:${farSrv.port}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': FAR_OTHER } });
+    assert.equal(theirs.status, 404);
+  } finally {
+    await sbx.kill();
+    await stopServer(nearSrv);
+    await stopServer(farSrv);
+  }
+});
