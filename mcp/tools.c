@@ -210,6 +210,8 @@ static void build_tools(void)
     json_array_foreach(json_object_get(doc, "tools"), i, t)
     {
         bounds_from_constants(t);
+        /* arguments_known refuses any other: the schema says so */
+        json_object_set_new(json_object_get(t, "inputSchema"), "additionalProperties", json_false());
         if (strcmp(json_string_value(json_object_get(t, "name")), "create_sandbox") == 0) {
             /* this host's bounds (lib/limits.c) */
             json_t *props = json_object_get(json_object_get(t, "inputSchema"), "properties");
@@ -234,14 +236,23 @@ json_t *mcp_tools_list(void)
     return json_deep_copy(tools_cache);
 }
 
-bool mcp_tool_exists(const char *name)
+/* The tool named name in the cache (borrowed), or NULL. */
+static json_t *find_tool(const char *name)
 {
     pthread_once(&tools_once, build_tools);
     size_t i;
     json_t *t;
-    json_array_foreach(tools_cache, i,
-                       t) if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0) return true;
-    return false;
+    json_array_foreach(tools_cache, i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+bool mcp_tool_exists(const char *name)
+{
+    return find_tool(name) != NULL;
 }
 
 /* ---- results --------------------------------------------------------------- */
@@ -346,7 +357,7 @@ static json_t *failure_of(abx_error *err, int rc)
  * text and the rule's own bounds: never the value the client sent. */
 typedef struct arg_fail {
     const char *field;
-    char rule[160];
+    char rule[512];
 } arg_fail;
 
 static bool fail_arg(arg_fail *f, const char *field, const char *rule)
@@ -450,7 +461,7 @@ static void free_pairs(char **p)
  * model (the CLI's --help is no help here). */
 static json_t *invalid(arg_fail *f)
 {
-    char message[256];
+    char message[640];
     snprintf(message, sizeof message, "%s %s", f->field ? f->field : "arguments",
              f->rule[0] ? f->rule : "is not valid");
     return tool_error_hinted(
@@ -1354,8 +1365,42 @@ static json_t *note_replaced(json_t *r)
     return r;
 }
 
+/* An argument the tool does not take fails the call, naming it and the
+ * ones the tool accepts (a misspelt memory_mb must not silently create a
+ * sandbox with the default memory). f->field borrows from call->args. */
+static bool arguments_known(mcp_call *call, const char *name, arg_fail *f)
+{
+    json_t *props = json_object_get(json_object_get(find_tool(name), "inputSchema"), "properties");
+    const char *key;
+    json_t *v;
+    json_object_foreach(call->args, key, v)
+    {
+        if (json_object_get(props, key))
+            continue;
+        char accepted[400] = "";
+        size_t used = 0;
+        const char *p;
+        json_t *x;
+        json_object_foreach(props, p, x)
+        {
+            int n = snprintf(accepted + used, sizeof accepted - used, "%s%s", used ? ", " : "", p);
+            if (n < 0 || (size_t)n >= sizeof accepted - used)
+                break;
+            used += (size_t)n;
+        }
+        char rule[sizeof f->rule];
+        snprintf(rule, sizeof rule, "is not an argument of %s; it accepts: %s", name,
+                 used ? accepted : "no arguments");
+        return fail_arg(f, key, rule);
+    }
+    return true;
+}
+
 json_t *mcp_tools_call(mcp_call *call, const char *name)
 {
+    arg_fail unknown = {0};
+    if (find_tool(name) && !arguments_known(call, name, &unknown))
+        return invalid(&unknown);
     for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
         if (strcmp(handlers[i].name, name) == 0) {
             json_t *r = handlers[i].fn(call);

@@ -310,6 +310,24 @@ test('validation: each bad argument is a tool error naming the field, before any
   }
 });
 
+test('validation: an argument a tool does not take is refused, naming it and the ones it accepts', async () => {
+  const before = stateIds(H.home).length;
+  const s = await connect();
+  try {
+    const { tools } = await s.client.listTools();
+    for (const t of tools) assert.equal(t.inputSchema.additionalProperties, false, `${t.name} allows any argument`);
+    const create = tools.find((t) => t.name === 'create_sandbox');
+    const e = failed(await s.call('create_sandbox', { memory_mb: 256 }), 'E8001', 'memory_mb');
+    assert.match(e.message, /memory_mb is not an argument of create_sandbox/);
+    for (const k of Object.keys(create.inputSchema.properties)) assert.ok(e.message.includes(k), `${k} not listed: ${e.message}`);
+    failed(await s.call('run_command', { command: 'true', cmd: 'rm -rf /' }), 'E8001', 'cmd');
+    failed(await s.call('list_sandboxes', { limit: 5, page: 2 }), 'E8001', 'page');
+    assert.equal(stateIds(H.home).length, before, 'an unknown argument created a sandbox');
+  } finally {
+    await s.close();
+  }
+});
+
 test('concurrency: a slow call does not block ping or another call; cancellation stops the process', async () => {
   const s = await connect(['--template', 'base']);
   try {
