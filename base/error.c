@@ -170,6 +170,7 @@ const char *abx__connect_code(int code, unsigned *status)
     case ABX_EPATHOUTSIDE:
     case ABX_EROFS:
     case ABX_ENOEXEC:
+    case ABX_ENETPOLICY:
         *status = 403;
         return "permission_denied";
     case ABX_ELIMIT:

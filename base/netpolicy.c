@@ -179,6 +179,125 @@ const char *const *abx__net_forbidden_ranges(size_t *count)
     return forbidden_ranges;
 }
 
+/* ---- the walls: what a request's allow list may open ------------------------ */
+
+/* Never reachable, whatever a request or the operator says (the pool is
+ * added by the caller: it is the runtime's). */
+static const char *const never_ranges[][2] = {
+    {"0.0.0.0/8", "this host"},
+    {"127.0.0.0/8", "the host's loopback"},
+    {"169.254.169.254/32", "the cloud metadata service"},
+    {"169.254.170.2/32", "the container metadata service"},
+    {"100.100.100.200/32", "the cloud metadata service"},
+    {"168.63.129.16/32", "the cloud host's wire server"},
+    {"::/128", "this host"},
+    {"::1/128", "the host's loopback"},
+    {"fd00:ec2::254/128", "the cloud metadata service"},
+};
+#define NEVER_COUNT (sizeof never_ranges / sizeof never_ranges[0])
+
+/* What each forbidden range is, for a refusal. */
+static const char *forbidden_what(const char *cidr)
+{
+    static const char *const what[][2] = {
+        {"10.0.0.0/8", "private network"},
+        {"100.64.0.0/10", "shared address space"},
+        {"169.254.0.0/16", "link-local"},
+        {"172.16.0.0/12", "private network"},
+        {"192.0.0.0/24", "IETF protocol assignments"},
+        {"192.168.0.0/16", "private network"},
+        {"224.0.0.0/4", "multicast"},
+        {"240.0.0.0/4", "reserved"},
+        {"fc00::/7", "unique-local"},
+        {"fe80::/10", "link-local"},
+        {"ff00::/8", "multicast"},
+        {"100::/64", "discard-only"},
+    };
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
+        if (strcmp(what[i][0], cidr) == 0)
+            return what[i][1];
+    return "special-purpose";
+}
+
+const char *abx__net_never_range(size_t i)
+{
+    return i < NEVER_COUNT ? never_ranges[i][0] : NULL;
+}
+
+bool abx__net_addr_never(int family, const unsigned char *addr)
+{
+    for (size_t i = 0; i < NEVER_COUNT; i++) {
+        abx_net_rule r;
+        if (cidr_parse(never_ranges[i][0], &r) && abx__net_cidr_contains(&r, family, addr))
+            return true;
+    }
+    return false;
+}
+
+bool abx__net_cidrs_overlap(const abx_net_rule *a, const abx_net_rule *b)
+{
+    if ((a->kind != ABX_NET_CIDR4 && a->kind != ABX_NET_CIDR6) || a->kind != b->kind)
+        return false;
+    const abx_net_rule *wider = a->prefix <= b->prefix ? a : b, *narrower = wider == a ? b : a;
+    return abx__net_cidr_contains(wider, a->kind == ABX_NET_CIDR4 ? AF_INET : AF_INET6, narrower->addr);
+}
+
+bool abx__net_cidr_within(const abx_net_rule *inner, const abx_net_rule *outer)
+{
+    return abx__net_cidrs_overlap(inner, outer) && inner->prefix >= outer->prefix;
+}
+
+/* One allow-list CIDR against the walls. */
+static int wall_check(const abx_net_rule *r, const char *text, const abx_net_rule *may, size_t nmay,
+                      const char *pool, abx_error **err)
+{
+    abx_net_rule wall;
+    if (pool && cidr_parse(pool, &wall) && abx__net_cidrs_overlap(r, &wall))
+        return abx__error_set(err, ABX_ENETPOLICY,
+                              "allow_out '%s' reaches %s (the sandboxes' own addresses), which no sandbox "
+                              "may reach whatever its policy says",
+                              text, pool);
+    for (size_t i = 0; i < NEVER_COUNT; i++)
+        if (cidr_parse(never_ranges[i][0], &wall) && abx__net_cidrs_overlap(r, &wall))
+            return abx__error_set(err, ABX_ENETPOLICY,
+                                  "allow_out '%s' reaches %s (%s), which no sandbox may reach whatever its "
+                                  "policy says",
+                                  text, never_ranges[i][0], never_ranges[i][1]);
+    for (size_t i = 0; i < sizeof forbidden_ranges / sizeof forbidden_ranges[0]; i++) {
+        if (!cidr_parse(forbidden_ranges[i], &wall) || !abx__net_cidrs_overlap(r, &wall))
+            continue;
+        bool opened = false;
+        for (size_t k = 0; k < nmay && !opened; k++)
+            opened = abx__net_cidr_within(r, &may[k]);
+        if (!opened)
+            return abx__error_set(err, ABX_ENETPOLICY,
+                                  "allow_out '%s' opens %s (%s), which only the operator may open: list "
+                                  "it under [network] client_may_allow in config.toml",
+                                  text, forbidden_ranges[i], forbidden_what(forbidden_ranges[i]));
+    }
+    return 0;
+}
+
+int abx__net_policy_walls(json_t *policy, const abx_net_rule *may, size_t nmay, const char *pool,
+                          abx_error **err)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(policy, "allow_out"), i, v)
+    {
+        abx_net_rule r;
+        const char *text = json_string_value(v);
+        if (!text || abx__net_rule_parse(text, &r, NULL) < 0)
+            return abx__error_set(err, ABX_EINVAL, "allow_out: a list of network rules");
+        if (r.kind != ABX_NET_CIDR4 && r.kind != ABX_NET_CIDR6)
+            continue; /* a name's addresses pass the resolver's guard */
+        int rc = wall_check(&r, text, may, nmay, pool, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Appends the normal forms of a list to arr; E8001 at the first bad entry. */
 static int add_list(json_t *arr, const char *const *items, json_t *jitems, const char *which, abx_error **err)
 {

@@ -4,7 +4,8 @@
  * Modes: "none" (loopback only), "internet" (public addresses, less the
  * deny list), "allowlist" (only what the allow list names). Whatever the
  * lists say, the ranges abx__net_addr_forbidden() names stay unreachable
- * unless an allow-list CIDR names them. Order of the rules, first match
+ * unless an allow-list CIDR names them (and such a CIDR passes the walls
+ * below only where the operator allows it). Order of the rules, first match
  * wins: an allowed CIDR; a denied name's address; an address the resolver
  * returned for an allowed name; a denied CIDR; a forbidden range; the mode.
  *
@@ -54,6 +55,21 @@ bool abx__net_cidr_contains(const abx_net_rule *r, int family, const unsigned ch
 bool abx__net_addr_forbidden(int family, const unsigned char *addr);
 /* Those ranges as CIDR text (IPv4 first), for the packet filter; static. */
 const char *const *abx__net_forbidden_ranges(size_t *count);
+
+/* The walls. Whatever a request says, a sandbox never reaches the never
+ * ranges (abx__net_never_range(0...) until NULL: this host, loopback, the
+ * cloud metadata addresses) nor the sandbox pool; the other forbidden
+ * ranges only when the operator's [network] client_may_allow contains the
+ * whole entry. abx__net_policy_walls checks the allow list of a normal
+ * policy against them: E8031 naming the entry, the range and the rule.
+ * may: the operator's CIDRs (nmay of them); pool: the pool's CIDR or NULL. */
+int abx__net_policy_walls(json_t *policy, const abx_net_rule *may, size_t nmay, const char *pool,
+                          abx_error **err);
+const char *abx__net_never_range(size_t i);
+bool abx__net_addr_never(int family, const unsigned char *addr);
+/* Whether two CIDRs of one family share an address; whether inner lies in outer. */
+bool abx__net_cidrs_overlap(const abx_net_rule *a, const abx_net_rule *b);
+bool abx__net_cidr_within(const abx_net_rule *inner, const abx_net_rule *outer);
 
 /* Builds the normal policy document from a mode ("none", "internet",
  * "allowlist"; NULL: decided by the lists, else default_mode) and the two

@@ -4,7 +4,8 @@
  * writes and documents (tests/unit/test-config.c checks it; tests/fuzz/
  * fuzzes it): tables [a] and [a.b], `key = value` where value is a basic
  * "string" (escapes \" \\ \n \t \uXXXX of ASCII), a literal 'string', an
- * integer, or true/false; comments and blank lines. Anything else is an
+ * integer, true/false, or a one-line array of strings without commas (held
+ * as "a, b"); comments and blank lines. Anything else is an
  * error naming the line, never a guess. abx__toml_parse_json reads the
  * same subset into typed JSON, plus one-line arrays of strings (provider
  * manifests).
@@ -12,6 +13,7 @@
 #include "config.h"
 #include "buf.h"
 #include "error_internal.h"
+#include "netpolicy.h"
 #include "plugin_store.h"
 
 #include <ctype.h>
@@ -266,11 +268,46 @@ static int read_scalar(cursor *c, char *out, size_t cap)
     return -1;
 }
 
+/* ["a", 'b', ...] on one line, as "a, b": strings without commas only. */
+static int read_joined_list(cursor *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    c->p++; /* [ */
+    for (bool first = true;; first = false) {
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return 0;
+        }
+        char item[1024];
+        if (c->p >= c->end ||
+            (*c->p == '"'    ? read_basic_string(c, item, sizeof item)
+             : *c->p == '\'' ? read_literal_string(c, item, sizeof item)
+                             : -1) < 0 ||
+            strchr(item, ','))
+            return -1;
+        for (const char *q = first ? "" : ", "; *q; q++)
+            if (put_char(out, cap, &n, *q) < 0)
+                return -1;
+        for (const char *q = item; *q; q++)
+            if (put_char(out, cap, &n, *q) < 0)
+                return -1;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',')
+            c->p++;
+        else if (c->p >= c->end || *c->p != ']')
+            return -1;
+    }
+}
+
 static int read_value(cursor *c, char *out, size_t cap)
 {
     skip_ws(c);
     if (c->p >= c->end)
         return -1;
+    if (*c->p == '[')
+        return read_joined_list(c, out, cap);
     if (*c->p == '"')
         return read_basic_string(c, out, cap);
     if (*c->p == '\'')
@@ -789,6 +826,42 @@ int abx__config_network_default(char *out, size_t len, abx_error **err)
                             "config.toml [network] default '%.40s': expected none, internet or allowlist", v);
     else if (v)
         snprintf(out, len, "%s", v);
+    free(kvs);
+    return rc;
+}
+
+int abx__config_net_walls(json_t *policy, const char *pool, abx_error **err)
+{
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    if (!kvs)
+        return abx__error_set(err, ABX_ENOMEM, "config.toml");
+    int rc = abx__config_load(kvs, err);
+    const char *list = rc == 0 ? abx__kvs_get(kvs, "network.client_may_allow") : NULL;
+    abx_net_rule may[64];
+    size_t nmay = 0;
+    char item[128];
+    for (const char *p = list; rc == 0 && p && *p;) {
+        size_t len = strcspn(p, ",");
+        const char *start = p;
+        p += len + (p[len] == ',');
+        while (len && (*start == ' ' || *start == '\t'))
+            start++, len--;
+        while (len && (start[len - 1] == ' ' || start[len - 1] == '\t'))
+            len--;
+        if (!len)
+            continue;
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), start);
+        if (nmay == sizeof may / sizeof may[0] || abx__net_rule_parse(item, &may[nmay], NULL) < 0 ||
+            (may[nmay].kind != ABX_NET_CIDR4 && may[nmay].kind != ABX_NET_CIDR6))
+            rc = abx__error_set(err, ABX_ECONFIG,
+                                "config.toml [network] client_may_allow '%.60s': at most %zu CIDRs "
+                                "(10.99.0.0/16, fd00:1::/64)",
+                                item, sizeof may / sizeof may[0]);
+        else
+            nmay++;
+    }
+    if (rc == 0)
+        rc = abx__net_policy_walls(policy, may, nmay, pool, err);
     free(kvs);
     return rc;
 }

@@ -58,6 +58,11 @@ int abx__config_load(abx_kvs *kvs, abx_error **err);
 /* config.toml [network] default into out ("none" when unset); E8021 when
  * it is not none, internet or allowlist. */
 int abx__config_network_default(char *out, size_t len, abx_error **err);
+/* Checks a normal network policy's allow list against the walls
+ * (netpolicy.h) with config.toml's [network] client_may_allow (CIDRs, a
+ * TOML array or a comma-separated string) and pool (the sandbox pool's
+ * CIDR): E8031 naming the entry; E8021 for a bad client_may_allow. */
+int abx__config_net_walls(json_t *policy, const char *pool, abx_error **err);
 /* Writes config.toml atomically (0600). */
 int abx__config_save(const abx_kvs *kvs, abx_error **err);
 

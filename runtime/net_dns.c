@@ -223,7 +223,7 @@ static void filter_answer(abx_dns *d, ldns_pkt *r, bool denied)
             bool opened = cidr_listed(d->policy.allow, d->policy.nallow, a);
             bool listing = strcmp(d->policy.mode, "allowlist") == 0;
             pthread_mutex_unlock(&d->mu);
-            if (abx__net_addr_forbidden(AF_INET, a) && !opened)
+            if ((abx__net_addr_forbidden(AF_INET, a) && !opened) || abx__net_addr_never(AF_INET, a))
                 continue; /* the rebinding guard */
             if (listing)  /* internet mode admits nothing: its deny list holds for every name */
                 d->admit(d->ctx, a, ldns_rr_ttl(rr), false);

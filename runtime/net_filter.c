@@ -14,11 +14,15 @@
  * last one of its network namespace):
  *   forward: iifname vmap @out_by_if (abxsN : jump sb_N); anything else from
  *            abxs* dropped; towards abxs* only replies pass.
- *   input:   iifname vmap @in_by_if (abxsN : jump in_N: DNS to its gateway
- *            only); anything else from abxs* dropped.
+ *   input:   iifname vmap @in_by_if (abxsN : jump in_N: DNS over UDP from
+ *            its own address to its gateway only: the resolver serves no
+ *            TCP, and a host service on port 53 is not the sandbox's);
+ *            anything else from abxs* dropped.
  *   postrouting: masquerade what leaves the pool for the host's routes.
  *   sb_N:    replies; not IPv4, not from its own address, or DNS (53, 853:
- *            its own resolver is reached through input): refused; then the
+ *            its own resolver is reached through input): refused; then
+ *            @never4 (the pool, the metadata addresses, netpolicy.h's never
+ *            ranges) refused whatever the policy says; then the
  *            policy (netpolicy.h's order): @a4_N accept, @dn4_N refuse,
  *            @ok4_N accept (the resolver's, allowlist only), @d4_N refuse,
  *            @forbidden4 refuse, then accept (internet) or refuse.
@@ -151,6 +155,13 @@ static int pool_of(char cidr[32], uint32_t *base, unsigned *slots, abx_error **e
     *slots = (1u << (32 - r.prefix)) / 4;
     snprintf(cidr, 32, "%u.%u.%u.%u/%u", r.addr[0], r.addr[1], r.addr[2], r.addr[3], r.prefix);
     return 0;
+}
+
+const char *abx__netf_pool_cidr(char out[32])
+{
+    uint32_t base = 0;
+    unsigned slots = 0;
+    return pool_of(out, &base, &slots, NULL) == 0 ? out : NULL;
 }
 
 unsigned abx__netf_pool_slots(void)
@@ -424,16 +435,34 @@ static void links_down(const char *iface)
 
 /* ---- the filter ------------------------------------------------------------ */
 
+/* The set never4 (made if missing) with the pool and netpolicy.h's IPv4
+ * never ranges: refused before any policy rule. */
+static int never_script(abx_buf *b, const char *pool)
+{
+    appendf(b,
+            "add set inet abx never4 { type ipv4_addr; flags interval; auto-merge; }\n"
+            "add element inet abx never4 { %s",
+            pool);
+    for (size_t i = 0; abx__net_never_range(i); i++)
+        if (!strchr(abx__net_never_range(i), ':'))
+            appendf(b, ", %s", abx__net_never_range(i));
+    return appendf(b, " }\n");
+}
+
 static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
 {
-    if (nft.run(c, "list table inet abx") == 0) {
-        /* made by a sandbox of another pool: this pool's sandboxes are closed to each other too */
-        char script[128];
-        snprintf(script, sizeof script, "add element inet abx forbidden4 { %s }\n", pool);
-        return nft_script(c, script, err);
-    }
     abx_buf b;
     abx__buf_init(&b, 64 << 10);
+    if (nft.run(c, "list table inet abx") == 0) {
+        /* made by a sandbox of another pool (or an older abx): this pool's
+         * sandboxes are closed to each other too */
+        appendf(&b, "add element inet abx forbidden4 { %s }\n", pool);
+        int rc = never_script(&b, pool) < 0 || !b.data
+                     ? abx__error_set(err, ABX_ENOMEM, "network: filter script")
+                     : nft_script(c, b.data, err);
+        abx__buf_free(&b);
+        return rc;
+    }
     appendf(
         &b,
         "add table inet abx\n"
@@ -459,7 +488,8 @@ static int ensure_table(struct nft_ctx *c, const char *pool, abx_error **err)
             first = 0;
         }
     /* the pool: other sandboxes, whatever range it was given */
-    int rc = appendf(&b, ", %s }\n", pool);
+    appendf(&b, ", %s }\n", pool);
+    int rc = never_script(&b, pool);
     rc = rc < 0 || !b.data ? abx__error_set(err, ABX_ENOMEM, "network: filter script")
                            : nft_script(c, b.data, err);
     abx__buf_free(&b);
@@ -513,21 +543,23 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
                    "add rule inet abx sb_%u ip saddr != %s drop\n"
                    "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx "
                    "type admin-prohibited\n"
+                   "add rule inet abx sb_%u ip daddr @never4 reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @dn4_%u reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
                    "add rule inet abx sb_%u ip daddr @d4_%u reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u ip daddr @forbidden4 reject with icmpx type admin-prohibited\n"
                    "add rule inet abx sb_%u %s\n",
-                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s,
+                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, s,
                    strcmp(mode, "internet") == 0 ? "accept" : "reject with icmpx type admin-prohibited");
 }
 
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
 {
     unsigned s = n->slot;
-    char gw[INET_ADDRSTRLEN];
+    char gw[INET_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &n->gateway, gw, sizeof gw);
+    inet_ntop(AF_INET, &n->address, addr, sizeof addr);
     abx_buf b;
     abx__buf_init(&b, NFT_SCRIPT_MAX);
     int rc = appendf(&b,
@@ -536,11 +568,10 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
                      "add set inet abx dn4_%u { type ipv4_addr; flags timeout; size 65536; }\n"
                      "add set inet abx ok4_%u { type ipv4_addr; flags timeout; size 65536; }\n"
                      "add chain inet abx sb_%u\nadd chain inet abx in_%u\n"
-                     "add rule inet abx in_%u ip daddr %s udp dport 53 accept\n"
-                     "add rule inet abx in_%u ip daddr %s tcp dport 53 accept\n"
+                     "add rule inet abx in_%u ip saddr %s ip daddr %s udp dport 53 accept\n"
                      "add rule inet abx in_%u ct state established,related accept\n"
                      "add rule inet abx in_%u reject with icmpx type admin-prohibited\n",
-                     s, s, s, s, s, s, s, gw, s, gw, s, s);
+                     s, s, s, s, s, s, s, addr, gw, s, s);
     if (rc == 0)
         rc = policy_script(n, policy, &b);
     if (rc == 0)

@@ -23,6 +23,8 @@ typedef struct abx_net_slot {
 /* A libnftables context, or NULL when the library is missing. */
 struct nft_ctx *abx__netf_ctx(void);
 void abx__netf_ctx_free(struct nft_ctx *c);
+/* The pool's CIDR in out, or NULL when ABX_NET_POOL is wrong. */
+const char *abx__netf_pool_cidr(char out[32]);
 /* How many sandboxes the pool has addresses for (0: ABX_NET_POOL is wrong). */
 unsigned abx__netf_pool_slots(void);
 /* Takes a free /30 of the pool for sandbox id. */

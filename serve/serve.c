@@ -106,15 +106,16 @@ int serve_send_error(struct MHD_Connection *c, unsigned status, const char *mess
 }
 
 /* An abx error as E2B's status (abx's table) and body: a request's own
- * mistake says which (our validation's words); anything else only its
+ * mistake says which (our validation's words, a policy refusal's rule); anything else only its
  * code and the table's text: no path, no errno, no upstream message. */
 static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_error *err)
 {
     int code = rc < 0 ? -rc : rc;
     unsigned status = (unsigned)abx_err_http_status(code);
-    const char *detail = code == ABX_ENOTFOUND                                        ? "sandbox not found"
-                         : (status == 400 || status == 429) && abx_error_message(err) ? abx_error_message(err)
-                                                                                      : abx_strerror(code);
+    bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY;
+    const char *detail = code == ABX_ENOTFOUND                 ? "sandbox not found"
+                         : own_words && abx_error_message(err) ? abx_error_message(err)
+                                                               : abx_strerror(code);
     char message[600];
     snprintf(message, sizeof message, "%s: %s", abx_err_name(code), detail);
     abx_error_free(err);

@@ -595,10 +595,12 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         return rc;
     }
     json_t *network = NULL;
-    char default_mode[32];
+    char default_mode[32], pool[32];
     if ((rc = abx__config_network_default(default_mode, sizeof default_mode, err)) < 0 ||
         (rc = abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL,
-                                    default_mode, &network, err)) < 0) {
+                                    default_mode, &network, err)) < 0 ||
+        (rc = abx__config_net_walls(network, abx__netf_pool_cidr(pool), err)) < 0) {
+        json_decref(network);
         json_decref(envs);
         json_decref(meta);
         return rc;
@@ -806,7 +808,11 @@ static int local_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error 
 static int local_set_network(abx_sandbox *s, json_t *policy, abx_error **err)
 {
     json_t *resp = NULL;
-    int rc = abx__envd_json(&s->envd, "POST", "/abx/network", policy, &resp, err);
+    char pool[32];
+    int rc = abx__config_net_walls(policy, abx__netf_pool_cidr(pool), err);
+    if (rc < 0)
+        return rc;
+    rc = abx__envd_json(&s->envd, "POST", "/abx/network", policy, &resp, err);
     json_decref(resp);
     return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)") : rc;
 }

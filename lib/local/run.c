@@ -11,6 +11,7 @@
 #include "config.h"
 #include "jail.h"
 #include "net.h"
+#include "net_filter.h"
 #include "netpolicy.h"
 #include "parse.h"
 #include "sandbox_env.h"
@@ -134,11 +135,15 @@ static int network_before_go(void *ctx, pid_t init_pid, char *resolv, size_t len
 
 static int network_policy(const abx_run_options *opts, json_t **policy, abx_error **err)
 {
-    char default_mode[32];
+    char default_mode[32], pool[32];
     int rc = abx__config_network_default(default_mode, sizeof default_mode, err);
-    return rc < 0 ? rc
-                  : abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode,
-                                          policy, err);
+    if (rc == 0)
+        rc = abx__net_policy_build(opts->network, opts->allow_out, opts->deny_out, default_mode, policy, err);
+    if (rc == 0 && (rc = abx__config_net_walls(*policy, abx__netf_pool_cidr(pool), err)) < 0) {
+        json_decref(*policy);
+        *policy = NULL;
+    }
+    return rc;
 }
 
 /* The template's tree, WORKDIR and environment (its ENV under the

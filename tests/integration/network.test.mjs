@@ -105,13 +105,83 @@ test('allow list of domains: allowed names and wildcards only; the denied name, 
   } finally {
     abxw(['kill', id]);
   }
-  // a CIDR in the allow list names a private range explicitly: then it opens
-  const lan = create('--allow-out', '10.99.0.0/16');
+});
+
+const refusal = (r) => { assert.notEqual(r.status, 0, r.stdout); return JSON.parse(r.stderr).error; };
+
+test('the walls: a request opens a private range only where the operator\'s client_may_allow does; the pool and the metadata address never', { skip: why ?? false }, () => {
+  const before = ids().length;
+  // without the operator's word, a private range stays shut, and the refusal names the rule
+  let e = refusal(abxw(['--json', 'create', '--allow-out', '10.99.0.0/16']));
+  assert.equal(e.code, 'E8031');
+  assert.match(e.message, /10\.99\.0\.0\/16.*10\.0\.0\.0\/8.*client_may_allow/);
+  assert.equal(ids().length, before, 'a refused create made a sandbox');
+  assert.equal(abxw(['config', 'set', 'network.client_may_allow', '10.99.0.0/16, 169.254.0.0/16']).status, 0);
+  const peer = create('--allow-out', 'allowed.test');
   try {
-    assert.equal(http(lan, `http://${LAN}/`), '200');
-    assert.equal(http(lan, `http://${WEB_A}/`), '000');
+    // the operator opened the LAN: now it opens, and only it
+    const lan = create('--allow-out', '10.99.0.0/16');
+    try {
+      assert.equal(http(lan, `http://${LAN}/`), '200');
+      assert.equal(http(lan, `http://${WEB_A}/`), '000');
+    } finally {
+      abxw(['kill', lan]);
+    }
+    refusal(abxw(['--json', 'create', '--allow-out', '10.0.0.0/8'])); // wider than what was opened
+    // the pool (other sandboxes) and the metadata address: whatever anyone says
+    const pool = JSON.parse(abxw(['info', '--json', peer]).stdout).network.address.replace(/\.\d+\.\d+$/, '.0.0/16');
+    for (const rule of [pool, '169.254.169.254/32', '169.254.0.0/16', '0.0.0.0/0', '127.0.0.1']) {
+      e = refusal(abxw(['--json', 'create', '--allow-out', rule]));
+      assert.equal(e.code, 'E8031', rule);
+      assert.match(e.message, /no sandbox may reach|client_may_allow/, rule);
+    }
+    e = refusal(abxw(['--json', 'network', peer, '--allow-out', pool]));
+    assert.equal(e.code, 'E8031');
+    assert.match(e.message, /no sandbox may reach/);
+    assert.deepEqual(JSON.parse(abxw(['network', '--json', peer]).stdout).network.allow_out, ['allowed.test']);
+    assert.equal(ids().length, before + 1);
+    // and below the request checks, the filter refuses the pool and the metadata
+    // addresses before any allow rule of the sandbox's own
+    const net = JSON.parse(abxw(['info', '--json', peer]).stdout).network;
+    const rules = inHost(W, ['nft', 'list', 'ruleset']).stdout;
+    const slot = new RegExp(`"${net.interface}" : jump (sb_\\d+)`).exec(rules)[1];
+    const body = new RegExp(`chain ${slot} \\{([\\s\\S]*?)\\n\\s*\\}\\n`).exec(rules)[1];
+    assert.ok(body.indexOf('@never4') > 0 && body.indexOf('@never4') < body.indexOf('@a4_'), body);
+    assert.match(/set never4 \{([\s\S]*?)\n\s*\}\n/.exec(rules)[1], /169\.254\.169\.254/);
   } finally {
-    abxw(['kill', lan]);
+    abxw(['kill', peer]);
+    abxw(['config', 'unset', 'network.client_may_allow']);
+  }
+});
+
+test('TCP port 53 on the gateway reaches nothing of the host; DNS over UDP is the resolver', { skip: why ?? false }, async () => {
+  const { spawn } = await import('node:child_process');
+  // a host service on 0.0.0.0:53/tcp (bind9, dnsmasq): it must hear nothing from a sandbox
+  const heard = `${W.dir}/heard-53`;
+  const listener = spawn('nsenter', [`--net=${W.host}`, 'python3', '-c', `
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 53)); s.listen(8)
+print('ready', flush=True)
+while True:
+    c, _ = s.accept(); open('${heard}', 'ab').write(c.recv(100) or b'(connected)'); c.close()`], { stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    await new Promise((res, rej) => { listener.stdout.once('data', res); listener.once('exit', rej); });
+    const id = create('--allow-out', 'allowed.test');
+    try {
+      const gw = JSON.parse(abxw(['info', '--json', id]).stdout).network.gateway;
+      const out = sh(id, `python3 -c "
+import socket; s = socket.socket(); s.settimeout(3)
+try: s.connect(('${gw}', 53)); s.sendall(b'side channel'); print('connected')
+except OSError as e: print('refused', e.errno)"`).trim();
+      assert.match(out, /^refused/);
+      assert.equal(rawDns(id, gw), 'answered');
+      assert.equal(resolves(id, 'allowed.test'), true);
+      assert.equal(fs.existsSync(heard), false, 'the host listener heard the sandbox');
+    } finally {
+      abxw(['kill', id]);
+    }
+  } finally {
+    listener.kill('SIGKILL');
   }
 });
 
@@ -252,6 +322,11 @@ test('MCP create_sandbox: allow_internet_access and network {allow_out, deny_out
     const bad = await client.callTool({ name: 'create_sandbox', arguments: { network: { allow_out: ['no such thing!'] } } });
     assert.equal(bad.isError, true);
     assert.match(JSON.stringify(bad.content), /E8001/);
+    for (const cidr of ['10.200.0.0/16', '169.254.169.254/32', '192.168.0.0/16']) {
+      const walled = await client.callTool({ name: 'create_sandbox', arguments: { network: { allow_out: [cidr] } } });
+      assert.equal(walled.isError, true, cidr);
+      assert.equal(walled.structuredContent.error.code, 'E8031', cidr);
+    }
     const info = await call('get_sandbox', { sandbox_id: listed });
     assert.ok(info);
   } finally {
@@ -273,7 +348,10 @@ test('abx serve: E2B\'s SDK with allowInternetAccess, network {allowOut, denyOut
       `http://127.0.0.1:${port}`, KEY, WEB_A, WEB_B], { encoding: 'utf8', timeout: 120000 });
     assert.equal(r.status, 0, r.stderr);
     const seen = JSON.parse(r.stdout.trim().split('\n').pop());
-    assert.deepEqual(seen, { open: ['200', '200'], listed: ['200', '000'], closed: ['000'], info: true, updated: ['200', '000'], shut: ['000'] });
+    const { walls, ...rest } = seen;
+    assert.deepEqual(rest, { open: ['200', '200'], listed: ['200', '000'], closed: ['000'], info: true, updated: ['200', '000'], shut: ['000'] });
+    assert.equal(walls.length, 3);
+    for (const w of walls) assert.match(w, /^refused: .*(no sandbox may reach|client_may_allow)/, w);
   } finally {
     srv.kill('SIGTERM');
   }

@@ -35,8 +35,13 @@ static void test_toml_subset(void **state)
                        "base_url = \"https://x.example/\\u0041\\n\"\n"
                        "enabled = true\n"
                        "count = -42\n"
-                       "dotted.key = \"v\"\r\n";
+                       "dotted.key = \"v\"\r\n"
+                       "[network]\n"
+                       "client_may_allow = [\"10.99.0.0/16\", '192.168.7.0/24',]  # the LAN\n"
+                       "empty = []\n";
     assert_int_equal(abx__toml_parse(text, k, &line), 0);
+    assert_string_equal(abx__kvs_get(k, "network.client_may_allow"), "10.99.0.0/16, 192.168.7.0/24");
+    assert_string_equal(abx__kvs_get(k, "network.empty"), "");
     assert_string_equal(abx__kvs_get(k, "top"), "1");
     assert_string_equal(abx__kvs_get(k, "core.provider"), "local");
     assert_string_equal(abx__kvs_get(k, "providers.e2b.api_key"), "lit\\eral");
@@ -67,6 +72,10 @@ static void test_toml_rejects(void **state)
         "k = \"\\u0000\"\n",
         "k = \"ctl\x01\"\n",
         "k = [1, 2]\n",
+        "k = [\"a,b\"]\n",
+        "k = [\"a\"\n",
+        "k = [\"a\" \"b\"]\n",
+        "k = [,]\n",
         "k = {a = 1}\n",
         "k = 1.5\n",
     };

@@ -90,6 +90,94 @@ static void test_forbidden_ranges(void **state)
     assert_false(abx__net_cidr_contains(&lan, AF_INET, a));
 }
 
+/* Every forbidden range, written out here (not read from the code): its
+ * first and last address refused, the addresses just outside it open
+ * (unless they begin or end another range). */
+static void test_forbidden_range_edges(void **state)
+{
+    (void)state;
+    static const char *const edges[][4] = {
+        /* first, last, just below, just above ("" when it is another range's) */
+        {"0.0.0.0", "0.255.255.255", "", "1.0.0.0"},
+        {"10.0.0.0", "10.255.255.255", "9.255.255.255", "11.0.0.0"},
+        {"100.64.0.0", "100.127.255.255", "100.63.255.255", "100.128.0.0"},
+        {"127.0.0.0", "127.255.255.255", "126.255.255.255", "128.0.0.0"},
+        {"169.254.0.0", "169.254.255.255", "169.253.255.255", "169.255.0.0"},
+        {"172.16.0.0", "172.31.255.255", "172.15.255.255", "172.32.0.0"},
+        {"192.0.0.0", "192.0.0.255", "191.255.255.255", "192.0.1.0"},
+        {"192.168.0.0", "192.168.255.255", "192.167.255.255", "192.169.0.0"},
+        {"224.0.0.0", "239.255.255.255", "223.255.255.255", ""},
+        {"240.0.0.0", "255.255.255.255", "", ""},
+        {"fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+         "fe00::"},
+        {"fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+         "fec0::"},
+        {"ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+        {"100::", "100::ffff:ffff:ffff:ffff", "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "100:0:0:1::"},
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        assert_true(forbidden(edges[i][0]));
+        assert_true(forbidden(edges[i][1]));
+        if (*edges[i][2])
+            assert_false(forbidden(edges[i][2]));
+        if (*edges[i][3])
+            assert_false(forbidden(edges[i][3]));
+    }
+}
+
+/* allow_out against the walls: the pool and the never ranges whatever the
+ * operator says; the other forbidden ranges only within client_may_allow. */
+static int walls(const char *entry, const char *const *may_text, abx_error **err)
+{
+    abx_net_rule may[8];
+    size_t n = 0;
+    for (; may_text && may_text[n]; n++)
+        assert_int_equal(abx__net_rule_parse(may_text[n], &may[n], NULL), 0);
+    const char *allow[] = {entry, NULL};
+    json_t *p = NULL;
+    assert_int_equal(abx__net_policy_build(NULL, allow, NULL, "none", &p, NULL), 0);
+    int rc = abx__net_policy_walls(p, may, n, "10.200.0.0/16", err);
+    json_decref(p);
+    return rc;
+}
+
+static void test_walls(void **state)
+{
+    (void)state;
+    const char *none[] = {NULL}, *lan[] = {"10.99.0.0/16", NULL},
+               *wide[] = {"10.0.0.0/8", "169.254.0.0/16", NULL};
+    const char *open[] = {"203.0.113.0/24", "8.8.8.8", "example.com", "*.example.com", "2001:db8::/32", NULL};
+    for (size_t i = 0; open[i]; i++)
+        assert_int_equal(walls(open[i], none, NULL), 0);
+    abx_error *err = NULL;
+    assert_int_equal(walls("10.99.0.0/16", none, &err), -ABX_ENETPOLICY);
+    assert_non_null(strstr(abx_error_message(err), "10.99.0.0/16"));
+    assert_non_null(strstr(abx_error_message(err), "client_may_allow"));
+    abx_error_free(err);
+    assert_int_equal(walls("10.99.0.0/16", lan, NULL), 0);
+    assert_int_equal(walls("10.99.7.0/24", lan, NULL), 0);
+    assert_int_equal(walls("10.0.0.0/8", lan, NULL),
+                     -ABX_ENETPOLICY); /* wider than what the operator opened */
+    assert_int_equal(walls("10.98.0.1", lan, NULL), -ABX_ENETPOLICY);
+    assert_int_equal(walls("10.0.0.0/8", wide, NULL), -ABX_ENETPOLICY); /* holds the pool */
+    const char *never[] = {"10.200.0.0/16",  "10.200.3.4", "10.200.0.0/24", "169.254.169.254",
+                           "169.254.0.0/16", "0.0.0.0/0",  "127.0.0.1",     "fd00:ec2::254",
+                           "::/0",           NULL};
+    for (size_t i = 0; never[i]; i++) {
+        err = NULL;
+        assert_int_equal(walls(never[i], wide, &err), -ABX_ENETPOLICY);
+        assert_non_null(strstr(abx_error_message(err), "no sandbox may reach"));
+        abx_error_free(err);
+    }
+    assert_int_equal(walls("172.31.255.255", none, NULL), -ABX_ENETPOLICY);
+    assert_int_equal(walls("172.32.0.0", none, NULL), 0);
+    unsigned char a[4];
+    inet_pton(AF_INET, "169.254.169.254", a);
+    assert_true(abx__net_addr_never(AF_INET, a));
+    inet_pton(AF_INET, "169.254.1.1", a);
+    assert_false(abx__net_addr_never(AF_INET, a));
+}
+
 static void test_mode_follows_lists(void **state)
 {
     (void)state;
@@ -150,6 +238,8 @@ int main(void)
         cmocka_unit_test(test_entries_normalise),
         cmocka_unit_test(test_names_match),
         cmocka_unit_test(test_forbidden_ranges),
+        cmocka_unit_test(test_forbidden_range_edges),
+        cmocka_unit_test(test_walls),
         cmocka_unit_test(test_mode_follows_lists),
         cmocka_unit_test(test_requests_checked_and_bounded),
     };

@@ -21,6 +21,21 @@ try {
   out.updated = [await http(closed, 'http://allowed.test/'), await http(closed, `http://${webB}/`)];
   await Sandbox.updateNetwork(open.sandboxId, { allowInternetAccess: false });
   out.shut = [await http(open, `http://${webA}/`)];
+  // a client cannot widen a policy past the walls: the pool, metadata, a private range
+  const refused = async (f) => {
+    try {
+      const made = await f();
+      if (made?.kill) await made.kill();
+      return 'accepted';
+    } catch (e) {
+      return `refused: ${e.message}`;
+    }
+  };
+  out.walls = [
+    await refused(() => Sandbox.create({ network: { allowOut: ['10.200.0.0/16'] }, timeoutMs: 60000 })),
+    await refused(() => Sandbox.updateNetwork(closed.sandboxId, { allowOut: ['169.254.169.254/32'] })),
+    await refused(() => Sandbox.create({ allowInternetAccess: false, network: { allowOut: ['192.168.0.0/16'] }, timeoutMs: 60000 })),
+  ];
 } finally {
   for (const s of [open, listed, closed]) await s.kill();
 }
