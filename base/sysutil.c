@@ -8,9 +8,12 @@
 #include <sys/signalfd.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,11 +131,38 @@ void abx__deadline_after(struct timespec *ts, unsigned ms)
 #define TREE_DEPTH_MAX 256
 
 typedef struct tree_walk {
-    bool remove;              /* remove what is visited (children first) */
-    unsigned long long bytes; /* st_blocks of all that was visited */
-    unsigned long long files; /* entries visited (the root included) */
-    int failed;               /* errno of the first failure (remove) */
+    bool remove;                 /* remove what is visited (children first) */
+    bool defang;                 /* drop setuid/setgid bits and file capabilities of what is visited */
+    unsigned long long defanged; /* entries that had either */
+    unsigned long long bytes;    /* st_blocks of all that was visited */
+    unsigned long long files;    /* entries visited (the root included) */
+    int failed;                  /* errno of the first failure (remove) */
 } tree_walk;
+
+/* A file's setuid and setgid bits and its capabilities (the
+ * security.capability attribute) dropped: what makes a file run with more
+ * than its caller's rights. Directories (setgid there only passes a group
+ * on) and symbolic links are left alone. A failure counts in w->failed. */
+static void defang_entry(int dir, const char *name, const struct stat *st, tree_walk *w)
+{
+    if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
+        return;
+    bool had = false;
+    if (st->st_mode & (S_ISUID | S_ISGID)) {
+        had = true;
+        if (fchmodat(dir, name, st->st_mode & 01777 & ~(mode_t)(S_ISUID | S_ISGID), 0) < 0 && !w->failed)
+            w->failed = errno;
+    }
+    if (S_ISREG(st->st_mode)) {
+        char path[64 + NAME_MAX];
+        snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dir, name);
+        if (lremovexattr(path, "security.capability") == 0)
+            had = true;
+        else if (errno != ENODATA && errno != ENOTSUP && !w->failed)
+            w->failed = errno;
+    }
+    w->defanged += had;
+}
 
 /* Visits the entries of the directory open at fd (device dev), depth deep. */
 static void walk_dir(int fd, dev_t dev, int depth, tree_walk *w)
@@ -151,6 +181,8 @@ static void walk_dir(int fd, dev_t dev, int depth, tree_walk *w)
             continue;
         w->bytes += (unsigned long long)st.st_blocks * 512ull;
         w->files++;
+        if (w->defang)
+            defang_entry(dirfd(d), e->d_name, &st, w);
         bool dir = S_ISDIR(st.st_mode);
         if (dir && st.st_dev == dev && depth < TREE_DEPTH_MAX) {
             int child = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -196,6 +228,15 @@ int abx__tree_remove_counted(const char *path, unsigned long long *bytes)
     tree_walk w = {.remove = true};
     int rc = walk_tree(path, &w);
     *bytes += w.bytes;
+    return rc;
+}
+
+int abx__tree_defang(const char *path, unsigned long long *defanged)
+{
+    tree_walk w = {.defang = true};
+    int rc = walk_tree(path, &w);
+    if (defanged)
+        *defanged = w.defanged;
     return rc;
 }
 

@@ -38,9 +38,14 @@ int abx__signalfd_block(const int *signals, int flags);
  * one tree walker of every layer, with no state outside the call.
  * abx__tree_remove removes path and all below it (a missing path is 0);
  * _counted also adds the bytes it held to *bytes; abx__tree_measure sums
- * the bytes (allocated blocks) and the entries of the tree. */
+ * the bytes (allocated blocks) and the entries of the tree.
+ * abx__tree_defang drops every setuid and setgid bit and file capability
+ * of the files below path (directories and links left alone); *defanged
+ * (may be NULL) gets how many files had one. -1 with errno when one could
+ * not be dropped. */
 int abx__tree_remove(const char *path);
 int abx__tree_remove_counted(const char *path, unsigned long long *bytes);
 void abx__tree_measure(const char *path, unsigned long long *bytes, unsigned long long *files);
+int abx__tree_defang(const char *path, unsigned long long *defanged);
 
 #endif

@@ -10,6 +10,7 @@
 
 const char cmd_template_help[] =
     "Usage: abx template build NAME [-f DOCKERFILE] [CONTEXT] [--build-arg K=V]... [--no-cache]\n"
+    "                          [--network sandbox|host]\n"
     "       abx template build --builtin code-interpreter-v1\n"
     "       abx template import NAME ARCHIVE|OCI-DIR | list | inspect NAME | rm NAME [--force] | prune\n"
     "       [--json]\n"
@@ -24,13 +25,18 @@ const char cmd_template_help[] =
     "\n"
     "  build NAME [CONTEXT]  runs a Dockerfile (CONTEXT/Dockerfile, or -f FILE):\n"
     "                       FROM debian:bookworm[-slim] | scratch | TEMPLATE |\n"
-    "                       ARCHIVE, RUN (as root in a build sandbox, with the\n"
-    "                       host's network), COPY, ADD, ENV, ARG, WORKDIR, USER,\n"
+    "                       ARCHIVE, RUN (as root in a build sandbox with a\n"
+    "                       network of its own), COPY, ADD, ENV, ARG, WORKDIR, USER,\n"
     "                       CMD, ENTRYPOINT, HEALTHCHECK. Steps are cached: a\n"
     "                       changed step reruns from there. Progress on stderr;\n"
     "                       with --json, one JSON event per line on stdout\n"
     "  --build-arg K=V      an ARG's value (repeatable)\n"
     "  --no-cache           reruns every step\n"
+    "  --network sandbox    RUN steps' network (the default): a namespace of their\n"
+    "                       own, outbound through NAT as --network internet; the\n"
+    "                       host, its loopback, its LAN and the sandboxes refused\n"
+    "  --network host       RUN steps in the host's network (reaches its loopback\n"
+    "                       services and LAN: an explicit choice, with a warning)\n"
     "  --builtin NAME       builds a built-in template (code-interpreter-v1)\n"
     "  import NAME SOURCE   a root filesystem archive (`docker export` output,\n"
     "                       .tar, .tar.gz, .tar.zst) or an OCI image layout\n"
@@ -119,9 +125,10 @@ static int show_text(cli_ctx *ctx, int rc, abx_error *err, char *text)
 }
 
 static int build(cli_ctx *ctx, abx_client *c, const char *name, const char *context, const char *file,
-                 const char *builtin, const char *const *args, bool no_cache)
+                 const char *builtin, const char *const *args, bool no_cache, const char *network)
 {
     abx_template_build_options o = {.name = name,
+                                    .network = network,
                                     .dockerfile = file,
                                     .context = context,
                                     .build_args = args,
@@ -152,7 +159,7 @@ static int build(cli_ctx *ctx, abx_client *c, const char *name, const char *cont
 
 static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char **pos, size_t npos,
                          bool force, bool no_cache, const char *file, const char *builtin,
-                         const char *const *args, size_t nargs)
+                         const char *const *args, size_t nargs, const char *network)
 {
     abx_error *err = NULL;
     char *text = NULL;
@@ -162,7 +169,7 @@ static int template_verb(cli_ctx *ctx, abx_client *c, const char *op, const char
             if (!strchr(args[i], '=') || args[i][0] == '=')
                 return cli_fail(ctx, ABX_EUSAGE, "--build-arg: NAME=value");
         return build(ctx, c, npos > 1 ? pos[1] : NULL, npos == 3 ? pos[2] : ".", file, builtin, args,
-                     no_cache);
+                     no_cache, network);
     }
     if (strcmp(op, "prune") == 0 && npos == 1) {
         unsigned long long freed = 0;
@@ -205,12 +212,13 @@ int cmd_template(cli_ctx *ctx, int argc, char **argv)
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0, nargs = 0;
     bool force = false, no_cache = false;
-    const char *file = NULL, *builtin = NULL, *args[129] = {NULL};
+    const char *file = NULL, *builtin = NULL, *network = NULL, *args[129] = {NULL};
     const cli_flag flags[] = {{"--force", CLI_BOOL, &force, 0, 0, NULL, 0, NULL},
                               {"--no-cache", CLI_BOOL, &no_cache, 0, 0, NULL, 0, NULL},
                               {"-f", CLI_STRING, &file, 0, 0, NULL, 0, NULL},
                               {"--file", CLI_STRING, &file, 0, 0, NULL, 0, NULL},
                               {"--builtin", CLI_STRING, &builtin, 0, 0, NULL, 0, NULL},
+                              {"--network", CLI_STRING, &network, 0, 0, NULL, 0, NULL},
                               {"--build-arg", CLI_MULTI, args, 0, 0, &nargs, 128, NULL}};
     int rc = cli_parse(ctx, "template", cmd_template_help, argc, argv, flags, sizeof flags / sizeof flags[0],
                        pos, &npos);
@@ -221,7 +229,7 @@ int cmd_template(cli_ctx *ctx, int argc, char **argv)
     abx_client *c = cli_client(ctx, &status);
     if (!c)
         return status;
-    rc = template_verb(ctx, c, op, pos, npos, force, no_cache, file, builtin, args, nargs);
+    rc = template_verb(ctx, c, op, pos, npos, force, no_cache, file, builtin, args, nargs, network);
     abx_client_free(c);
     return rc;
 }

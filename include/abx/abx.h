@@ -389,7 +389,12 @@ typedef struct abx_template_build_options {
     /* Each step's progress as one JSON event (not kept past the call). May be NULL. */
     void (*on_event)(const char *event_json, void *userdata);
     void *userdata;
-    void *reserved[4];
+    /* RUN steps' network: NULL or "sandbox" (a namespace of their own with
+     * outbound NAT, as --network internet: the host, its loopback and LAN
+     * unreachable), or "host" (the host's network, as it was before:
+     * an explicit choice, announced by a "note" event). */
+    const char *network;
+    void *reserved[3];
 } abx_template_build_options;
 
 /* *info (may be NULL; abx_free) describes the template made; a failed

@@ -60,6 +60,10 @@ int abx_template_build(abx_client *c, const abx_template_build_options *o, char 
                                 .no_cache = o->no_cache,
                                 .on_event = o->on_event ? relay_event : NULL,
                                 .ud = &relay};
+    if (o->network && strcmp(o->network, "sandbox") != 0 && strcmp(o->network, "host") != 0)
+        return abx__error_set(err, ABX_EINVAL, "--network '%.40s': sandbox (the default) or host",
+                              o->network);
+    r.host_network = o->network && strcmp(o->network, "host") == 0;
     if (o->builtin && !(r.dockerfile_text = abx__template_builtin_recipe(o->builtin)))
         return abx__error_set(err, ABX_EINVAL,
                               "--builtin: code-interpreter-v1 is the built-in template abx builds");

@@ -8,8 +8,11 @@
  *           rootfs archive in the context;
  *   RUN     a sandbox (runtime/jail.c) whose root is the tree itself,
  *           written through an id-mapped mount: root inside is not host
- *           root, and the tree keeps its own ids; the host's network, as
- *           `docker build` has it;
+ *           root, and the tree keeps its own ids; a network namespace of
+ *           its own with outbound NAT (runtime/net.c, as --network
+ *           internet: the host, its LAN and the other sandboxes refused),
+ *           as `docker build`'s bridge; the host's network only when the
+ *           build asks for it (host_network, root's explicit choice);
  *   COPY/ADD lib/local/template_copy.c: from the context into the tree, by a
  *           child chroot()ed into it; ADD unpacks a local archive first
  *           (libarchive, the import rules);
@@ -25,6 +28,8 @@
 #include "dockerfile.h"
 #include "error_internal.h"
 #include "jail.h"
+#include "net.h"
+#include "netpolicy.h"
 #include "sandbox_env.h"
 #include "sandbox_id.h"
 #include "sysutil.h"
@@ -55,7 +60,7 @@ extern char **environ;
 #define COPY_MAX_ENTRIES 1000000u
 #define BUILD_MEMORY_MB 4096
 #define BUILD_PIDS 4096
-#define CACHE_FORMAT "abx-build-v1"
+#define CACHE_FORMAT "abx-build-v2" /* v2: trees without setuid bits */
 /* As Debian's container images: apt keeps no downloaded packages (a RUN
  * apt-get install leaves only what it installed in the template). */
 #define APT_CLEAN_HOOK                                                                                       \
@@ -398,7 +403,22 @@ static void cache_trim(build *b)
  * tree of b->key, replacing an older one (a --no-cache build's result). */
 static int publish_tree(build *b, const char *partial, abx_error **err)
 {
-    char dir[700], old[800];
+    char dir[700], old[800], rootfs[760];
+    /* no tree keeps a file that runs with more rights than its caller:
+     * its files are owned by host ids on disk */
+    snprintf(rootfs, sizeof rootfs, "%s/rootfs", partial);
+    unsigned long long defanged = 0;
+    if (abx__tree_defang(rootfs, &defanged) < 0) {
+        int rc = abx__error_errno(err, ABX_EIO, errno, "dropping setuid bits from the step's tree");
+        remove_tree(partial);
+        return rc;
+    }
+    if (defanged) {
+        char note[160];
+        snprintf(note, sizeof note, "dropped setuid/setgid bits and file capabilities of %llu file%s",
+                 defanged, defanged == 1 ? "" : "s");
+        emit(b, json_pack("{s:s, s:i, s:s}", "event", "note", "step", (int)b->step, "text", note));
+    }
     snprintf(dir, sizeof dir, "%s/trees/%s", b->cache, b->key);
     if (access(dir, F_OK) == 0) {
         snprintf(old, sizeof old, "%s/trees/.partial-%ld-old", b->cache, (long)getpid());
@@ -601,6 +621,25 @@ static char **run_argv(const df_step *s)
     return argv;
 }
 
+/* A RUN step's network (unless the build asked for the host's): made
+ * before the command starts, as --network internet has it (outbound NAT;
+ * the host, its loopback, its LAN and the other sandboxes refused), its
+ * resolv.conf naming the step's own resolver. */
+typedef struct step_network {
+    const char *id;
+    json_t *policy;
+    abx_net *net;
+} step_network;
+
+static int step_network_up(void *ctx, pid_t init_pid, char *resolv, size_t len, abx_error **err)
+{
+    step_network *n = ctx;
+    int rc = abx__net_up(n->id, init_pid, NULL, n->policy, &n->net, err);
+    if (rc == 0)
+        abx__net_resolv_conf(n->net, resolv, len);
+    return rc;
+}
+
 static int run_step(build *b, const df_step *s, abx_error **err)
 {
     int rc = prepare_work(b, err);
@@ -649,6 +688,17 @@ static int run_step(build *b, const df_step *s, abx_error **err)
         return abx__error_errno(err, ABX_ESYS, errno, "starting the step");
     }
     int stdio[3] = {devnull, out[1], out[1]};
+    step_network network = {.id = id};
+    bool host_network = b->o->host_network;
+    if (!host_network &&
+        abx__net_policy_build("internet", NULL, NULL, "internet", &network.policy, err) < 0) {
+        free(argv);
+        close(devnull);
+        close(out[0]);
+        close(out[1]);
+        abx__sandbox_env_free(&env);
+        return -ABX_ENOMEM;
+    }
     abx_jail_config cfg = {.id = id,
                            .limits = limits,
                            .argv = (const char *const *)argv,
@@ -657,7 +707,9 @@ static int run_step(build *b, const df_step *s, abx_error **err)
                            .as_root = as_root,
                            .template_root = root,
                            .template_writable = true,
-                           .host_network = true,
+                           .host_network = host_network,
+                           .before_go = host_network ? NULL : step_network_up,
+                           .before_go_ctx = &network,
                            .root_caps = true,
                            .stdio = stdio};
     sigset_t mask, old;
@@ -691,6 +743,8 @@ static int run_step(build *b, const df_step *s, abx_error **err)
     }
     if (jail.init_pid > 0)
         abx__jail_destroy(&jail);
+    abx__net_down(network.net);
+    json_decref(network.policy);
     close(out[0]);
     if (sigfd >= 0)
         close(sigfd);
@@ -1192,6 +1246,10 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     }
     cache_reconcile(b.cache);
     abx__cgroup_sweep_stale(10);
+    if (o->host_network)
+        emit(&b, json_pack("{s:s, s:i, s:s}", "event", "note", "step", 0, "text",
+                           "warning: RUN steps use the host's network (--network host): they reach its "
+                           "loopback services, its LAN and the other sandboxes"));
     snprintf(b.key, sizeof b.key, CACHE_FORMAT);
     b.env = json_object();
     b.args = json_object();

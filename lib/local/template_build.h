@@ -24,6 +24,7 @@ typedef struct template_build_request {
     const char *context;           /* the directory COPY and ADD read; NULL: "." */
     const char *const *build_args; /* "NAME=value", NULL-terminated; may be NULL */
     bool no_cache;                 /* run every step again (their results still refresh the cache) */
+    bool host_network;             /* RUN steps in the host's network namespace (else one of their own) */
     /* Each progress event ({"event": "step"|"output"|"note", ...}), the
      * callee's reference; may be NULL. */
     void (*on_event)(json_t *event, void *ud);

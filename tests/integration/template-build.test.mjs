@@ -147,6 +147,72 @@ test('the build cache: a second build reruns nothing; a changed last RUN reruns 
   assert.equal(exec(create('ver'), 'echo $GREETING').stdout, `hi${nonce}-world\n`);
 });
 
+test('RUN steps have a network of their own: out through NAT, never the host\'s loopback, its LAN or its sockets; --network host is an explicit choice', { skip }, async () => {
+  const net = await import('node:net');
+  const listen = (host) => new Promise((res) => { const srv = net.createServer((c) => c.destroy()); srv.listen(0, host, () => res(srv)); });
+  const lanAddr = Object.values(os.networkInterfaces()).flat().find((a) => a.family === 'IPv4' && !a.internal)?.address;
+  const loop = await listen('127.0.0.1');
+  const lan = await listen('0.0.0.0');
+  try {
+    const probe = (host, port) => `(timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port}' 2>/dev/null && echo reached || echo unreachable)`;
+    const df = (tag) => `FROM debian:bookworm-slim
+RUN echo ${tag}; { ${probe('127.0.0.1', loop.address().port)}; ${probe(lanAddr ?? '127.0.0.1', lan.address().port)}; ${probe('deb.debian.org', 80)}; } > /net-reach; cat /proc/net/dev > /net-dev; cat /proc/net/tcp > /net-tcp
+`;
+    const portHex = (p) => `:${p.toString(16).toUpperCase().padStart(4, '0')}`;
+    fs.writeFileSync(path.join(work, 'Dockerfile.net'), df(`own-${nonce}`));
+    let r = abxh(['template', 'build', 'netown', '-f', path.join(work, 'Dockerfile.net'), ctx]);
+    assert.equal(r.status, 0, r.stderr.slice(-3000));
+    assert.doesNotMatch(r.stderr, /warning/);
+    let id = create('netown');
+    assert.deepEqual(exec(id, 'cat /net-reach').stdout.split('\n').slice(0, 3), ['unreachable', 'unreachable', 'reached']);
+    const dev = exec(id, 'cat /net-dev').stdout;
+    assert.match(dev, /eth0:/);
+    assert.doesNotMatch(dev, /abxs|eth1|docker|veth/);
+    const tcp = exec(id, 'cat /net-tcp').stdout;
+    assert.ok(!tcp.includes(portHex(loop.address().port)) && !tcp.includes(portHex(lan.address().port)), 'the step saw the host\'s sockets');
+    abxh(['kill', id]);
+    // the host's network, asked for: it says so, and then the host's loopback is there
+    fs.writeFileSync(path.join(work, 'Dockerfile.net'), df(`host-${nonce}`));
+    r = abxh(['template', 'build', 'nethost', '-f', path.join(work, 'Dockerfile.net'), ctx, '--network', 'host']);
+    assert.equal(r.status, 0, r.stderr.slice(-3000));
+    assert.match(r.stderr, /warning: RUN steps use the host's network/);
+    id = create('nethost');
+    assert.equal(exec(id, 'cat /net-reach').stdout.split('\n')[0], 'reached');
+    abxh(['kill', id]);
+    r = abxh(['--json', 'template', 'build', 'netbad', '-f', path.join(work, 'Dockerfile.net'), ctx, '--network', 'bridge']);
+    assert.equal(JSON.parse(r.stderr).error.code, 'E8001');
+    for (const t of ['netown', 'nethost']) abxh(['template', 'rm', t]);
+  } finally {
+    loop.close();
+    lan.close();
+  }
+});
+
+test('a build keeps no setuid, setgid or file capability: its trees are owned by host ids on disk', { skip }, () => {
+  const df = path.join(work, 'Dockerfile.suid');
+  // v2 file capabilities with cap_setuid permitted and effective
+  const caps = '01000002800000000000000000000000000000000';
+  fs.writeFileSync(df, `FROM demo
+USER root
+RUN echo ${nonce}; cp /bin/dash /opt/rootsh && chmod 6755 /opt/rootsh && cp /bin/dash /opt/capsh && python3 -c "import os; os.setxattr('/opt/capsh', 'security.capability', bytes.fromhex('${caps.slice(0, 40)}'))" && mkdir -m 2775 /opt/shared
+`);
+  const r = abxh(['template', 'build', 'suid', '-f', df, ctx]);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.match(r.stderr, /dropped setuid\/setgid bits and file capabilities of \d+ file/);
+  const tree = `${H.home}/templates/suid/rootfs`;
+  assert.equal(fs.statSync(`${tree}/opt/rootsh`).mode & 0o7777, 0o755);
+  assert.equal(fs.statSync(`${tree}/opt/shared`).mode & 0o7777, 0o2775); // a directory's setgid only passes its group on
+  const xattr = sh(`python3 -c "import os; print(os.getxattr('${tree}/opt/capsh', 'security.capability'))" 2>&1`).stdout;
+  assert.match(xattr, /No data available|ENODATA|\[Errno 61\]/, xattr);
+  // none left anywhere in the tree (Debian's own su, mount, passwd included), nor in the build cache's copies
+  const found = sh(`find ${tree} -xdev \\( -perm -4000 -o -perm -2000 \\) -type f | head -3`).stdout;
+  assert.equal(found, '');
+  const id = create('suid');
+  assert.equal(exec(id, 'stat -c %a /opt/rootsh').stdout.trim(), '755');
+  abxh(['kill', id]);
+  abxh(['template', 'rm', 'suid']);
+});
+
 test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templateID', { skip }, async () => {
   const KEY = `e2b_${'c3'.repeat(20)}`;
   const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
