@@ -143,15 +143,15 @@ static bool climbs_out(const char *rel, const char *target)
 }
 
 /* The directory holding rel's last component, opened below dest one
- * component at a time (O_NOFOLLOW; missing ones made); *base points at
- * the last component. The caller closes the result. */
-static int open_parent(int dest, char *rel, char **base)
+ * component at a time (O_NOFOLLOW; missing ones made when make); *base
+ * points at the last component. The caller closes the result. */
+static int open_parent_at(int dest, char *rel, char **base, bool make)
 {
     int dir = dup(dest);
     char *c = rel;
     for (char *slash; dir >= 0 && (slash = strchr(c, '/'));) {
         *slash = '\0';
-        if (mkdirat(dir, c, 0755) < 0 && errno != EEXIST) {
+        if (make && mkdirat(dir, c, 0755) < 0 && errno != EEXIST) {
             close(dir);
             return -1;
         }
@@ -163,6 +163,11 @@ static int open_parent(int dest, char *rel, char **base)
     }
     *base = c;
     return dir;
+}
+
+static int open_parent(int dest, char *rel, char **base)
+{
+    return open_parent_at(dest, rel, base, true);
 }
 
 /* What an extraction allows: a plugin's files, or a template's tree. */
@@ -270,14 +275,43 @@ static int empty_dir(int dir, const char *name)
     return rc;
 }
 
-/* An OCI layer's entry at dir/base: a whiteout is applied (1: nothing
- * more to do); otherwise what is there goes unless both are directories. */
-static int apply_layer_rules(int dir, const char *base, mode_t type, bool hard)
+/* What an OCI layer entry's name says: WH_NONE a file, WH_FILE
+ * ".wh.NAME" (NAME of the layers below goes), WH_OPAQUE ".wh..wh..opq"
+ * (what the layers below put in its directory goes), WH_BAD a whiteout
+ * naming nothing, ".", ".." or a reserved ".wh..wh." name. */
+typedef enum { WH_NONE, WH_FILE, WH_OPAQUE, WH_BAD } whiteout_kind;
+
+static whiteout_kind whiteout_of(const char *base)
 {
+    if (strncmp(base, ".wh.", 4) != 0)
+        return WH_NONE;
     if (strcmp(base, ".wh..wh..opq") == 0)
-        return empty_dir(dir, ".") < 0 ? -1 : 1;
-    if (strncmp(base, ".wh.", 4) == 0)
-        return base[4] && remove_at(dir, base + 4, 0) < 0 ? -1 : 1;
+        return WH_OPAQUE;
+    const char *target = base + 4;
+    if (!*target || strcmp(target, ".") == 0 || strcmp(target, "..") == 0 || strchr(target, '/') ||
+        strncmp(target, ".wh.", 4) == 0)
+        return WH_BAD;
+    return WH_FILE;
+}
+
+/* Applies one whiteout to the layers below (what dest holds before this
+ * layer's files): its parent is reached without making or following
+ * anything; a missing one has nothing to remove. */
+static int apply_whiteout(int destfd, char *rel, whiteout_kind kind)
+{
+    char *base = NULL;
+    int dir = open_parent_at(destfd, rel, &base, false);
+    if (dir < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    int rc = kind == WH_OPAQUE ? empty_dir(dir, ".") : remove_at(dir, base + 4, 0);
+    close(dir);
+    return rc;
+}
+
+/* An OCI layer's file at dir/base over the layers below: what is there
+ * goes unless both are directories. */
+static int replace_below(int dir, const char *base, mode_t type, bool hard)
+{
     struct stat st;
     if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT ? 0 : -1;
@@ -297,6 +331,125 @@ static int keep_owner(int dir, const char *name, struct archive_entry *e, mode_t
     return fchmodat(dir, name, api.perm(e) & 01777, 0);
 }
 
+static struct archive *open_archive(const char *archive_path, char *why, size_t why_len)
+{
+    struct archive *a = api.read_new();
+    if (!a) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    api.support_filter_all(a);
+    api.support_format_tar(a);
+    if (api.open_filename(a, archive_path, 65536) != ARCHIVE_OK) {
+        snprintf(why, why_len, "not a tar archive abx can read: %s", api.error_string(a) ?: "unknown format");
+        api.read_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* The checks every entry passes before anything of it is written: 0 with
+ * rel (and target for a hard link) filled, 1 for the archive's own root
+ * (skipped), -1 with why. */
+static int check_entry(struct archive *a, struct archive_entry *e, int r, unsigned *entries,
+                       const extract_rules *rules, char rel[2048], char target[2048], char *why,
+                       size_t why_len)
+{
+    const char *path = api.pathname(e);
+    const char *soft = api.symlink(e), *hard = api.hardlink(e);
+    mode_t type = api.filetype(e);
+    if (path && type == AE_IFDIR && (strcmp(path, ".") == 0 || strcmp(path, "./") == 0))
+        return 1;
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        snprintf(why, why_len, "the archive is damaged: %s", api.error_string(a) ?: "");
+    else if (++*entries > rules->max_entries)
+        snprintf(why, why_len, "more than %u entries", rules->max_entries);
+    else if (!path || !safe_relative(path, rel, 2048))
+        snprintf(why, why_len, "entry '%.200s' has an absolute path or '..'", path ? path : "");
+    else if ((soft && !rules->rootfs && (soft[0] == '/' || strstr(soft, ".."))) ||
+             (soft && rules->rootfs && climbs_out(rel, soft)) || (hard && !safe_relative(hard, target, 2048)))
+        snprintf(why, why_len, "entry '%.200s' links outside %s", path, rules->what);
+    else if (!hard && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+        snprintf(why, why_len, "entry '%.200s' is a device, fifo or socket", path);
+    else
+        return 0;
+    return -1;
+}
+
+static const char *last_component(const char *rel)
+{
+    const char *slash = strrchr(rel, '/');
+    return slash ? slash + 1 : rel;
+}
+
+/* A layer's first pass: its whiteouts, applied to the layers below before
+ * any file of its own is written (the OCI image spec: whatever the order
+ * of its entries, a layer's whiteouts never remove its own files). */
+static int apply_whiteouts(const char *archive_path, int destfd, const extract_rules *rules, char *why,
+                           size_t why_len)
+{
+    struct archive *a = open_archive(archive_path, why, why_len);
+    if (!a)
+        return -1;
+    struct archive_entry *e;
+    unsigned entries = 0;
+    int rc = 0, r;
+    while (rc == 0 && (r = api.next_header(a, &e)) != ARCHIVE_EOF) {
+        char rel[2048], target[2048];
+        int checked = check_entry(a, e, r, &entries, rules, rel, target, why, why_len);
+        if (checked != 0) {
+            rc = checked < 0 ? -1 : 0;
+            continue;
+        }
+        whiteout_kind kind = whiteout_of(last_component(rel));
+        if (kind == WH_BAD) {
+            snprintf(why, why_len, "entry '%.200s' is a whiteout of nothing it may remove", rel);
+            rc = -1;
+        } else if (kind != WH_NONE && apply_whiteout(destfd, rel, kind) < 0) {
+            snprintf(why, why_len, "cannot apply whiteout '%.200s' to the layers below", rel);
+            rc = -1;
+        }
+    }
+    api.read_free(a);
+    return rc;
+}
+
+/* Writes one checked entry below destfd. */
+static int write_one(struct archive *a, struct archive_entry *e, int destfd, char *rel, char *target,
+                     unsigned long long *total, const extract_rules *rules, char *why, size_t why_len)
+{
+    const char *path = api.pathname(e);
+    const char *soft = api.symlink(e), *hard = api.hardlink(e);
+    mode_t type = api.filetype(e);
+    char *base = NULL;
+    int dir = open_parent(destfd, rel, &base);
+    if (dir >= 0 && rules->layer && whiteout_of(base) != WH_NONE) {
+        close(dir); /* applied by the first pass */
+        return 0;
+    }
+    if (dir >= 0 && rules->layer && replace_below(dir, base, type, hard != NULL) < 0) {
+        close(dir);
+        snprintf(why, why_len, "cannot apply entry '%.200s' over the layers below", path);
+        return -1;
+    }
+    int ok = dir < 0            ? -1
+             : hard             ? link_within(destfd, target, dir, base)
+             : type == AE_IFDIR ? make_dir(dir, base)
+             : type == AE_IFLNK ? symlinkat(soft, dir, base)
+                                : write_entry(a, dir, base, api.perm(e), total, rules);
+    if (ok == 0 && rules->rootfs && !hard)
+        ok = keep_owner(dir, base, e, type);
+    if (dir >= 0)
+        close(dir);
+    if (ok < 0) {
+        if (*total > rules->max_bytes)
+            snprintf(why, why_len, "more than %llu MiB unpacked", rules->max_bytes >> 20);
+        else
+            snprintf(why, why_len, "cannot unpack entry '%.200s' (it may reach through a link)", path);
+    }
+    return ok;
+}
+
 static int extract(const char *archive_path, const char *dest, char *why, size_t why_len,
                    const extract_rules *rules)
 {
@@ -306,79 +459,30 @@ static int extract(const char *archive_path, const char *dest, char *why, size_t
         return -1;
     }
     int destfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct archive *a = destfd >= 0 ? api.read_new() : NULL;
-    if (!a) {
-        if (destfd >= 0)
-            close(destfd);
+    if (destfd < 0) {
         snprintf(why, why_len, "cannot unpack into %s", dest);
         return -1;
     }
-    api.support_filter_all(a);
-    api.support_format_tar(a);
-    int rc = api.open_filename(a, archive_path, 65536) == ARCHIVE_OK ? 0 : -1;
-    if (rc < 0)
-        snprintf(why, why_len, "not a tar archive abx can read: %s", api.error_string(a) ?: "unknown format");
+    if (rules->layer && apply_whiteouts(archive_path, destfd, rules, why, why_len) < 0) {
+        close(destfd);
+        return -1;
+    }
+    struct archive *a = open_archive(archive_path, why, why_len);
+    int rc = a ? 0 : -1;
     struct archive_entry *e;
     unsigned entries = 0;
     unsigned long long total = 0;
     int r;
     while (rc == 0 && (r = api.next_header(a, &e)) != ARCHIVE_EOF) {
         char rel[2048], target[2048];
-        const char *path = api.pathname(e);
-        const char *soft = api.symlink(e), *hard = api.hardlink(e);
-        mode_t type = api.filetype(e);
-        if (path && type == AE_IFDIR && (strcmp(path, ".") == 0 || strcmp(path, "./") == 0))
-            continue; /* the archive's own root */
-        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            snprintf(why, why_len, "the archive is damaged: %s", api.error_string(a) ?: "");
+        int checked = check_entry(a, e, r, &entries, rules, rel, target, why, why_len);
+        if (checked == 0)
+            rc = write_one(a, e, destfd, rel, target, &total, rules, why, why_len);
+        else if (checked < 0)
             rc = -1;
-        } else if (++entries > rules->max_entries) {
-            snprintf(why, why_len, "more than %u entries", rules->max_entries);
-            rc = -1;
-        } else if (!path || !safe_relative(path, rel, sizeof rel)) {
-            snprintf(why, why_len, "entry '%.200s' has an absolute path or '..'", path ? path : "");
-            rc = -1;
-        } else if ((soft && !rules->rootfs && (soft[0] == '/' || strstr(soft, ".."))) ||
-                   (soft && rules->rootfs && climbs_out(rel, soft)) ||
-                   (hard && !safe_relative(hard, target, sizeof target))) {
-            snprintf(why, why_len, "entry '%.200s' links outside %s", path, rules->what);
-            rc = -1;
-        } else if (!hard && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-            snprintf(why, why_len, "entry '%.200s' is a device, fifo or socket", path);
-            rc = -1;
-        } else {
-            char *base = NULL;
-            int dir = open_parent(destfd, rel, &base);
-            int layered = dir >= 0 && rules->layer ? apply_layer_rules(dir, base, type, hard != NULL) : 0;
-            if (layered != 0) {
-                if (dir >= 0)
-                    close(dir);
-                if (layered < 0) {
-                    snprintf(why, why_len, "cannot apply entry '%.200s' over the layers below", path);
-                    rc = -1;
-                }
-                continue;
-            }
-            int ok = dir < 0            ? -1
-                     : hard             ? link_within(destfd, target, dir, base)
-                     : type == AE_IFDIR ? make_dir(dir, base)
-                     : type == AE_IFLNK ? symlinkat(soft, dir, base)
-                                        : write_entry(a, dir, base, api.perm(e), &total, rules);
-            if (ok == 0 && rules->rootfs && !hard)
-                ok = keep_owner(dir, base, e, type);
-            if (dir >= 0)
-                close(dir);
-            if (ok < 0) {
-                if (total > rules->max_bytes)
-                    snprintf(why, why_len, "more than %llu MiB unpacked", rules->max_bytes >> 20);
-                else
-                    snprintf(why, why_len, "cannot unpack entry '%.200s' (it may reach through a link)",
-                             path);
-                rc = -1;
-            }
-        }
     }
-    api.read_free(a);
+    if (a)
+        api.read_free(a);
     close(destfd);
     return rc;
 }

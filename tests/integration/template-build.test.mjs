@@ -320,15 +320,23 @@ function blob(dir, data) {
 
 // An image layout of two layers: a tree with a shell, then a layer that
 // adds a file, deletes one (.wh.) and replaces a directory's contents (opaque).
-function makeOci(dir) {
-  const l1 = path.join(work, 'oci-l1'), l2 = path.join(work, 'oci-l2');
+// whiteouts: 'last' or 'first', the order of the second layer's entries
+// (a whiteout applies to the layers below only, wherever it stands);
+// extra: more entries for the second layer (hostile ones).
+function makeOci(dir, whiteouts = 'last', extra = []) {
+  const l1 = path.join(work, 'oci-l1'), l2 = path.join(work, `oci-l2-${path.basename(dir)}`);
+  const own = ['./etc', './etc/layer2', './opt', './opt/data', './opt/data/new.txt', './work', ...extra.map((e) => `./${e}`)];
+  const wh = ['./etc/.wh.marker', './opt/data/.wh..wh..opq'];
+  const order = (whiteouts === 'first' ? [own[0], own[2], own[3], ...wh, ...own] : [...own, ...wh]).filter((e, i, a) => a.indexOf(e) === i);
   let r = sh(`set -e; d=${l1}; mkdir -p $d/usr/bin $d/etc $d/tmp $d/opt/data
     for t in sh cat ls id pwd env sleep; do p=/usr/bin/$t; [ -e $p ] || p=/bin/$t; cp -L $p $d/usr/bin/; for l in $(ldd $p | grep -o '/[^ ]*'); do mkdir -p $d$(dirname $l); cp -L $l $d$l; done; done
-    ln -s usr/bin $d/bin; echo marker > $d/etc/marker; echo old > $d/opt/data/old.txt
-    mkdir -p ${l2}/etc ${l2}/opt/data ${l2}/work; echo second > ${l2}/etc/layer2; : > ${l2}/etc/.wh.marker
+    ln -sfn usr/bin $d/bin; echo marker > $d/etc/marker; echo old > $d/opt/data/old.txt
+    rm -rf ${l2}; mkdir -p ${l2}/etc ${l2}/opt/data ${l2}/work; echo second > ${l2}/etc/layer2; : > ${l2}/etc/.wh.marker
     : > ${l2}/opt/data/.wh..wh..opq; echo new > ${l2}/opt/data/new.txt
-    tar -C ${l1} --numeric-owner -cf ${work}/l1.tar . && tar -C ${l2} --numeric-owner -czf ${work}/l2.tar.gz .`);
-  assert.equal(r.status, 0, r.stderr);
+    for e in ${extra.join(' ')}; do mkdir -p ${l2}/$(dirname $e); : > ${l2}/$e; done
+    tar -C ${l1} --numeric-owner -cf ${work}/l1.tar . && tar -C ${l2} --numeric-owner --no-recursion -czf ${work}/l2.tar.gz ${order.join(' ')}
+    [ "$(tar -tzf ${work}/l2.tar.gz | sed 's,/$,,' | tr '\\n' ' ')" = "${order.join(' ')} " ] || { tar -tzf ${work}/l2.tar.gz; exit 1; }`);
+  assert.equal(r.status, 0, r.stderr + r.stdout);
   const layers = [
     { mediaType: 'application/vnd.oci.image.layer.v1.tar', ...blob(dir, fs.readFileSync(`${work}/l1.tar`)) },
     { mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', ...blob(dir, fs.readFileSync(`${work}/l2.tar.gz`)) },
@@ -358,6 +366,27 @@ test('an OCI image layout: layers in order, whiteouts applied, its Env, WorkingD
   r = exec(id, 'cat /etc/layer2; test -e /etc/marker && echo marker-still-there || echo marker-gone; ls /opt/data; echo $FROM_IMAGE; pwd; id -u; for i in 1 2 3 4 5 6 7 8 9 10; do test -e /tmp/started && break; sleep 0.3; done; cat /tmp/started');
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(r.stdout.trim().split('\n'), ['second', 'marker-gone', 'new.txt', 'yes', '/work', '0', 'started']);
+  // the same layer with its whiteouts listed before its own files: the same tree
+  const first = path.join(work, 'oci-first');
+  makeOci(first, 'first');
+  r = abxh(['template', 'import', 'oci-first', first]);
+  assert.equal(r.status, 0, r.stderr);
+  const t = `${H.home}/templates`;
+  for (const tree of [`${t}/oci/rootfs`, `${t}/oci-first/rootfs`]) {
+    assert.deepEqual(fs.readdirSync(`${tree}/opt/data`), ['new.txt'], tree);
+    assert.equal(fs.existsSync(`${tree}/etc/marker`), false, tree);
+    assert.equal(fs.readFileSync(`${tree}/etc/layer2`, 'utf8'), 'second\n');
+  }
+  // whiteouts naming nothing, '.', '..' or a reserved name are refused, and remove nothing
+  for (const [n, hostile] of [['dot', 'opt/.wh..'], ['dotdot', 'opt/data/.wh...'], ['empty', 'etc/.wh.'], ['reserved', 'etc/.wh..wh.plnk']]) {
+    const hd = path.join(work, `oci-wh-${n}`);
+    makeOci(hd, 'last', [hostile]);
+    r = abxh(['--json', 'template', 'import', `oci-wh-${n}`, hd]);
+    assert.notEqual(r.status, 0, hostile);
+    assert.match(JSON.parse(r.stderr).error.message, /whiteout of nothing it may remove/, hostile);
+    assert.equal(fs.existsSync(`${t}/oci-wh-${n}`), false);
+  }
+  assert.ok(fs.existsSync(`${t}/oci/rootfs/etc/layer2`));
   // a damaged blob is refused
   const bad = path.join(work, 'oci-bad');
   fs.cpSync(dir, bad, { recursive: true });
