@@ -3,6 +3,7 @@
 #ifndef ABX_DIGEST_H
 #define ABX_DIGEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ABX_DIGEST_HEX 65 /* 64 hex characters and the NUL */
@@ -18,5 +19,17 @@ int abx__digest_add_file(abx_digest *d, int dirfd, const char *path);
 int abx__digest_finish(abx_digest *d, char hex[ABX_DIGEST_HEX]);
 
 int abx__sha256_file_hex(const char *path, char hex[ABX_DIGEST_HEX]);
+
+/* A whole tree's digest: every path below dir (sorted, symbolic links not
+ * followed) with its mode, and owners when asked, a regular file's bytes,
+ * a link's target. Without owners a device, fifo or socket fails it (a
+ * plugin has none); with owners it counts by its mode. -1 with errno:
+ * E2BIG past max_entries, ELOOP past max_depth, or the failing call's. */
+typedef struct abx_tree_digest_rules {
+    size_t max_entries;
+    int max_depth;
+    bool owners;
+} abx_tree_digest_rules;
+int abx__digest_tree(const char *dir, const abx_tree_digest_rules *rules, char hex[ABX_DIGEST_HEX]);
 
 #endif

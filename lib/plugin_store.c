@@ -11,6 +11,7 @@
  */
 #include "plugin_store.h"
 #include "config.h"
+#include "digest.h"
 #include "manifest.h"
 #include "error_internal.h"
 #include "sysutil.h"
@@ -18,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,130 +39,16 @@ int abx__plugin_path(const char *what, const char *id, char *out, size_t len, ab
 
 /* ---- the digest ------------------------------------------------------------- */
 
-typedef struct path_list {
-    char **paths;
-    size_t n, cap;
-} path_list;
-
-static int list_add(path_list *l, const char *rel)
-{
-    if (l->n >= MAX_FILES)
-        return -1;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        l->paths = grown;
-        l->cap = cap;
-    }
-    return (l->paths[l->n++] = strdup(rel)) ? 0 : -1;
-}
-
-/* Every path under dir (relative, "a/b"), symlinks not followed. */
-static int walk(int dirfd, const char *rel, int depth, path_list *l)
-{
-    if (depth > MAX_DEPTH)
-        return -1;
-    int fd = openat(dirfd, rel[0] ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char child[4096];
-        int n = snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
-        if (n < 0 || (size_t)n >= sizeof child || list_add(l, child) < 0) {
-            rc = -1;
-            break;
-        }
-        struct stat st;
-        if (fstatat(dirfd, child, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-            rc = walk(dirfd, child, depth + 1, l);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int cmp_paths(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Adds one entry: "path\0mode\0" and its contents (a regular file's bytes,
- * a symlink's target). */
-static int hash_entry(EVP_MD_CTX *md, int dirfd, const char *rel)
-{
-    struct stat st;
-    if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return -1;
-    char mode[32];
-    int n = snprintf(mode, sizeof mode, "%o", (unsigned)st.st_mode);
-    EVP_DigestUpdate(md, rel, strlen(rel) + 1);
-    EVP_DigestUpdate(md, mode, (size_t)n + 1);
-    if (S_ISLNK(st.st_mode)) {
-        char target[4096];
-        ssize_t t = readlinkat(dirfd, rel, target, sizeof target);
-        if (t < 0)
-            return -1;
-        EVP_DigestUpdate(md, target, (size_t)t);
-    } else if (S_ISREG(st.st_mode)) {
-        int fd = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return -1;
-        char buf[65536];
-        ssize_t got;
-        while ((got = read(fd, buf, sizeof buf)) > 0)
-            EVP_DigestUpdate(md, buf, (size_t)got);
-        close(fd);
-        if (got < 0)
-            return -1;
-    } else if (!S_ISDIR(st.st_mode)) {
-        return -1; /* devices, fifos, sockets: never part of a plugin */
-    }
-    EVP_DigestUpdate(md, "\n", 1);
-    return 0;
-}
-
 int abx__plugin_digest(const char *dir, char hex[65], abx_error **err)
 {
-    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0)
-        return abx__error_errno(err, ABX_EIO, errno, "opening the plugin directory");
-    path_list l = {0};
-    int rc = walk(dirfd, "", 0, &l);
-    EVP_MD_CTX *md = rc == 0 ? EVP_MD_CTX_new() : NULL;
-    if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1) {
-        qsort(l.paths, l.n, sizeof *l.paths, cmp_paths);
-        for (size_t i = 0; i < l.n && rc == 0; i++)
-            rc = hash_entry(md, dirfd, l.paths[i]);
-        unsigned char sum[32];
-        unsigned len = 0;
-        if (rc == 0 && EVP_DigestFinal_ex(md, sum, &len) == 1 && len == 32)
-            for (int i = 0; i < 32; i++)
-                snprintf(hex + 2 * i, 3, "%02x", sum[i]);
-        else
-            rc = -1;
-    } else {
-        rc = -1;
-    }
-    EVP_MD_CTX_free(md);
-    for (size_t i = 0; i < l.n; i++)
-        free(l.paths[i]);
-    free(l.paths);
-    close(dirfd);
-    return rc < 0 ? abx__error_set(
-                        err, ABX_EIO,
-                        "the plugin directory cannot be read whole (more than %d files, a device node, "
-                        "or an unreadable file)",
-                        MAX_FILES)
-                  : 0;
+    const abx_tree_digest_rules rules = {.max_entries = MAX_FILES, .max_depth = MAX_DEPTH, .owners = false};
+    return abx__digest_tree(dir, &rules, hex) < 0
+               ? abx__error_set(
+                     err, ABX_EIO,
+                     "the plugin directory cannot be read whole (more than %d files, a device node, "
+                     "or an unreadable file)",
+                     MAX_FILES)
+               : 0;
 }
 
 /* ---- the index ---------------------------------------------------------------- */

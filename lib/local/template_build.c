@@ -1022,11 +1022,20 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
         snprintf(extra, len, "debian %s %s %s apt-clean", f->suite, f->slim ? "slim" : "full", f->mirror);
     } else if (abx__template_root(f->image, f->root, sizeof f->root) == 0) {
         f->kind = FROM_TEMPLATE;
+        /* keyed by what it is, not by its name or age: its tree (paths,
+         * modes, owners, bytes, link targets) and its config */
+        const abx_tree_digest_rules whole = {.max_entries = 4000000, .max_depth = 512, .owners = true};
+        char tree[ABX_DIGEST_HEX], conf[ABX_DIGEST_HEX];
         json_t *info = NULL;
         abx__template_inspect(f->image, &info, NULL);
-        snprintf(extra, len, "template %s %s", f->image,
-                 json_string_value(json_object_get(info, "created_at")) ?: "");
+        char *config = json_dumps(json_object_get(info, "config"), JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(info);
+        abx_digest *d = abx__digest_new();
+        abx__digest_add_str(d, config ? config : "null");
+        free(config);
+        if (abx__digest_finish(d, conf) < 0 || abx__digest_tree(f->root, &whole, tree) < 0)
+            return step_fail(b, err, "reading the template %s: %s", f->image, strerror(errno));
+        snprintf(extra, len, "template tree %s config %s", tree, conf);
     } else if (abx__copy_archive_name(f->image) &&
                (f->fd = abx__copy_open_in_context(b->ctxfd, f->image[0] == '/' ? f->image + 1 : f->image,
                                                   O_RDONLY | O_NONBLOCK)) >= 0) {

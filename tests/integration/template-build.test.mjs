@@ -430,6 +430,29 @@ test('two sandboxes from one template: different host id ranges, separate writes
   assert.equal(exec(b, 'ls -n /etc/layer2').stdout.split(/\s+/)[2], '0');
 });
 
+test('FROM a template is cached by its content: a changed tree reruns the steps, the same tree made again does not', { skip }, () => {
+  const df = path.join(work, 'Dockerfile.fromoci');
+  fs.writeFileSync(df, `FROM oci\nRUN echo ${nonce}; cat /etc/layer2 /etc/extra > /seen 2>/dev/null; true\n`);
+  const build = () => {
+    const r = abxh(['template', 'build', 'fromoci', '-f', df, ctx, '--json']);
+    assert.equal(r.status, 0, r.stderr.slice(-3000));
+    return steps(r.stdout).map((e) => e.cached);
+  };
+  build();
+  assert.deepEqual(build(), [true, true]);
+  // the same name and age, another tree: the step reruns on what the template now holds
+  fs.writeFileSync(`${H.home}/templates/oci/rootfs/etc/extra`, 'changed\n');
+  assert.deepEqual(build(), [false, false]);
+  assert.equal(fs.readFileSync(`${H.home}/templates/fromoci/rootfs/seen`, 'utf8'), 'second\nchanged\n');
+  // made again from the same layout: a new template of the first content, whose steps are in the cache
+  assert.equal(abxh(['template', 'rm', '--force', 'oci']).status, 0);
+  const r = abxh(['template', 'import', 'oci', path.join(work, 'oci')]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(build(), [true, true]);
+  assert.equal(fs.readFileSync(`${H.home}/templates/fromoci/rootfs/seen`, 'utf8'), 'second\n');
+  abxh(['template', 'rm', 'fromoci']);
+});
+
 test('the built-in code-interpreter-v1 is a Debian template with the kernels\' libraries', { skip }, () => {
   const r0 = abxh(['template', 'inspect', 'code-interpreter-v1', '--json']);
   assert.equal(r0.status, 0);
