@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { abx, root, runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
+import { abx, abxForOtherUsers, root, runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 
 const H = privateHome('abx-agent');
 after(() => H.cleanup());
@@ -351,8 +351,11 @@ test('abx doctor says what works here as this user: everything as root, the cgro
   // an unprivileged user, as an IDE would run it
   const home = fs.mkdtempSync(path.join('/tmp', 'abx-doctor-'));
   fs.chownSync(home, 65534, 65534);
+  const copy = abxForOtherUsers(); // the checkout may be where nobody cannot reach
   try {
-    const u = spawnSync('runuser', ['-u', 'nobody', '--', abx, '--json', 'doctor'], { env: { ...process.env, ABX_HOME: home }, encoding: 'utf8' });
+    const u = spawnSync('runuser', ['-u', 'nobody', '--', copy.bin, '--json', 'doctor'], { env: { ...process.env, ABX_HOME: home }, encoding: 'utf8' });
+    assert.equal(u.error, undefined);
+    assert.ok(u.stdout, u.stderr);
     const d = JSON.parse(u.stdout);
     const by = Object.fromEntries(d.checks.map((c) => [c.check, c]));
     assert.equal(by['host ids'].status, 'warn');
@@ -366,6 +369,7 @@ test('abx doctor says what works here as this user: everything as root, the cgro
     }
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
+    copy.cleanup();
   }
 });
 
@@ -603,7 +607,8 @@ test('mcp install, status and start say when sandboxes cannot be made here as th
   const home = fs.mkdtempSync(path.join('/tmp', 'abx-ide-'));
   fs.chownSync(home, 65534, 65534);
   // runuser sets HOME from the password file: env sets it back, as an IDE's environment would
-  const asNobody = (args, input) => spawnSync('runuser', ['-u', 'nobody', '--', 'env', `HOME=${home}`, abx, ...args], { env: { ...process.env, ABX_HOME: path.join(home, '.abx') }, encoding: 'utf8', input });
+  const copy = abxForOtherUsers(); // the checkout may be where nobody cannot reach
+  const asNobody = (args, input) => spawnSync('runuser', ['-u', 'nobody', '--', 'env', `HOME=${home}`, copy.bin, ...args], { env: { ...process.env, ABX_HOME: path.join(home, '.abx') }, encoding: 'utf8', input });
   try {
     const inst = asNobody(['--json', 'mcp', 'install', '--target', 'cursor']);
     assert.equal(inst.status, 0, inst.stderr);
@@ -622,5 +627,6 @@ test('mcp install, status and start say when sandboxes cannot be made here as th
     assert.equal(rootStatus.host_problems, undefined);
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
+    copy.cleanup();
   }
 });

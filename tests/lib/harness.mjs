@@ -2,6 +2,7 @@
 // abx and the escape probe, and how to look for what a sandbox left behind.
 import { spawnSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -165,6 +166,24 @@ export function shimPid(home, id) {
 
 /** Starts `abx mcp serve` (or another server binary) on a free port;
  *  resolves {child, url, port, stderr()} once it listens. */
+/**
+ * A copy of the abx binary (and abx-shim beside it) that any host user can
+ * run: the checkout may lie where another user cannot reach (root's home
+ * is 0700 on Debian), so a test that changes user runs this copy. The
+ * caller calls cleanup().
+ */
+export function abxForOtherUsers() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-bin-'));
+  fs.chmodSync(dir, 0o755);
+  for (const name of ['abx', 'abx-shim']) {
+    const src = path.join(path.dirname(abx), name);
+    if (!fs.existsSync(src)) continue;
+    fs.copyFileSync(src, path.join(dir, name));
+    fs.chmodSync(path.join(dir, name), 0o755);
+  }
+  return { bin: path.join(dir, 'abx'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
 export function startHttpServer(args = [], { env = process.env, bin = abx, serveArgs = ['mcp', 'serve'] } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, [...serveArgs, '--listen', '127.0.0.1:0', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
