@@ -141,13 +141,36 @@ static void epp_free_impl(void *impl)
 }
 
 /* A handle from a SandboxRecord: envd when the record hands one over. */
-static int handle_from(abx_client *c, json_t *record, abx_sandbox **out, abx_error **err)
+/* The sandbox_id of a plugin's record, when it is one abx can use: not
+ * empty, short, printable, without '/' or spaces, and (when asked is not
+ * NULL) the one asked for. NULL otherwise. */
+static const char *record_id(json_t *record, const char *asked)
 {
     const char *sid = json_string_value(json_object_get(record, "sandbox_id"));
+    if (!sid || !*sid || strlen(sid) >= sizeof((epp_sandbox *)0)->sandbox_id)
+        return NULL;
+    for (const char *p = sid; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f || *p == '/')
+            return NULL;
+    return asked && strcmp(sid, asked) != 0 ? NULL : sid;
+}
+
+static int unusable_id(abx_client *c, abx_error **err)
+{
+    return abx__error_set(err, ABX_EPROVIDER,
+                          "provider '%s' answered without a usable sandbox_id (empty, malformed, or "
+                          "not the one asked for)",
+                          ((epp_client *)c->state)->id);
+}
+
+/* A handle for the sandbox record describes (asked: the id asked for, or
+ * NULL at create). */
+static int handle_from(abx_client *c, json_t *record, const char *asked, abx_sandbox **out, abx_error **err)
+{
+    const char *sid = record_id(record, asked);
     epp_client *ec = c->state;
-    if (!sid || !*sid || strlen(sid) >= sizeof((epp_sandbox *)0)->sandbox_id || strchr(sid, '/'))
-        return abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered without a usable sandbox_id",
-                              ec->id);
+    if (!sid)
+        return unusable_id(c, err);
     char qualified[200];
     snprintf(qualified, sizeof qualified, "%s:%s", ec->id, sid);
     abx_sandbox *s = abx__sandbox_new(&abx__provider_epp, qualified);
@@ -187,7 +210,7 @@ static int epp_connect(abx_client *c, const char *id, abx_sandbox **out, abx_err
         abx_error_free(first);
     }
     if (rc == 0)
-        rc = handle_from(c, record, out, err);
+        rc = handle_from(c, record, id, out, err);
     json_decref(record);
     return rc;
 }
@@ -252,7 +275,7 @@ static int epp_create(abx_client *c, const abx_create_options *o, abx_sandbox **
     json_t *record = NULL;
     rc = call(c, "sandbox.lifecycle", "sandbox.create", params, &record, err);
     if (rc == 0)
-        rc = handle_from(c, record, out, err);
+        rc = handle_from(c, record, NULL, out, err);
     json_decref(record);
     if (rc == 0 && o && o->notes_json) {
         free((*out)->notes);
@@ -291,6 +314,8 @@ static int epp_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
     json_t *record = NULL;
     int rc = call(es->client, "sandbox.lifecycle", "sandbox.get",
                   json_pack("{s:s}", "sandbox_id", es->sandbox_id), &record, err);
+    if (rc == 0 && !record_id(record, es->sandbox_id))
+        rc = unusable_id(es->client, err);
     if (rc == 0)
         info_from_record(((epp_client *)es->client->state)->id, record, out, NULL);
     json_decref(record);
@@ -320,8 +345,8 @@ static int epp_list(abx_client *c, const char *status_filter, abx__listed **item
         json_t *r;
         json_array_foreach(json_object_get(result, "sandboxes"), i, r)
         {
-            if (!json_is_object(r) || kept >= LIST_ITEMS_MAX)
-                continue;
+            if (!json_is_object(r) || kept >= LIST_ITEMS_MAX || !record_id(r, NULL))
+                continue; /* a record abx cannot name is not listed */
             if (kept == cap) {
                 abx__listed *grown = realloc(all, (cap = cap ? cap * 2 : 32) * sizeof *all);
                 if (!grown) {
@@ -351,7 +376,7 @@ static int epp_list(abx_client *c, const char *status_filter, abx__listed **item
         all = NULL;
         kept = 0;
     }
-    *items = all ? all : calloc(1, sizeof *all);
+    *items = rc == 0 ? (all ? all : calloc(1, sizeof *all)) : NULL; /* nothing to free after a failure */
     *count = kept;
     return rc;
 }

@@ -345,8 +345,10 @@ int abx_list(abx_client *c, const char *status_filter, unsigned limit, unsigned 
     abx__listed *listed = NULL;
     size_t got = 0, n = 0;
     int rc = c->ops->list(c, status_filter, &listed, &got, err);
-    if (rc < 0)
+    if (rc < 0) {
+        free(listed); /* a provider that left something behind */
         return rc;
+    }
     abx_sandbox_info *all = got ? calloc(got, sizeof *all) : NULL;
     for (size_t i = 0; i < got; i++) {
         if (all && abx__tenant_may_see(c, listed[i].tenant))

@@ -171,6 +171,32 @@ test('sandbox.list pages: abx follows next_token to the end', () => {
   assert.equal(calls('paged').filter((l) => l === 'sandbox.list').length, 3);
 });
 
+test('a plugin\'s answers about sandboxes abx did not ask for, or cannot name, are protocol errors; a failed list leaves nothing behind', () => {
+  for (const how of ['empty-id', 'other-id', 'spaced-id']) {
+    recorder(`ids-${how}`, { behave: { 'sandbox.get': how, 'sandbox.create': how, 'sandbox.list': how } });
+    // at create the plugin names the sandbox (any usable name); after, it answers for the one asked
+    for (const args of [['info', `ids-${how}:box1`], ...(how === 'other-id' ? [] : [['--provider', `ids-${how}`, 'create']])]) {
+      const r = abxh(['--json', ...args]);
+      assert.equal(r.status, 1, `${how} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(JSON.parse(r.stderr).error.code, 'E8015', `${how} ${args.join(' ')}`);
+      assert.match(JSON.parse(r.stderr).error.message, /usable sandbox_id/);
+      assert.equal(r.stdout, '');
+    }
+    // a listing keeps the records it can name, and only them
+    const l = abxh(['--json', '--provider', `ids-${how}`, 'list']);
+    assert.equal(l.status, 0, l.stderr);
+    const named = how === 'other-id' ? [`ids-${how}:box1`, `ids-${how}:someone-else`] : [`ids-${how}:box1`];
+    assert.deepEqual(JSON.parse(l.stdout).map((s) => s.sandbox_id).sort(), named);
+  }
+  // a failed sandbox.list: a clear error, and (under ASan, which checks for leaks at exit) no leak
+  recorder('listfails', { behave: { 'sandbox.list': 'fail' } });
+  for (let i = 0; i < 3; i++) {
+    const r = abxh(['--json', '--provider', 'listfails', 'list']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(JSON.parse(r.stderr).error.code, 'E8015');
+  }
+});
+
 test('a tampered plugin is never started (E8011): an edit after install', () => {
   const dir = recorder('tampered');
   assert.equal(abxh(['--provider', 'tampered', 'create']).status, 0);
