@@ -714,10 +714,12 @@ static bool split_path(const char *url, char *id, size_t id_len, char *verb, siz
 static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *url,
                                const char *method)
 {
-    json_t *body = rq->body.len ? json_loadb(rq->body.data, rq->body.len, 0, NULL) : NULL;
-    if (rq->body.len && !body)
-        return send_error(c, 400, "invalid body: not JSON");
     bool post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0;
+    /* a body means something on POST and PUT only: on GET or DELETE it was read and is dropped */
+    bool takes_body = post || strcmp(method, "PUT") == 0;
+    json_t *body = takes_body && rq->body.len ? json_loadb(rq->body.data, rq->body.len, 0, NULL) : NULL;
+    if (takes_body && rq->body.len && !body)
+        return send_error(c, 400, "invalid body: not JSON");
     char id[64], verb[32];
     enum MHD_Result r;
     if (post && (strcmp(url, "/sandboxes") == 0 || strcmp(url, "/v2/sandboxes") == 0))

@@ -281,6 +281,20 @@ test('bad input gets E2B\'s error shapes; other sandboxes keep working', async (
     }
     r = await fetch(`${base}/process.Process/List`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': keep.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': 'wrong' } });
     assert.equal(r.status, 401);
+    // a GET or DELETE that carries a body (fetch will not send one) still gets its answer, on both planes
+    const token = (await (await api(`/sandboxes/${keep.sandboxId}`)).json()).envdAccessToken;
+    const withBody = (method, url, headers) => new Promise((resolve, reject) => {
+      const body = 'x'.repeat(300000);
+      const q = http.request(`${base}${url}`, { method, headers: { ...headers, 'Content-Length': body.length } }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
+      q.on('error', reject);
+      q.end(body);
+    });
+    const plane = { 'E2b-Sandbox-Id': keep.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token };
+    for (const method of ['GET', 'DELETE']) {
+      for (const url of ['/health', '/files?path=/app/nothing']) assert.ok(await withBody(method, url, plane) >= 200, `${method} ${url}`);
+      assert.ok(await withBody(method, `/sandboxes/${keep.sandboxId}/nothing`, { 'X-API-Key': KEY }) >= 400);
+    }
+    assert.equal(await withBody('GET', '/v2/sandboxes', { 'X-API-Key': KEY }), 200);
     // the Host form routes too
     r = await fetch(`${base}/health`, { headers: { Host: `49983-${keep.sandboxId}.localhost:${srv.port}` } });
     assert.ok(r.status === 200 || r.status === 204, String(r.status));
