@@ -205,6 +205,37 @@ test('allowPublicTraffic false: the sandbox\'s ports need its traffic access tok
     assert.equal(await r.text(), 'private page\n');
     assert.equal((await get({})).status, 403);
     assert.equal((await get({ 'e2b-traffic-access-token': '0'.repeat(32) })).status, 403);
+    // compared whole: empty, a prefix, the token with more after it, another case
+    const t = sbx.trafficAccessToken;
+    for (const wrong of ['', t.slice(0, 1), t.slice(0, 31), `${t}0`, t.toUpperCase()]) assert.equal((await get({ 'e2b-traffic-access-token': wrong })).status, 403, JSON.stringify(wrong));
+    // and by Host: the same rule
+    const byHost = (token) => new Promise((resolve, reject) => {
+      const q = http.request(`${base}/index.html`, { headers: { Host: `8000-${sbx.sandboxId}.localhost:${srv.port}`, 'e2b-traffic-access-token': token } }, (res) => { res.resume(); resolve(res.statusCode); });
+      q.on('error', reject);
+      q.end();
+    });
+    assert.equal(await byHost(''), 403);
+    assert.equal(await byHost(t.slice(0, 16)), 403);
+    assert.equal(await byHost(t), 200);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('connect never shortens a sandbox\'s life: created for 120 s, a connect for 10 s keeps endAt; a longer one extends it', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    const endAt = async () => new Date((await (await api(`/sandboxes/${sbx.sandboxId}`)).json()).endAt).getTime();
+    const before = await endAt();
+    let r = await api(`/sandboxes/${sbx.sandboxId}/connect`, { method: 'POST', body: { timeout: 10 } });
+    assert.ok(r.status === 200 || r.status === 201, String(r.status));
+    assert.equal(await endAt(), before);
+    await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10000 });
+    assert.equal(await endAt(), before);
+    r = await api(`/sandboxes/${sbx.sandboxId}/connect`, { method: 'POST', body: { timeout: 600 } });
+    assert.ok(r.status === 200 || r.status === 201, String(r.status));
+    assert.ok(await endAt() > before + 400000);
   } finally {
     await sbx.kill();
   }
