@@ -207,6 +207,21 @@ test('a tampered plugin is never started (E8011): an edit after install', () => 
   assert.equal(calls('tampered').filter((l) => l === 'start').length, starts, 'the plugin was started');
   assert.equal(abxh(['--json', 'provider', 'list']).stdout.includes('"mismatch"'), true);
   fs.rmSync(dir, { recursive: true });
+  // files the digest must not skip: a dot-file, a file in a dot-directory, an empty directory, a link
+  for (const [name, plant] of [['hidden', (d) => fs.writeFileSync(path.join(d, '.hidden'), 'x')],
+    ['venv', (d) => { fs.mkdirSync(path.join(d, '.venv')); fs.writeFileSync(path.join(d, '.venv/x.py'), 'import os\n'); }],
+    ['emptydir', (d) => fs.mkdirSync(path.join(d, 'later'))],
+    ['link', (d) => fs.symlinkSync('/etc/passwd', path.join(d, 'passwd'))],
+    ['mode', (d) => fs.chmodSync(path.join(d, 'recorder.py'), 0o777)]]) {
+    const src = recorder(`tamper-${name}`);
+    assert.equal(abxh(['--provider', `tamper-${name}`, 'create']).status, 0);
+    const starts = calls(`tamper-${name}`).filter((l) => l === 'start').length;
+    plant(path.join(home, `providers/tamper-${name}`));
+    const t = abxh(['--json', '--provider', `tamper-${name}`, 'create']);
+    assert.equal(JSON.parse(t.stderr).error.code, 'E8011', `${name}: ${t.stderr}`);
+    assert.equal(calls(`tamper-${name}`).filter((l) => l === 'start').length, starts, `${name}: the plugin was started`);
+    fs.rmSync(src, { recursive: true });
+  }
 });
 
 test('the plugin gets a trimmed environment and its config; undeclared methods are never sent; connect falls back to get', () => {
