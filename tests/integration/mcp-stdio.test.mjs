@@ -328,6 +328,29 @@ test('validation: an argument a tool does not take is refused, naming it and the
   }
 });
 
+test('a session holds at most 64 sandboxes: the 65th create_sandbox is refused with E8022, and the session goes on', { timeout: 600000 }, async () => {
+  // the tenant quota is raised past the session's table, so that the table's own bound is what answers
+  fs.writeFileSync(path.join(H.home, 'config.toml'), '[limits]\nsandboxes_per_tenant = 200\ntenant_pool_share = 100\n');
+  const before = stateIds(H.home).length;
+  const s = await connect();
+  try {
+    const made = [];
+    for (let i = 0; i < 64; i++) made.push(ok(await s.call('create_sandbox', { timeout: 300 })).sandbox_id);
+    assert.equal(new Set(made).size, 64);
+    const e = failed(await s.call('create_sandbox', { timeout: 300 }), 'E8022');
+    assert.match(e.message, /limit|at most|64/i);
+    assert.equal(stateIds(H.home).length, before + 64, 'the refused create left a sandbox');
+    // the session still works, and a kill makes room
+    ok(await s.call('kill_sandbox', { sandbox_id: made[0] }));
+    ok(await s.call('create_sandbox', { timeout: 300 }));
+  } finally {
+    await s.close();
+    fs.rmSync(path.join(H.home, 'config.toml'), { force: true });
+  }
+  for (let i = 0; i < 600 && stateIds(H.home).length > before; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(stateIds(H.home).length, before, 'the session\'s sandboxes outlived it');
+});
+
 test('concurrency: a slow call does not block ping or another call; cancellation stops the process', async () => {
   const s = await connect(['--template', 'base']);
   try {

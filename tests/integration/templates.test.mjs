@@ -113,6 +113,10 @@ test('hostile archives are refused and leave no template', { skip: !root && 'nee
     dotdot: file('etc/../../evil'),
     device: "i = tarfile.TarInfo('dev/sda'); i.type = tarfile.BLKTYPE; i.devmajor = 8; t.addfile(i)",
     climbing: "i = tarfile.TarInfo('etc/link'); i.type = tarfile.SYMTYPE; i.linkname = '../../../etc/shadow'; t.addfile(i)",
+    // exactly one level above the root, from three depths
+    climbOne: "i = tarfile.TarInfo('etc/link'); i.type = tarfile.SYMTYPE; i.linkname = '../../shadow'; t.addfile(i)",
+    climbTop: "i = tarfile.TarInfo('up'); i.type = tarfile.SYMTYPE; i.linkname = '..'; t.addfile(i)",
+    climbDeep: "i = tarfile.TarInfo('a/b/c'); i.type = tarfile.SYMTYPE; i.linkname = 'x/../../../../etc'; t.addfile(i)",
     through: "i = tarfile.TarInfo('etc'); i.type = tarfile.SYMTYPE; i.linkname = '/etc'; t.addfile(i)\n" + file('etc/passwd'),
     // a directory entry over a link an earlier entry made must not change the link's host target
     dirover: `i = tarfile.TarInfo('x'); i.type = tarfile.SYMTYPE; i.linkname = '${victim}'; t.addfile(i)\n` +

@@ -50,6 +50,27 @@ test('limits past the host are refused on every surface, and the tool schema say
   } finally {
     fs.rmSync(path.join(H.home, 'config.toml'));
   }
+  // a configured maximum above the host's never raises it: the host's still bounds every create
+  fs.writeFileSync(path.join(H.home, 'config.toml'), `[limits]\nmax_memory_mb = ${hostMemMb * 8}\nmax_cpu = ${cpus * 8}\n`);
+  try {
+    for (const args of [['--memory', String(hostMemMb + 1024)], ['--cpu', String(cpus + 1)]]) {
+      const r = runAbx(['--json', 'run', ...args, '--', 'true'], { env: H.env });
+      assert.equal(r.status, 125, `${args} with a raised maximum: ${r.stderr}`);
+      const c2 = runAbx(['--json', 'create', ...args], { env: H.env });
+      assert.equal(JSON.parse(c2.stderr).error.code, 'E8001', `${args}: ${c2.stderr}`);
+    }
+    const raised = await mcp();
+    try {
+      const { tools } = await raised.client.listTools();
+      const props = tools.find((t) => t.name === 'create_sandbox').inputSchema.properties;
+      assert.ok(props.memory.maximum <= hostMemMb, String(props.memory.maximum));
+      assert.ok(props.cpu.maximum <= cpus, String(props.cpu.maximum));
+    } finally {
+      await raised.client.close();
+    }
+  } finally {
+    fs.rmSync(path.join(H.home, 'config.toml'));
+  }
   const s = await mcp();
   try {
     const { tools } = await s.client.listTools();

@@ -72,6 +72,42 @@ static void test_one_huge_append(void **state)
     free(s);
 }
 
+/* Bytes dropped before they arrived (abx__capbuf_skip) stand between what
+ * came before and what comes after: the head takes nothing more, the cut is
+ * reported where they were, and they count as dropped. */
+static void test_skip_is_a_gap(void **state)
+{
+    (void)state;
+    abx_capbuf b;
+    abx__capbuf_init(&b, 100, 100);
+    abx__capbuf_append(&b, "before", 6);
+    abx__capbuf_skip(&b, 5000);
+    abx__capbuf_append(&b, "after", 5);
+    assert_int_equal(abx__capbuf_dropped(&b), 5000);
+    assert_int_equal(b.total, 5011);
+    size_t len, cut;
+    char *s = abx__capbuf_take(&b, &len, &cut);
+    assert_string_equal(s, "beforeafter");
+    assert_int_equal(len, 11);
+    assert_int_equal(cut, 6); /* the gap: after "before", before "after" */
+    free(s);
+    /* a skip at the very start: nothing before the cut */
+    abx__capbuf_init(&b, 100, 100);
+    abx__capbuf_skip(&b, 7);
+    abx__capbuf_append(&b, "late", 4);
+    s = abx__capbuf_take(&b, &len, &cut);
+    assert_string_equal(s, "late");
+    assert_int_equal(cut, 0);
+    free(s);
+    /* no skip: the cut is the head's end, after everything */
+    abx__capbuf_init(&b, 100, 100);
+    abx__capbuf_append(&b, "whole", 5);
+    s = abx__capbuf_take(&b, &len, &cut);
+    assert_int_equal(cut, 5);
+    assert_int_equal(abx__capbuf_dropped(&b), 0);
+    free(s);
+}
+
 static const char marker[] = ABX_KERNEL_MARKER;
 
 static void test_scan_finds_reply_among_noise(void **state)
@@ -133,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_small_is_kept_whole),
         cmocka_unit_test(test_flood_keeps_head_and_tail),
         cmocka_unit_test(test_one_huge_append),
+        cmocka_unit_test(test_skip_is_a_gap),
         cmocka_unit_test(test_scan_finds_reply_among_noise),
         cmocka_unit_test(test_scan_bounds_a_flooded_line),
     };
