@@ -113,6 +113,35 @@ test('each sandbox gets its own host id range, and owns its user namespace', () 
   }
 });
 
+test('a pool of two ranges: two sandboxes get neighbouring ranges that share no id, and a third create is refused', () => {
+  // a pool of its own, clear of the one the other tests share
+  const base = 2100000000 + 65536 * 4 * Math.floor(Math.random() * 100);
+  const env = { ...H.env, ABX_UID_POOL_BASE: String(base), ABX_UID_POOL_SLOTS: '2' };
+  const made = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = runAbx(['create', '--timeout', '120'], { env });
+      assert.equal(r.status, 0, r.stderr);
+      made.push(r.stdout.trim());
+    }
+    const maps = made.map((id) => ['uid_map', 'gid_map'].map((f) => runAbx(['exec', id, `cat /proc/self/${f}`], { env }).stdout.trim().split(/\s+/).map(Number)));
+    for (const [uid, gid] of maps) {
+      assert.deepEqual(uid, gid, 'uid and gid ranges differ');
+      assert.equal(uid[0], 0);
+      assert.equal(uid[2], 65536);
+      assert.ok(uid[1] >= base && uid[1] + uid[2] <= base + 2 * 65536, `range ${uid[1]} outside the pool`);
+    }
+    const [a, b] = maps.map((m) => m[0]).sort((x, y) => x[1] - y[1]);
+    assert.ok(a[1] + a[2] <= b[1], `ranges share ids: [${a[1]}, ${a[1] + a[2]}) and [${b[1]}, ...)`);
+    assert.equal(b[1] - a[1], 65536, 'two neighbouring ranges');
+    const third = runAbx(['--json', 'create', '--timeout', '120'], { env });
+    assert.notEqual(third.status, 0);
+    assert.equal(JSON.parse(third.stderr).error.code, 'E8022', third.stderr);
+  } finally {
+    for (const id of made) runAbx(['kill', id], { env });
+  }
+});
+
 for (const [name, code, hostCheck] of [
   ['inotify instances', INOTIFY, 'import ctypes; print(1 if ctypes.CDLL(None).inotify_init() >= 0 else 0)'],
   ['message-queue bytes', MQUEUE, null],
