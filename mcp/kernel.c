@@ -35,15 +35,28 @@ static bool is_kernel_language(const char *lang)
 
 /* ---- languages without a kernel ------------------------------------------ */
 
-static bool has_program(mcp_sandbox *b, const char *name)
+/* 1 when the sandbox has the program, 0 when not, or the error of a
+ * sandbox that cannot run the check at all (E8004 from a provider that runs
+ * no commands: not "not installed"). */
+static int has_program(mcp_sandbox *b, const char *name, abx_error **err)
 {
     char cmd[160];
     snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
     abx_exec_result r;
     const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-    bool ok = abx_sandbox_exec_argv(b->handle, argv, NULL, &r, NULL) == 0 && r.exit_code == 0;
+    abx_error *e = NULL;
+    int rc = abx_sandbox_exec_argv(b->handle, argv, NULL, &r, &e);
+    int found = rc == 0 && r.exit_code == 0;
     abx_exec_result_clear(&r);
-    return ok;
+    if (rc < 0 && rc != -ABX_ECMDNOTFOUND) {
+        if (err)
+            *err = e;
+        else
+            abx_error_free(e);
+        return rc;
+    }
+    abx_error_free(e);
+    return found;
 }
 
 static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
@@ -52,7 +65,10 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
     const char *lang = req->language;
     if (strcmp(lang, "python") == 0 || strcmp(lang, "javascript") == 0) {
         bool py = lang[0] == 'p';
-        if (!has_program(b, py ? "python3" : "node"))
+        int found = has_program(b, py ? "python3" : "node", err);
+        if (found < 0)
+            return found;
+        if (!found)
             return abx__error_set(err, ABX_ECMDNOTFOUND, "language %s: %s is not installed in the sandbox",
                                   lang, py ? "python3" : "node");
         argv[0] = py ? "python3" : "node";
@@ -63,7 +79,10 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
         argv[1] = "-c";
         argv[2] = req->code;
     } else if (strcmp(lang, "r") == 0) {
-        if (!has_program(b, "Rscript"))
+        int found = has_program(b, "Rscript", err);
+        if (found < 0)
+            return found;
+        if (!found)
             return abx__error_set(err, ABX_ECMDNOTFOUND,
                                   "language r: Rscript is not installed in the sandbox");
         argv[0] = "Rscript";
@@ -72,9 +91,12 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
     } else {
         static const char *const ts_runners[] = {"tsx", "ts-node", "deno", "bun"};
         const char *runner = NULL;
-        for (size_t i = 0; i < 4 && !runner; i++)
-            if (has_program(b, ts_runners[i]))
-                runner = ts_runners[i];
+        for (size_t i = 0; i < 4 && !runner; i++) {
+            int found = has_program(b, ts_runners[i], err);
+            if (found < 0)
+                return found;
+            runner = found ? ts_runners[i] : NULL;
+        }
         if (!runner)
             return abx__error_set(
                 err, ABX_ECMDNOTFOUND,

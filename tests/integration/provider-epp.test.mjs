@@ -102,6 +102,51 @@ test('the MCP tools over a plugin: run_command, background tasks (exec.stream + 
   assert.ok(!calls('runonly').includes('exec.start'), calls('runonly').join(','));
 });
 
+test('every capability a plugin does not declare: each CLI verb and MCP tool that needs it answers E8004, and none of its methods reaches the plugin', async () => {
+  const spec = JSON.parse(fs.readFileSync(path.join(root, 'docs/design/fixtures/epp-methods.json'), 'utf8'));
+  const undeclared = Object.keys(spec.capabilities).filter((c) => c !== 'sandbox.lifecycle');
+  const methods = spec.methods.filter((m) => undeclared.includes(m.capability)).map((m) => m.method);
+  assert.ok(methods.includes('sandbox.set_timeout') && methods.includes('files.read') && methods.includes('exec.run'));
+  recorder('bare', { features: ['sandbox.lifecycle'] });
+  const id = 'bare:box1';
+  const src = path.join(work, 'bare-upload.txt');
+  fs.writeFileSync(src, 'x');
+  const verbs = [
+    ['timeout', id, '60'], ['exec', id, 'echo hi'], ['exec', '--background', id, 'sleep 1'],
+    ['ps', id], ['logs', id, '1'], ['signal', id, '1', 'TERM'],
+    ['files', 'ls', id, '/app'], ['files', 'cat', id, '/app/x'], ['files', 'put', id, src, '/app/x'],
+    ['files', 'get', id, '/app/x', '-'], ['files', 'mkdir', id, '/app/d'], ['files', 'rm', id, '/app/x'],
+    ['files', 'mv', id, '/app/x', '/app/y'], ['expose', id, '8000'],
+  ];
+  for (const args of verbs) {
+    const r = abxh(['--json', ...args], { timeout: 30000 });
+    assert.notEqual(r.status, 0, args.join(' '));
+    assert.equal(JSON.parse(r.stderr.trim().split('\n').at(-1)).error.code, 'E8004', `${args.join(' ')}: ${r.stderr}`);
+  }
+  const t = new StdioClientTransport({ command: abx, args: ['--provider', 'bare', 'mcp', 'start'], env: H.env, stderr: 'pipe' });
+  const c = new Client({ name: 'abx-epp', version: '1' });
+  await c.connect(t);
+  try {
+    const tools = [
+      ['set_sandbox_timeout', { sandbox_id: id, timeout: 60 }], ['run_command', { sandbox_id: id, command: 'echo hi' }],
+      ['run_code', { sandbox_id: id, code: 'print(1)' }], ['start_background_task', { sandbox_id: id, command: 'sleep 1' }],
+      ['read_file', { sandbox_id: id, path: '/app/x' }], ['write_file', { sandbox_id: id, path: '/app/x', content: 'x' }],
+      ['list_files', { sandbox_id: id, path: '/app' }], ['upload_file', { sandbox_id: id, path: '/app/x', content_base64: 'eA==' }],
+      ['download_file', { sandbox_id: id, path: '/app/x' }],
+    ];
+    for (const [name, args] of tools) {
+      const r = await c.callTool({ name, arguments: args });
+      assert.equal(r.isError, true, `${name}: ${JSON.stringify(r).slice(0, 300)}`);
+      assert.equal(r.structuredContent.error.code, 'E8004', `${name}: ${JSON.stringify(r.structuredContent)}`);
+    }
+  } finally {
+    await c.close();
+  }
+  const log = calls('bare');
+  for (const m of methods) assert.ok(!log.includes(m), `${m} reached a plugin that did not declare its capability`);
+  assert.ok(log.includes('sandbox.connect') || log.includes('sandbox.get'), 'the verbs did not reach the plugin at all');
+});
+
 test('streamed exec through a plugin (exec.start, exec.output, exec.exit): output as it comes, stdin, exit codes and signals', () => {
   abxh(['provider', 'install', path.join(root, 'providers/local-process'), '--yes', '--force']);
   const id = abxh(['--provider', 'local-process', 'create']).stdout.trim();
