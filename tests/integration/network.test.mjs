@@ -185,6 +185,46 @@ except OSError as e: print('refused', e.errno)"`).trim();
   }
 });
 
+test('the resolver relays only what the policy lets through: no glue, no AAAA (v4-mapped or not), no private A in a CNAME chain', { skip: why ?? false }, () => {
+  for (const args of [['--allow-out', 'glue.test'], ['--network', 'internet']]) {
+    const id = create(...args);
+    try {
+      const gw = JSON.parse(abxw(['info', '--json', id]).stdout).network.gateway;
+      const out = sh(id, `python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+for qtype in (1, 28, 255):
+    s.sendto(struct.pack('!HHHHHH', 7, 0x100, 1, 0, 0, 0) + b'\\x04glue\\x04test\\x00' + struct.pack('!HH', qtype, 1), ('${gw}', 53))
+    m = s.recv(4096)
+    an, ns, ar = struct.unpack('!HHH', m[6:12])
+    off = 12
+    while m[off]: off += m[off] + 1
+    off += 5
+    seen = []
+    for _ in range(an):
+        while m[off] and m[off] < 0xc0: off += m[off] + 1
+        off += 2 if m[off] >= 0xc0 else 1
+        t, c, ttl, n = struct.unpack('!HHIH', m[off:off + 10]); off += 10
+        seen.append(str(t) + '=' + (socket.inet_ntoa(m[off:off + n]) if t == 1 else socket.inet_ntop(socket.AF_INET6, m[off:off + n]) if t == 28 else 'rdata'))
+        off += n
+    print(qtype, ns, ar, ' '.join(seen))
+"`).trim().split('\n');
+      assert.equal(out.length, 3, out.join('\n'));
+      for (const line of out) {
+        const [qtype, ns, ar, ...records] = line.split(' ');
+        assert.equal(ns, '0', `${args} ${qtype}: authority relayed: ${line}`);
+        assert.equal(ar, '0', `${args} ${qtype}: additional relayed: ${line}`);
+        assert.ok(!records.some((r) => r.startsWith('28=')), `${args} ${qtype}: an AAAA reached the sandbox: ${line}`);
+        assert.ok(!records.some((r) => r.includes(LAN)), `${args} ${qtype}: a private address reached the sandbox: ${line}`);
+      }
+      assert.ok(out[0].split(' ').includes(`1=${WEB_A}`), out[0]);
+      assert.equal(http(id, `http://${LAN}/`), '000');
+    } finally {
+      abxw(['kill', id]);
+    }
+  }
+});
+
 test('internet with a deny list: denied CIDRs and names (and the names\' addresses) refused, the rest open', { skip: why ?? false }, () => {
   const id = create('--network', 'internet', '--deny-out', 'denied.test', '--deny-out', '198.51.100.0/24');
   try {

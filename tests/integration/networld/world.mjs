@@ -25,7 +25,7 @@ import { onExit } from '../../lib/harness.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WEB_A = '198.51.100.10', WEB_B = '203.0.113.10', PYPI = '198.51.100.20', DNS = '198.51.100.53';
 export const LAN = '10.99.0.10', METADATA = '169.254.169.254';
-export const NAMES = { 'allowed.test': WEB_A, 'denied.test': WEB_B, 'rebind.test': LAN, 'pypi.test': PYPI, 'b.wild.test': WEB_A, 'wild.test': WEB_A };
+export const NAMES = { 'allowed.test': WEB_A, 'denied.test': WEB_B, 'rebind.test': LAN, 'pypi.test': PYPI, 'b.wild.test': WEB_A, 'wild.test': WEB_A, 'glue.test': `${WEB_A},${LAN}` };
 
 function sh(args, opts = {}) {
   const r = spawnSync(args[0], args.slice(1), { encoding: 'utf8', ...opts });
