@@ -22,7 +22,9 @@ static bool label_ok(const char *s, size_t n)
     return true;
 }
 
-/* A host name of labels separated by dots, lower-cased into out. */
+/* A host name of labels separated by dots, lower-cased into out. Its last
+ * label is not all digits (RFC 3696): "10.0.0.5." is no name, or its normal
+ * form "10.0.0.5" would read back as an address. */
 static bool name_ok(const char *text, char out[ABX_NET_NAME_MAX + 1])
 {
     size_t n = strlen(text);
@@ -40,7 +42,7 @@ static bool name_ok(const char *text, char out[ABX_NET_NAME_MAX + 1])
         if (!label_ok(label, len))
             return false;
         if (!dot)
-            return true;
+            return strspn(label, "0123456789") != len;
         label = dot + 1;
     }
 }

@@ -30,8 +30,10 @@ static void test_entries_normalise(void **state)
     assert_normal("2001:DB8::1/32", "2001:db8::/32");
     assert_normal("Example.COM.", "example.com");
     assert_normal("*.pypi.org", "*.pypi.org");
-    const char *bad[] = {"",    "a..b",  "-a.com",   "1.2.3.4/33",   "::/129", "*.", "exa mple.com",
-                         "a/b", "*.*.x", "1.2.3.4/", "http://x.com", NULL};
+    const char *bad[] = {"",          "a..b",       "-a.com",       "1.2.3.4/33",
+                         "::/129",    "*.",         "exa mple.com", "a/b",
+                         "*.*.x",     "1.2.3.4/",   "http://x.com", "169.254.169.254.",
+                         "10.0.0.5.", "*.10.0.0.5", "123",          NULL};
     for (size_t i = 0; bad[i]; i++) {
         abx_net_rule r;
         abx_error *err = NULL;
