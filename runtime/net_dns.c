@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -298,7 +299,14 @@ static size_t make_question(const char *name, uint8_t *out, size_t cap)
     size_t size = 0;
     if (ldns_pkt_query_new_frm_str(&q, name, LDNS_RR_TYPE_A, LDNS_RR_CLASS_IN, LDNS_RD) != LDNS_STATUS_OK)
         return 0;
-    ldns_pkt_set_random_id(q);
+    /* the id from the kernel: ldns's random ids would have libcrypto keep
+     * state for this thread that its end does not free */
+    uint16_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id) {
+        ldns_pkt_free(q);
+        return 0;
+    }
+    ldns_pkt_set_id(q, id);
     if (ldns_pkt2wire(&wire, q, &size) != LDNS_STATUS_OK || size > cap)
         size = 0;
     else
