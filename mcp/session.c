@@ -25,6 +25,7 @@
 #include "text.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,6 +432,44 @@ int mcp_session_set_timeout(mcp_session *s, const char *id, unsigned seconds, ch
     return rc;
 }
 
+/* The session's end kills its sandboxes several at a time: a client that
+ * closes gives its server a few seconds (the SDK: 2 s, SIGTERM, 2 s, SIGKILL),
+ * and a full table of them one by one can take longer than that. */
+#define END_WORKERS 8
+
+typedef struct {
+    mcp_session *s;
+    mcp_sandbox **boxes;
+    int n;
+    atomic_int next;
+} end_work;
+
+static void *end_worker(void *arg)
+{
+    end_work *w = arg;
+    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
+        if (w->boxes[i]->owned)
+            destroy_box(w->boxes[i]);
+        mcp_session_release(w->s, w->boxes[i]);
+    }
+    return NULL;
+}
+
+/* Kills and releases boxes[0..n) (one reference each, taken by the caller);
+ * if no thread can be started, the caller's own does all of it. */
+static void destroy_all(mcp_session *s, mcp_sandbox **boxes, int n)
+{
+    end_work w = {.s = s, .boxes = boxes, .n = n};
+    atomic_init(&w.next, 0);
+    pthread_t t[END_WORKERS];
+    int started = 0;
+    while (started < END_WORKERS && started < n - 1 && pthread_create(&t[started], NULL, end_worker, &w) == 0)
+        started++;
+    end_worker(&w);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
 void mcp_session_end(mcp_session *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -446,11 +485,7 @@ void mcp_session_end(mcp_session *s)
     s->nboxes = 0;
     s->default_box = NULL;
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < n; i++) {
-        if (boxes[i]->owned)
-            destroy_box(boxes[i]);
-        mcp_session_release(s, boxes[i]);
-    }
+    destroy_all(s, boxes, n);
     abx_client_free(s->client);
     s->client = NULL;
 }

@@ -70,14 +70,17 @@ int abx__state_dir(const char *id, char *out, size_t len, abx_error **err)
     return 0;
 }
 
-/* Takes the lock if nobody holds it: returns the fd (caller closes), -1 if held or absent. */
+#define LOCK_ABSENT (-2)
+
+/* Takes the lock if nobody holds it: returns the fd (caller closes), -1 if
+ * held, LOCK_ABSENT if there is no lock file (the shim removed its state). */
 static int try_lock(const char *dir)
 {
     char path[960];
     snprintf(path, sizeof path, "%s/shim.lock", dir);
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return -1;
+        return errno == ENOENT ? LOCK_ABSENT : -1;
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         close(fd);
         return -1;
@@ -123,12 +126,12 @@ static pid_t recorded_shim_pid(const char *dir)
 static int lock_unless_alive(const char *dir)
 {
     int fd = try_lock(dir);
-    if (fd >= 0)
+    if (fd >= 0 || fd == LOCK_ABSENT)
         return fd;
     pid_t pid = recorded_shim_pid(dir);
     if (pid <= 0 || !process_ending(pid))
         return -1;
-    for (int waited = 0; fd < 0 && waited < DYING_WAIT_MS; waited += 5) {
+    for (int waited = 0; fd == -1 && waited < DYING_WAIT_MS; waited += 5) {
         nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
         fd = try_lock(dir);
     }
@@ -142,6 +145,8 @@ bool abx__state_shim_alive(const char *dir)
     if (access(path, F_OK) < 0)
         return false;
     int fd = lock_unless_alive(dir);
+    if (fd == LOCK_ABSENT)
+        return false;
     if (fd < 0)
         return true;
     close(fd);
