@@ -33,6 +33,26 @@ int abx__write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int abx__write_all_nosigpipe(int fd, const void *buf, size_t len)
+{
+    sigset_t pipe_only, old, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    int rc = abx__write_all(fd, buf, len);
+    int saved = errno;
+    if (rc < 0 && saved == EPIPE && !was_pending) {
+        const struct timespec now = {0, 0};
+        while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR)
+            ; /* the SIGPIPE this write raised, taken back */
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return rc;
+}
+
 ssize_t abx__read_full(int fd, void *buf, size_t len)
 {
     char *p = buf;

@@ -9,6 +9,10 @@
 
 /* Writes all of buf to fd. */
 int abx__write_all(int fd, const void *buf, size_t len);
+/* The same into a pipe whose reader may be gone (a plugin that exited):
+ * EPIPE without the SIGPIPE that would end a caller that does not ignore
+ * it (libabx lives in other programs). */
+int abx__write_all_nosigpipe(int fd, const void *buf, size_t len);
 /* Reads up to len bytes, stopping early only at EOF. Returns bytes read or -1. */
 ssize_t abx__read_full(int fd, void *buf, size_t len);
 /* Opens path (relative to dirfd, AT_FDCWD allowed) O_WRONLY and writes s. */

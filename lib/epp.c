@@ -147,8 +147,9 @@ static unsigned request_timeout_ms(const char *id)
     const char *v = json_string_value(json_object_get(cfg, "request_timeout"));
     char *end = NULL;
     long s = v ? strtol(v, &end, 10) : 0;
+    bool valid = v && *v && !*end && s >= 1 && s <= 3600; /* v lives in cfg: read before it goes */
     json_decref(cfg);
-    return v && *v && !*end && s >= 1 && s <= 3600 ? (unsigned)s * 1000u : EPP_REQUEST_TIMEOUT_MS;
+    return valid ? (unsigned)s * 1000u : EPP_REQUEST_TIMEOUT_MS;
 }
 
 /* ---- the reader: one thread per plugin reads every line it writes ---------------- */
@@ -268,7 +269,7 @@ static int write_msg(abx_epp *e, json_t *msg)
     size_t n = strlen(text);
     text[n] = '\n';
     pthread_mutex_lock(&e->write_mu);
-    int rc = abx__write_all(e->to_fd, text, n + 1) < 0 ? -ABX_EPROVIDER : 0;
+    int rc = abx__write_all_nosigpipe(e->to_fd, text, n + 1) < 0 ? -ABX_EPROVIDER : 0;
     pthread_mutex_unlock(&e->write_mu);
     free(text);
     return rc;

@@ -316,6 +316,22 @@ test('a plugin that hangs is given up after the call timeout (E8005), and the ne
   assert.deepEqual(pids, []);
 });
 
+test('providers.<id>.request_timeout is the call timeout: a plugin that never answers is given up after it, not after 30 s', { timeout: 120000 }, () => {
+  recorder('hangs-short', { behave: { 'sandbox.get': 'hang' } });
+  assert.equal(abxh(['config', 'set', 'providers.hangs-short.request_timeout', '2']).status, 0);
+  try {
+    const t0 = Date.now();
+    const r = abxh(['--json', 'info', 'hangs-short:box1'], { timeout: 90000 });
+    const took = Date.now() - t0;
+    const e = JSON.parse(r.stderr).error;
+    assert.equal(e.code, 'E8005', r.stderr);
+    assert.match(e.message, /did not answer sandbox.get in time \(2 s\)/);
+    assert.ok(took >= 2000 && took < 25000, `gave up after ${took} ms`);
+  } finally {
+    abxh(['config', 'unset', 'providers.hangs-short.request_timeout']);
+  }
+});
+
 test('secrets: a key the manifest marks secret is taken from stdin only, kept 0600, masked, and reaches the plugin in initialize', () => {
   recorder('sec');
   let r = abxh(['config', 'set', 'providers.sec.token', 'hunter2']);
