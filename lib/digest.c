@@ -146,9 +146,49 @@ static int cmp_paths(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A regular file's bytes into d and, as they are read, into a new file rel
+ * of copyfd with mode (the one hashed). The file opened must be the one
+ * stat'ed (st): else ESTALE. */
+static int copy_file(abx_digest *d, int dirfd, const char *rel, const struct stat *st, int copyfd)
+{
+    int in = openat(dirfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat now;
+    if (in < 0)
+        return -1;
+    if (fstat(in, &now) < 0 || !S_ISREG(now.st_mode) || now.st_ino != st->st_ino ||
+        now.st_dev != st->st_dev) {
+        close(in);
+        errno = ESTALE;
+        return -1;
+    }
+    int out = openat(copyfd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = out < 0 ? -1 : 0;
+    char buf[65536];
+    ssize_t n;
+    while (rc == 0 && ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))) {
+        if (n <= 0)
+            continue;
+        abx__digest_add(d, buf, (size_t)n);
+        for (ssize_t done = 0, w; rc == 0 && done < n; done += w)
+            if ((w = write(out, buf + done, (size_t)(n - done))) <= 0)
+                rc = -1;
+    }
+    if (rc == 0 && n < 0)
+        rc = -1;
+    if (rc == 0 && fchmod(out, st->st_mode & 0777) < 0)
+        rc = -1;
+    int saved = errno;
+    if (out >= 0 && close(out) < 0 && rc == 0)
+        rc = -1;
+    close(in);
+    errno = rc < 0 ? saved : errno;
+    return rc;
+}
+
 /* One entry: "path\0mode\0" (with owners: "uid:gid\0"), then a regular
- * file's bytes or a link's target, then "\n". */
-static int hash_entry(abx_digest *d, int dirfd, const char *rel, const abx_tree_digest_rules *r)
+ * file's bytes or a link's target, then "\n". With copyfd >= 0 the entry is
+ * also made there, of what was hashed. */
+static int hash_entry(abx_digest *d, int dirfd, const char *rel, const abx_tree_digest_rules *r, int copyfd)
 {
     struct stat st;
     if (fstatat(dirfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -167,12 +207,22 @@ static int hash_entry(abx_digest *d, int dirfd, const char *rel, const abx_tree_
         if (t < 0)
             return -1;
         abx__digest_add(d, target, (size_t)t);
+        if (copyfd >= 0) {
+            target[t < (ssize_t)sizeof target ? t : (ssize_t)sizeof target - 1] = '\0';
+            if ((size_t)t >= sizeof target || symlinkat(target, copyfd, rel) < 0)
+                return -1;
+        }
     } else if (S_ISREG(st.st_mode)) {
-        if (abx__digest_add_file(d, dirfd, rel) < 0)
+        if ((copyfd >= 0 ? copy_file(d, dirfd, rel, &st, copyfd) : abx__digest_add_file(d, dirfd, rel)) < 0)
             return -1;
     } else if (!S_ISDIR(st.st_mode) && !r->owners) {
         errno = EINVAL;
         return -1; /* devices, fifos, sockets: never part of a plugin */
+    } else if (S_ISDIR(st.st_mode) && copyfd >= 0 && mkdirat(copyfd, rel, 0700) < 0) {
+        return -1;
+    } else if (!S_ISDIR(st.st_mode) && copyfd >= 0) {
+        errno = EINVAL;
+        return -1; /* a copy holds files, directories and links only */
     }
     abx__digest_add(d, "\n", 1);
     return 0;
@@ -184,13 +234,18 @@ int abx__digest_tree(const char *dir, const abx_tree_digest_rules *r, char hex[A
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0)
         return -1;
+    int copyfd = r->copy_to ? open(r->copy_to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (r->copy_to && copyfd < 0) {
+        close(dirfd);
+        return -1;
+    }
     path_list l = {.max = r->max_entries};
     int rc = walk(dirfd, "", 0, r->max_depth, &l);
     abx_digest *d = abx__digest_new();
     if (rc == 0) {
-        qsort(l.paths, l.n, sizeof *l.paths, cmp_paths);
+        qsort(l.paths, l.n, sizeof *l.paths, cmp_paths); /* a directory comes before what it holds */
         for (size_t i = 0; i < l.n && rc == 0; i++)
-            rc = hash_entry(d, dirfd, l.paths[i], r);
+            rc = hash_entry(d, dirfd, l.paths[i], r, copyfd);
     }
     int saved = errno;
     if (abx__digest_finish(d, hex) < 0)
@@ -199,6 +254,8 @@ int abx__digest_tree(const char *dir, const abx_tree_digest_rules *r, char hex[A
         free(l.paths[i]);
     free(l.paths);
     close(dirfd);
+    if (copyfd >= 0)
+        close(copyfd);
     errno = saved;
     return rc;
 }

@@ -29,6 +29,12 @@ typedef struct abx_tree_digest_rules {
     size_t max_entries;
     int max_depth;
     bool owners;
+    /* NULL, or an empty directory into which each entry is copied in the
+     * pass that hashes it (a file's bytes as they were read, its mode as it
+     * was hashed; directories 0700), so that the digest describes exactly
+     * what the copy holds, whatever changes in dir meanwhile. A file that
+     * is replaced while it is read fails the digest (ESTALE). */
+    const char *copy_to;
 } abx_tree_digest_rules;
 int abx__digest_tree(const char *dir, const abx_tree_digest_rules *rules, char hex[ABX_DIGEST_HEX]);
 

@@ -72,6 +72,8 @@ struct abx_epp {
     unsigned request_timeout_ms;
     json_t *features;
     abx_epp_execs *execs;
+    char run_dir[640]; /* where it runs: its verified copy (run_copied), or a --link install's directory */
+    bool run_copied;
 };
 
 static uint64_t now_ms(void)
@@ -465,27 +467,31 @@ int abx__epp_start(const char *id, abx_epp **out, abx_error **err)
 {
     *out = NULL;
     abx_manifest m;
-    int rc =
-        abx__plugin_manifest_verified(id, &m, err); /* the digest first: a changed plugin is never started */
+    char dir[640], data_dir[640], parent[640];
+    bool copied = false;
+    /* the digest first, computed over the copy that runs: a changed plugin is never started */
+    int rc = abx__plugin_stage(id, &m, dir, sizeof dir, &copied, err);
     if (rc < 0)
         return rc;
-    char dir[640], data_dir[640], parent[640];
-    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
     abx__plugin_path("provider-data", id, data_dir, sizeof data_dir, NULL);
     abx__plugin_path("provider-data", NULL, parent, sizeof parent, NULL);
     abx__mkdir_exist_ok(parent, 0700);
     abx__mkdir_exist_ok(data_dir, 0700);
     if (strcmp(m.kind, "exec") != 0) {
         abx__manifest_clear(&m);
+        abx__plugin_unstage(dir, copied);
         return abx__error_set(err, ABX_EPROVIDER,
                               "provider '%s' is a rest plugin: it has no process to start", id);
     }
     abx_epp *e = calloc(1, sizeof *e);
     if (!e) {
         abx__manifest_clear(&m);
+        abx__plugin_unstage(dir, copied);
         return abx__error_set(err, ABX_ENOMEM, "provider");
     }
     snprintf(e->id, sizeof e->id, "%s", id);
+    snprintf(e->run_dir, sizeof e->run_dir, "%s", dir);
+    e->run_copied = copied;
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->mu, NULL);
     pthread_mutex_init(&e->write_mu, NULL);
@@ -583,6 +589,7 @@ void abx__epp_stop(abx_epp *e)
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    abx__plugin_unstage(e->run_dir, e->run_copied); /* the plugin has ended: its copy goes */
     json_decref(e->features);
     abx__epp_execs_free(e->execs);
     pthread_cond_destroy(&e->answered);

@@ -7,7 +7,10 @@
  * linked, digest), and the digest: SHA-256 (OpenSSL) over the sorted
  * relative paths of everything in the plugin's directory, each with its
  * mode and its contents (a symlink's target). Checked before every start:
- * a changed, added or removed file, or a changed mode, is E8011.
+ * a changed, added or removed file, or a changed mode, is E8011. An exec
+ * plugin runs from a private copy ($ABX_HOME/plugin-runs/<id>.<pid>.X,
+ * 0700) made in the pass that computes the digest: what runs is what was
+ * verified, whatever changes in the installed directory meanwhile.
  */
 #include "plugin_store.h"
 #include "config.h"
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,6 +149,106 @@ bool abx__plugin_config_secret(const char *id, const char *key)
     return secret;
 }
 
+/* The manifest in dir (a plugin's, or its staged copy). */
+static int read_manifest(const char *id, const char *dir, abx_manifest *m, abx_error **err)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
+    char *text = calloc(1, 65537);
+    FILE *f = text ? fopen(path, "re") : NULL;
+    if (f) {
+        size_t got = fread(text, 1, 65536, f);
+        (void)got;
+        fclose(f);
+    }
+    int rc = f ? abx__error_wrap(err, abx__manifest_parse(text, m, err), "provider '%s': its manifest", id)
+               : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
+    free(text);
+    return rc;
+}
+
+/* Removes the staged copies in runs whose process is gone (named
+ * "<id>.<pid>.XXXXXX"): a caller that died before abx__plugin_unstage. */
+static void sweep_runs(const char *runs)
+{
+    DIR *d = opendir(runs);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *dot = strchr(e->d_name, '.');
+        char *end = NULL;
+        long pid = dot ? strtol(dot + 1, &end, 10) : 0;
+        if (pid <= 0 || !end || *end != '.' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", runs, e->d_name);
+        abx__tree_remove(path);
+    }
+    closedir(d);
+}
+
+int abx__plugin_stage(const char *id, abx_manifest *m, char *run_dir, size_t len, bool *copied,
+                      abx_error **err)
+{
+    *copied = false;
+    json_t *index = NULL;
+    int rc = abx__plugin_index_load(&index, err);
+    if (rc < 0)
+        return rc;
+    json_t *entry = json_object_get(index, id);
+    if (!abx__provider_id_valid(id) || !entry) {
+        json_decref(index);
+        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
+    }
+    char dir[640], runs[640], want[65];
+    const char *recorded = json_string_value(json_object_get(entry, "digest"));
+    snprintf(want, sizeof want, "%s", recorded ? recorded : "");
+    bool linked = json_is_true(json_object_get(entry, "linked"));
+    json_decref(index);
+    abx__plugin_path("providers", id, dir, sizeof dir, NULL);
+    if (linked) {
+        fprintf(stderr,
+                "abx: warning: provider %s is a --link install (development): its files are not checked\n",
+                id);
+        snprintf(run_dir, len, "%s", dir);
+        return read_manifest(id, dir, m, err);
+    }
+    rc = abx__plugin_path("plugin-runs", NULL, runs, sizeof runs, err);
+    if (rc < 0)
+        return rc;
+    if (abx__mkdir_exist_ok(runs, 0700) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "creating $ABX_HOME/plugin-runs");
+    sweep_runs(runs);
+    if (snprintf(run_dir, len, "%s/%s.%ld.XXXXXX", runs, id, (long)getpid()) >= (int)len || !mkdtemp(run_dir))
+        return abx__error_errno(err, ABX_EIO, errno, "staging the provider's files");
+    const abx_tree_digest_rules rules = {
+        .max_entries = MAX_FILES, .max_depth = MAX_DEPTH, .owners = false, .copy_to = run_dir};
+    char hex[65] = "";
+    bool same = abx__digest_tree(dir, &rules, hex) == 0 && want[0] && strcmp(hex, want) == 0;
+    if (!same) {
+        abx__tree_remove(run_dir);
+        return abx__error_set(
+            err, ABX_EPLUGINCHANGED,
+            "provider '%s': its files changed since it was installed (edited, added, removed "
+            "or re-moded); nothing was started",
+            id);
+    }
+    *copied = true;
+    rc = read_manifest(id, run_dir, m, err);
+    if (rc < 0) {
+        abx__tree_remove(run_dir);
+        *copied = false;
+    }
+    return rc;
+}
+
+void abx__plugin_unstage(const char *run_dir, bool copied)
+{
+    if (copied && run_dir && run_dir[0])
+        abx__tree_remove(run_dir);
+}
+
 int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **err)
 {
     json_t *index = NULL;
@@ -156,7 +260,7 @@ int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **e
         json_decref(index);
         return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
     }
-    char state[16], dir[640], path[700];
+    char state[16], dir[640];
     rc = abx__plugin_check(id, entry, state, sizeof state, err);
     bool linked = json_is_true(json_object_get(entry, "linked"));
     json_decref(index);
@@ -167,16 +271,5 @@ int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **e
                 "abx: warning: provider %s is a --link install (development): its files are not checked\n",
                 id);
     abx__plugin_path("providers", id, dir, sizeof dir, NULL);
-    snprintf(path, sizeof path, "%s/abx-provider.toml", dir);
-    char *text = calloc(1, 65537);
-    FILE *f = text ? fopen(path, "re") : NULL;
-    if (f) {
-        size_t got = fread(text, 1, 65536, f);
-        (void)got;
-        fclose(f);
-    }
-    rc = f ? abx__error_wrap(err, abx__manifest_parse(text, m, err), "provider '%s': its manifest", id)
-           : abx__error_set(err, ABX_EPROVIDER, "provider '%s': no manifest", id);
-    free(text);
-    return rc;
+    return read_manifest(id, dir, m, err);
 }

@@ -28,5 +28,15 @@ bool abx__plugin_config_secret(const char *id, const char *key);
  * change; a --link install warns on stderr). *m is the caller's
  * (abx__manifest_clear) on success. */
 int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **err);
+/* Installed plugin id made ready to run: its files copied into a fresh
+ * private directory in the same pass that computes their digest, which must
+ * be the installed one (E8011, and no copy stays); its manifest (*m, the
+ * caller's) read from the copy. run_dir gets where it runs: the copy
+ * (*copied), or for a --link install its own directory (with a warning).
+ * The caller removes the copy with abx__plugin_unstage once the plugin has
+ * ended. */
+int abx__plugin_stage(const char *id, abx_manifest *m, char *run_dir, size_t len, bool *copied,
+                      abx_error **err);
+void abx__plugin_unstage(const char *run_dir, bool copied);
 
 #endif

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import http from 'node:http';
+import { spawn } from 'node:child_process';
 import { abx, root, runAbx, runAbxAsync, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -290,6 +291,43 @@ test('the plugin gets a trimmed environment and its config; undeclared methods a
   assert.ok(log.includes('shutdown'));
 });
 
+test('the digest check cannot be raced: a plugin file flipped between two contents while abx starts it runs as installed or not at all (E8011)', { timeout: 300000 }, () => {
+  recorder('race');
+  const installed = path.join(home, 'providers/race/recorder.py');
+  const good = fs.readFileSync(installed);
+  // the other content: the same plugin, which first leaves a mark that it ran
+  const evil = Buffer.concat([Buffer.from('import os; open(os.environ["ABX_PROVIDER_DATA_DIR"] + "/evil-ran", "w").close()\n'), good]);
+  const flips = path.join(H.home, 'flips');
+  fs.mkdirSync(flips, { recursive: true });
+  fs.writeFileSync(path.join(flips, 'good'), good);
+  fs.writeFileSync(path.join(flips, 'evil'), evil);
+  fs.chmodSync(path.join(flips, 'good'), fs.statSync(installed).mode & 0o777);
+  fs.chmodSync(path.join(flips, 'evil'), fs.statSync(installed).mode & 0o777);
+  // the installed file replaced (renamed over, whole) by one content, then the other, every 20 ms
+  const writer = spawn('sh', ['-c', `while :; do for c in evil good; do cp -p "${flips}/$c" "${flips}/next"; mv -f "${flips}/next" "${installed}"; sleep 0.02; done; done`], { stdio: 'ignore' });
+  const mark = path.join(home, 'provider-data/race/evil-ran');
+  const outcomes = { ok: 0, E8011: 0 };
+  try {
+    for (let i = 0; i < 40 && !fs.existsSync(mark); i++) {
+      const r = abxh(['--json', '--provider', 'race', 'list'], { timeout: 60000 });
+      if (r.status === 0) outcomes.ok++;
+      else {
+        const code = JSON.parse(r.stderr).error.code;
+        assert.equal(code, 'E8011', r.stderr);
+        outcomes.E8011++;
+      }
+    }
+  } finally {
+    writer.kill('SIGKILL');
+  }
+  assert.ok(!fs.existsSync(mark), `a content that was never installed ran (${JSON.stringify(outcomes)})`);
+  assert.ok(outcomes.E8011 > 0, `the flips were never seen: ${JSON.stringify(outcomes)}`);
+  // the copies it ran from are gone with each run
+  assert.deepEqual(fs.readdirSync(path.join(home, 'plugin-runs')).filter((n) => n.startsWith('race.')), []);
+  fs.writeFileSync(installed, good);
+  assert.equal(abxh(['--provider', 'race', 'list']).status, 0);
+});
+
 test('a broken plugin gives a clear error and abx never hangs: garbage, a crash, an over-long line, a hang; its words stay in its log', () => {
   for (const [how, code] of [['garbage', 'E8015'], ['crash', 'E8015'], ['long', 'E8015'], ['notfound', 'E8002']]) {
     const id = `broken-${how}`;
@@ -311,7 +349,7 @@ test('a plugin that hangs is given up after the call timeout (E8005), and the ne
   assert.ok(Date.now() - t0 < 120000);
   // abx did not leave the hung plugin behind
   const pids = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('recorder.py') && fs.readlinkSync(`/proc/${p}/cwd`).includes('/providers/hangs'); } catch { return false; }
+    try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('recorder.py') && /\/(providers\/hangs|plugin-runs\/hangs\.)/.test(fs.readlinkSync(`/proc/${p}/cwd`)); } catch { return false; }
   });
   assert.deepEqual(pids, []);
 });
