@@ -37,11 +37,14 @@ static void admit(void *ctx, const unsigned char a[4], unsigned ttl, bool denied
 
 /* ---- the public part --------------------------------------------------------- */
 
-static int record(const abx_net *n)
+/* net.json: the slot, its interface and whose it is (the reaper checks the
+ * slot is still this sandbox's before it tears anything down). */
+static int record(const abx_net *n, const char *id)
 {
-    char path[600], text[160];
+    char path[600], text[256];
     snprintf(path, sizeof path, "%s/net.json", n->state_dir);
-    snprintf(text, sizeof text, "{\"slot\":%u,\"interface\":\"%s\"}\n", n->slot.slot, n->slot.iface);
+    snprintf(text, sizeof text, "{\"slot\":%u,\"interface\":\"%s\",\"id\":\"%s\"}\n", n->slot.slot,
+             n->slot.iface, id);
     return abx__create_file(path, text, 0600);
 }
 
@@ -66,7 +69,7 @@ int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *p
     if (rc == 0)
         rc = abx__netf_claim(id, &n->slot, err);
     if (rc == 0 && n->state_dir[0]) /* abx run has none: its sandbox ends with its process */
-        rc = record(n) < 0 ? abx__error_errno(err, ABX_EIO, errno, "network: recording it") : 0;
+        rc = record(n, id) < 0 ? abx__error_errno(err, ABX_EIO, errno, "network: recording it") : 0;
     if (rc == 0)
         rc = abx__netf_install(n->nft, &n->slot, policy, err);
     if (rc == 0)

@@ -653,16 +653,33 @@ void abx__netf_teardown(struct nft_ctx *c, const char *iface, unsigned slot)
     links_down(iface);
 }
 
+/* Whether NET_DIR/slot-N is still held by sandbox id: a dead sandbox's
+ * net.json may outlive its own release of the slot (its shim killed
+ * between the two), and the slot be another sandbox's by now. */
+static bool slot_held_by(unsigned slot, const char *id)
+{
+    char path[64], text[160];
+    snprintf(path, sizeof path, NET_DIR "/slot-%u", slot);
+    size_t n = strlen(id);
+    return n > 0 && abx__read_small_file(path, text, sizeof text) == 0 && strncmp(text, id, n) == 0 &&
+           text[n] == ' ';
+}
+
 void abx__net_reap(const char *state_dir)
 {
-    char path[600], text[256];
+    char path[600], text[512];
     snprintf(path, sizeof path, "%s/net.json", state_dir);
     if (abx__read_small_file(path, text, sizeof text) < 0)
         return;
     json_t *doc = json_loads(text, 0, NULL);
     json_t *slot = json_object_get(doc, "slot");
     const char *iface = json_string_value(json_object_get(doc, "interface"));
-    if (json_is_integer(slot) && iface && strncmp(iface, "abxs", 4) == 0) {
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    const char *base = strrchr(state_dir, '/');
+    if (!id) /* recorded before ids were */
+        id = base ? base + 1 : state_dir;
+    if (json_is_integer(slot) && json_integer_value(slot) >= 0 && json_integer_value(slot) < 65536 && iface &&
+        strncmp(iface, "abxs", 4) == 0 && slot_held_by((unsigned)json_integer_value(slot), id)) {
         struct nft_ctx *c = abx__netf_ctx();
         abx__netf_teardown(c, iface, (unsigned)json_integer_value(slot));
         abx__netf_ctx_free(c);
