@@ -197,12 +197,28 @@ static int dispatch(abx_epp *e, const char *line, size_t n, char *why, size_t wh
     json_t *rid = json_object_get(msg, "id");
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (rid && !json_is_null(rid)) {
+        /* abx numbers its calls 1, 2, ...: an answer to another id answers
+         * nothing abx asked, a second answer to a waiting call contradicts
+         * the first; an answer nobody waits for any more (a call that timed
+         * out) is dropped */
+        json_int_t id = json_is_integer(rid) ? json_integer_value(rid) : 0;
         pthread_mutex_lock(&e->mu);
-        for (epp_pending *p = e->pending; p; p = p->next)
-            if (json_is_integer(rid) && json_integer_value(rid) == p->id && !p->reply)
+        if (id < 1 || id > e->next_id) {
+            snprintf(why, why_len, "answered a call abx never made");
+            rc = -1;
+        }
+        for (epp_pending *p = e->pending; rc == 0 && p; p = p->next) {
+            if (id != p->id)
+                continue;
+            if (p->reply) {
+                snprintf(why, why_len, "answered call %lld twice", (long long)id);
+                rc = -1;
+            } else {
                 p->reply = json_incref(msg);
+            }
+        }
         pthread_cond_broadcast(&e->answered);
-        pthread_mutex_unlock(&e->mu); /* an answer nobody waits for (a call that timed out) is dropped */
+        pthread_mutex_unlock(&e->mu);
     } else if (method && strcmp(method, "log") == 0) {
         log_line(e, json_object_get(msg, "params"));
     } else if (method && (strcmp(method, "exec.output") == 0 || strcmp(method, "exec.exit") == 0)) {

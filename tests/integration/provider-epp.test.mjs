@@ -209,6 +209,50 @@ test('a broken exec stream is a protocol error, reported as such: two exec.exit,
   assert.ok(Date.now() - t0 < 20000);
 });
 
+// Runs abx (args) to its end, sampling its peak resident memory (VmHWM) as it runs.
+async function peakOf(args) {
+  // under ASan, freed memory is held back (its quarantine) and would count: not here
+  const asan = [process.env.ASAN_OPTIONS, 'quarantine_size_mb=0:thread_local_quarantine_size_kb=0'].filter(Boolean).join(':');
+  const p = spawn(abx, args, { env: { ...H.env, ASAN_OPTIONS: asan }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '', peakKb = 0;
+  p.stdout.on('data', (d) => { if (out.length < (1 << 20)) out += d; });
+  p.stderr.on('data', (d) => { err += d; });
+  const sample = setInterval(() => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8'));
+      if (m) peakKb = Math.max(peakKb, Number(m[1]));
+    } catch { /* ended */ }
+  }, 5);
+  const status = await new Promise((resolve) => p.on('close', resolve));
+  clearInterval(sample);
+  return { status, out, err, peakMb: peakKb / 1024 };
+}
+
+test('hostile plugin replies end in clear errors and abx\'s memory stays bounded: deep nesting, unsolicited answers, binary garbage, an over-long line, floods of output', { timeout: 300000 }, async () => {
+  recorder('calm');
+  const calm = await peakOf(['--json', 'info', 'calm:box1']);
+  assert.equal(calm.status, 0, calm.err);
+  assert.ok(calm.peakMb > 0, 'abx\'s memory was not sampled');
+  for (const [how, code] of [['deep', 'E8015'], ['unsolicited', 'E8015'], ['binary', 'E8015'], ['long', 'E8015']]) {
+    recorder(`hostile-${how}`, { behave: { 'sandbox.get': how } });
+    const r = await peakOf(['--json', 'info', `hostile-${how}:box1`]);
+    assert.notEqual(r.status, 0, `${how}: ${r.out}`);
+    const e = JSON.parse(r.err).error;
+    assert.equal(e.code, code, `${how}: ${r.err}`);
+    assert.ok(e.message.length < 600 && !e.message.includes('pppp'), `${how}: the plugin's words reached the caller`);
+    assert.ok(r.peakMb < calm.peakMb + 48, `${how}: abx peaked at ${r.peakMb.toFixed(1)} MiB (${calm.peakMb.toFixed(1)} for a plain call)`);
+  }
+  for (const how of ['flood', 'unknown-exec']) {
+    recorder(`hostile-${how}`, { features: ['sandbox.lifecycle', 'exec.stream'], behave: { 'exec.start': how } });
+    const r = await peakOf(['--json', 'exec', `hostile-${how}:box1`, 'anything']);
+    const res = JSON.parse(r.out);
+    assert.equal(res.exit_code, 5, `${how}: ${r.err}`);
+    if (how === 'unknown-exec') assert.equal(res.stdout, 'streamed\n', 'output of an exec abx never started was taken');
+    else assert.ok(res.stdout.length > 0 && res.stdout.length <= 600 * 1024, `${how}: kept ${res.stdout.length} bytes`);
+    assert.ok(r.peakMb < calm.peakMb + 48, `${how}: abx peaked at ${r.peakMb.toFixed(1)} MiB for 48 MiB of output (${calm.peakMb.toFixed(1)} for a plain call)`);
+  }
+});
+
 test('sandbox.list pages: abx follows next_token to the end', () => {
   recorder('paged', { behave: { paged: true } });
   const r = abxh(['--provider', 'paged', '--json', 'list']);
