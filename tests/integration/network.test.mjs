@@ -322,7 +322,9 @@ test('cleanup: interfaces, rules and addresses go with the sandbox: kill, timeou
 });
 
 test('200 create/kill cycles leave the host\'s network configuration as it was', { skip: why ?? false }, () => {
-  const snapshot = () => ['ip -br link', 'ip -br addr', 'ip route', 'nft list ruleset', 'ls /run/abx/net']
+  // the slots held in the world's namespace: other tests' sandboxes (and builds) hold theirs in the host's meanwhile
+  const slotsHere = 'ino=$(stat -L -c %i /proc/self/ns/net); grep -l " $ino$" /run/abx/net/slot-* 2>/dev/null | sort';
+  const snapshot = () => ['ip -br link', 'ip -br addr', 'ip route', 'nft list ruleset', slotsHere]
     .map((c) => inHost(W, ['sh', '-c', c]).stdout).join('\n---\n');
   const first = create('--network', 'internet');
   abxw(['kill', first]); // the one-time settings (IPv4 forwarding) are on from here
