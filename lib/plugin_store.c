@@ -167,6 +167,23 @@ static int read_manifest(const char *id, const char *dir, abx_manifest *m, abx_e
     return rc;
 }
 
+/* The index and installed plugin id's entry in it (*index the caller's,
+ * *entry borrowed from it); E8015 when id is not installed. */
+static int installed_entry(const char *id, json_t **index, json_t **entry, abx_error **err)
+{
+    *entry = NULL;
+    int rc = abx__plugin_index_load(index, err);
+    if (rc < 0)
+        return rc;
+    *entry = json_object_get(*index, id);
+    if (!abx__provider_id_valid(id) || !*entry) {
+        json_decref(*index);
+        *index = NULL;
+        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
+    }
+    return 0;
+}
+
 /* Removes the staged copies in runs whose process is gone (named
  * "<id>.<pid>.XXXXXX"): a caller that died before abx__plugin_unstage. */
 static void sweep_runs(const char *runs)
@@ -192,15 +209,10 @@ int abx__plugin_stage(const char *id, abx_manifest *m, char *run_dir, size_t len
                       abx_error **err)
 {
     *copied = false;
-    json_t *index = NULL;
-    int rc = abx__plugin_index_load(&index, err);
+    json_t *index = NULL, *entry = NULL;
+    int rc = installed_entry(id, &index, &entry, err);
     if (rc < 0)
         return rc;
-    json_t *entry = json_object_get(index, id);
-    if (!abx__provider_id_valid(id) || !entry) {
-        json_decref(index);
-        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
-    }
     char dir[640], runs[640], want[65];
     const char *recorded = json_string_value(json_object_get(entry, "digest"));
     snprintf(want, sizeof want, "%s", recorded ? recorded : "");
@@ -251,15 +263,10 @@ void abx__plugin_unstage(const char *run_dir, bool copied)
 
 int abx__plugin_manifest_verified(const char *id, abx_manifest *m, abx_error **err)
 {
-    json_t *index = NULL;
-    int rc = abx__plugin_index_load(&index, err);
+    json_t *index = NULL, *entry = NULL;
+    int rc = installed_entry(id, &index, &entry, err);
     if (rc < 0)
         return rc;
-    json_t *entry = json_object_get(index, id);
-    if (!abx__provider_id_valid(id) || !entry) {
-        json_decref(index);
-        return abx__error_set(err, ABX_EPROVIDER, "no provider '%.64s' is installed (abx provider list)", id);
-    }
     char state[16], dir[640];
     rc = abx__plugin_check(id, entry, state, sizeof state, err);
     bool linked = json_is_true(json_object_get(entry, "linked"));

@@ -7,6 +7,8 @@
  * nested 1000 deep used to kill it). */
 #include "transport_http.h"
 
+#include "fuzz_port.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -101,15 +103,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("ABX_HOME", home, 1);
     setenv("ABX_SHIM", "/bin/false", 1);
     /* a free port: the kernel picks one, the server binds it right after */
-    int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(probe, (struct sockaddr *)&a, &al) < 0)
-        abort();
-    port = ntohs(a.sin_port);
-    close(probe);
+    port = fuzz_free_loopback_port();
     pthread_t t;
     pthread_create(&t, NULL, serve, &port);
     pthread_detach(t);

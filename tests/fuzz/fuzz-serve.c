@@ -23,6 +23,8 @@
 #include "abx/abx.h"
 #include "serve.h"
 
+#include "fuzz_port.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
@@ -349,15 +351,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!f || fputs("[limits]\nsandboxes_per_tenant = 4\n", f) < 0 || fclose(f) != 0)
         abort();
     atexit(cleanup);
-    int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(probe, (struct sockaddr *)&a, &al) < 0)
-        abort();
-    port = ntohs(a.sin_port);
-    close(probe);
+    port = fuzz_free_loopback_port();
     pthread_t t;
     if (pthread_create(&t, NULL, serve_main, NULL) != 0)
         abort();
