@@ -343,12 +343,24 @@ static json_t *tool_error(int code, const char *field)
     return tool_error_with(code, field, NULL);
 }
 
-/* A libabx failure: only its code crosses, never its message. */
-static json_t *failure_of(abx_error *err, int rc)
+/* A libabx failure. To a session with a tenant (an HTTP token) only its code
+ * crosses, never its message (which may name this host's paths); on STDIO,
+ * the machine's own user gets the code's sentence with the detail the CLI
+ * would print after it (libabx's own words: a provider's never reach it),
+ * so that "mmdebstrap is missing" is not told as the code's sentence alone. */
+static json_t *failure_of(mcp_call *c, abx_error *err, int rc)
 {
     int code = err ? (int)abx_error_code(err) : -rc;
+    code = code ? code : ABX_ESYS;
+    bool own_user = c && c->session && !c->session->tenant[0];
+    const char *detail = own_user && err ? abx_error_message(err) : NULL;
+    bool detailed = detail && *detail && strcmp(detail, abx_strerror(code)) != 0;
+    char message[1024];
+    if (detailed)
+        snprintf(message, sizeof message, "%s (%s)", abx_strerror(code), detail);
+    json_t *r = tool_error_with(code, NULL, detailed ? message : NULL);
     abx_error_free(err);
-    return tool_error(code ? code : ABX_ESYS, NULL);
+    return r;
 }
 
 /* ---- argument validation ---------------------------------------------------- */
@@ -662,7 +674,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
     free_pairs(envs);
     abx__net_egress_free(&net);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     mcp_call_log(c, 1, "sandbox created");
     json_t *r = json_pack("{s:s, s:s, s:n, s:s, s:i}", "sandbox_id", b->id, "status", "running", "url",
                           "template", b->template_name, "timeout", (int)timeout);
@@ -738,7 +750,7 @@ static json_t *tool_run_code(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     mcp_code_request req = {.language = lang,
                             .code = code,
                             .timeout_s = (unsigned)timeout,
@@ -761,7 +773,7 @@ static json_t *tool_run_code(mcp_call *c)
                   "in the sandbox, and none is installed");
     }
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     if (r.timed_out)
         r.exit_code = 124;
     int t_out = 0, t_err = 0, t_res = 0;
@@ -821,7 +833,7 @@ static json_t *tool_run_command(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     abx_exec_options o = {.cwd = cwd,
                           .default_cwd = "/app",
                           .timeout_s = (unsigned)timeout,
@@ -836,7 +848,7 @@ static json_t *tool_run_command(mcp_call *c)
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     int t_out = 0, t_err = 0;
     mcp_output_view vo = {.limit = c->session->output_limit, .saved_path = r.stdout_path},
                     ve = {.limit = c->session->output_limit, .saved_path = r.stderr_path};
@@ -861,10 +873,10 @@ static json_t *read_bytes(mcp_call *c, const char *id, const char *path, size_t 
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     rc = abx_sandbox_read_file(b->handle, path, NULL, max, data, len, &err);
     mcp_session_release(c->session, b);
-    return rc < 0 ? failure_of(err, rc) : NULL;
+    return rc < 0 ? failure_of(c, err, rc) : NULL;
 }
 
 /* read_file: a file's text from offset. Without length, the same policy
@@ -890,7 +902,7 @@ static json_t *tool_read_file(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     char *head = NULL, *tail = NULL;
     size_t head_len = 0, tail_len = 0;
     unsigned long long size = 0, tail_from = 0;
@@ -906,7 +918,7 @@ static json_t *tool_read_file(mcp_call *c)
     mcp_session_release(c->session, b);
     if (rc < 0) {
         abx_free(head);
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     }
     json_t *content;
     unsigned long long shown = head_len + tail_len;
@@ -942,11 +954,11 @@ static json_t *write_bytes(mcp_call *c, const char *id, const char *path, const 
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     rc = abx_sandbox_write_file(b->handle, path, data, len, NULL, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     return ok(json_pack("{s:b, s:I}", "success", 1, "bytes_written", (json_int_t)len));
 }
 
@@ -975,12 +987,12 @@ static json_t *tool_list_files(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     char *text = NULL;
     rc = abx_sandbox_list_files(b->handle, path, (unsigned)depth, NULL, &text, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     json_t *entries = json_loads(text, 0, NULL), *files = json_array();
     abx_free(text);
     size_t i;
@@ -1008,7 +1020,7 @@ static json_t *tool_kill_sandbox(mcp_call *c)
     abx_error *err = NULL;
     int rc = mcp_session_kill(c->session, id, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     mcp_call_log(c, 1, "sandbox killed");
     return ok(json_pack("{s:b}", "success", 1));
 }
@@ -1048,7 +1060,7 @@ static json_t *tool_list_sandboxes(mcp_call *c)
     int rc = list_visible(c->session, status, (size_t)limit, (size_t)offset, arr, &err);
     if (rc < 0) {
         json_decref(arr);
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     }
     return ok(json_pack("{s:o, s:I, s:I}", "sandboxes", arr, "limit", (json_int_t)limit, "offset",
                         (json_int_t)offset));
@@ -1074,7 +1086,7 @@ static json_t *tool_get_sandbox(mcp_call *c)
         }
     }
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     json_t *meta = sandbox_meta(&info);
     abx_sandbox_info_clear(&info);
     return ok(meta);
@@ -1092,7 +1104,7 @@ static json_t *tool_set_sandbox_timeout(mcp_call *c)
     abx_error *err = NULL;
     int rc = mcp_session_set_timeout(c->session, id, (unsigned)timeout, qualified, sizeof qualified, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     return ok(
         json_pack("{s:b, s:s, s:I}", "success", 1, "sandbox_id", qualified, "timeout", (json_int_t)timeout));
 }
@@ -1115,7 +1127,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0) {
         free_pairs(envs);
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     }
     abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .envs = (const char *const *)envs};
     int pid = 0;
@@ -1123,7 +1135,7 @@ static json_t *tool_start_background_task(mcp_call *c)
     mcp_session_release(c->session, b);
     free_pairs(envs);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     char task[16];
     snprintf(task, sizeof task, "%d", pid);
     return ok(json_pack("{s:s, s:i}", "task_id", task, "pid", pid));
@@ -1169,13 +1181,13 @@ static json_t *tool_get_background_task(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     abx_process_output o;
     rc = abx_sandbox_read_output(b->handle, pid, (unsigned long long)so, (unsigned long long)se,
                                  (unsigned)wait * 1000u, &o, &err);
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     char task[16];
     snprintf(task, sizeof task, "%d", pid);
     /* the same policy: the first and last bytes of what is new since the
@@ -1226,7 +1238,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
     abx_error *err = NULL;
     int rc = use_sandbox(c, id, true, true, &b, &err);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     rc = abx_sandbox_signal(b->handle, pid, sig, &err);
     abx_process_output o = {0};
     if (rc == 0) /* give it a moment to go, and say whether it did */
@@ -1239,7 +1251,7 @@ static json_t *tool_stop_background_task(mcp_call *c)
     }
     mcp_session_release(c->session, b);
     if (rc < 0)
-        return failure_of(err, rc);
+        return failure_of(c, err, rc);
     bool running = o.running;
     abx_process_output_clear(&o);
     return ok(json_pack("{s:b, s:s}", "success", 1, "status", running ? "running" : "exited"));

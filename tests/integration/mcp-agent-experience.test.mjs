@@ -271,6 +271,8 @@ test('errors say what is wrong: an unknown task is not an unknown sandbox, /usr 
     let r = await call('get_background_task', { task_id: '999999' });
     assert.equal(r.error.code, 'E8026');
     assert.match(r.error.message, /no such background task/);
+    // on STDIO (the machine's own user) the detail the CLI prints follows the code's sentence
+    assert.match(r.error.message, /^no such background task in this sandbox \(.+\)$/);
     r = await call('write_file', { path: '/usr/bin/evil', content: 'x' });
     assert.equal(r.error.code, 'E8027');
     assert.match(r.error.hint, /\/app/);
