@@ -674,12 +674,13 @@ void abx__net_reap(const char *state_dir)
     json_t *doc = json_loads(text, 0, NULL);
     json_t *slot = json_object_get(doc, "slot");
     const char *iface = json_string_value(json_object_get(doc, "interface"));
-    const char *id = json_string_value(json_object_get(doc, "id"));
-    const char *base = strrchr(state_dir, '/');
-    if (!id) /* recorded before ids were */
-        id = base ? base + 1 : state_dir;
-    if (json_is_integer(slot) && json_integer_value(slot) >= 0 && json_integer_value(slot) < 65536 && iface &&
-        strncmp(iface, "abxs", 4) == 0 && slot_held_by((unsigned)json_integer_value(slot), id)) {
+    /* whose it is: the state directory's own name (the reaper's to know),
+     * which what net.json records must not contradict */
+    const char *base = strrchr(state_dir, '/'), *id = base ? base + 1 : state_dir;
+    const char *recorded = json_string_value(json_object_get(doc, "id"));
+    if ((!recorded || strcmp(recorded, id) == 0) && json_is_integer(slot) && json_integer_value(slot) >= 0 &&
+        json_integer_value(slot) < 65536 && iface && strncmp(iface, "abxs", 4) == 0 &&
+        slot_held_by((unsigned)json_integer_value(slot), id)) {
         struct nft_ctx *c = abx__netf_ctx();
         abx__netf_teardown(c, iface, (unsigned)json_integer_value(slot));
         abx__netf_ctx_free(c);
