@@ -237,7 +237,16 @@ int abx__plugin_stage(const char *id, abx_manifest *m, char *run_dir, size_t len
     const abx_tree_digest_rules rules = {
         .max_entries = MAX_FILES, .max_depth = MAX_DEPTH, .owners = false, .copy_to = run_dir};
     char hex[65] = "";
-    bool same = abx__digest_tree(dir, &rules, hex) == 0 && want[0] && strcmp(hex, want) == 0;
+    int walked = abx__digest_tree(dir, &rules, hex);
+    int walk_errno = errno;
+    /* a file replaced or gone while it was copied is a change; a copy that
+     * could not be written (a full disk) is not the plugin's fault */
+    if (walked < 0 && walk_errno != ESTALE && walk_errno != ENOENT && walk_errno != ELOOP &&
+        walk_errno != EINVAL && walk_errno != E2BIG) {
+        abx__tree_remove(run_dir);
+        return abx__error_errno(err, ABX_EIO, walk_errno, "staging the provider's files");
+    }
+    bool same = walked == 0 && want[0] && strcmp(hex, want) == 0;
     if (!same) {
         abx__tree_remove(run_dir);
         return abx__error_set(
