@@ -106,6 +106,10 @@ test('tenants: another token\'s sandboxes and CLI sandboxes answer exactly as id
         assert.deepEqual(r, none, `${name} on ${other} differs from an unknown id`);
       }
     }
+    // a tenant gets the code's sentence only, never libabx's detail (it may name the host's paths)
+    const task = (await a.call('get_background_task', { task_id: '999999' })).structuredContent.error;
+    assert.equal(task.code, 'E8026');
+    assert.equal(task.message, 'no such background task in this sandbox');
     // nothing B did reached A's sandbox or the CLI's
     assert.equal((await a.call('read_file', { path: '/app/secret.txt' })).structuredContent.content, 'a-file-s3cret');
     assert.ok(stateIds(H.home).includes(idA.replace('local:', '')));
