@@ -68,6 +68,7 @@ int abx__kvs_set(abx_kvs *kvs, const char *key, const char *value)
     for (size_t i = 0; i < kvs->n; i++) {
         if (strcmp(kvs->items[i].key, key) == 0) {
             snprintf(kvs->items[i].value, sizeof kvs->items[i].value, "%s", value);
+            kvs->items[i].system = false; /* the user's own from now on */
             return 0;
         }
     }
@@ -75,6 +76,7 @@ int abx__kvs_set(abx_kvs *kvs, const char *key, const char *value)
         return -ABX_ELIMIT;
     snprintf(kvs->items[kvs->n].key, sizeof kvs->items[0].key, "%s", key);
     snprintf(kvs->items[kvs->n].value, sizeof kvs->items[0].value, "%s", value);
+    kvs->items[kvs->n].system = false;
     kvs->n++;
     return 0;
 }
@@ -580,6 +582,8 @@ char *abx__toml_format(const abx_kvs *kvs)
     abx__buf_init(&buf, MAX_FILE);
     append(&buf, "# abx configuration (written by `abx config set`)\n");
     bool done[ABX_CONFIG_MAX_ENTRIES] = {false};
+    for (size_t i = 0; i < kvs->n; i++)
+        done[i] = kvs->items[i].system; /* the operator's file keeps those */
     /* keys outside any table come first: after a [table] header they would
      * belong to it */
     for (size_t i = 0; i < kvs->n; i++) {
@@ -716,6 +720,26 @@ static int load_env_file(const char *path, abx_kvs *kvs, abx_error **err)
     return 0;
 }
 
+/* The operator's file, its entries marked system; none when it cannot be
+ * read (a user's file mode may keep it from them). */
+static int load_system(abx_kvs *kvs, abx_error **err)
+{
+    const char *path = getenv("ABX_SYSTEM_CONFIG");
+    char *text = slurp(path && *path ? path : ABX_SYSTEM_CONFIG_PATH);
+    kvs->n = 0;
+    if (!text)
+        return 0;
+    int line = 0;
+    int rc = abx__toml_parse(text, kvs, &line);
+    free(text);
+    if (rc < 0)
+        return abx__error_set(err, ABX_ECONFIG, "%s: line %d is not valid (abx reads a TOML subset)",
+                              path && *path ? "$ABX_SYSTEM_CONFIG" : ABX_SYSTEM_CONFIG_PATH, line);
+    for (size_t i = 0; i < kvs->n; i++)
+        kvs->items[i].system = true;
+    return 0;
+}
+
 int abx__config_load(abx_kvs *kvs, abx_error **err)
 {
     char home[512], path[600];
@@ -723,19 +747,31 @@ int abx__config_load(abx_kvs *kvs, abx_error **err)
     if (abx__home(home, sizeof home) < 0)
         return abx__error_set(err, ABX_ECONFIG, "neither ABX_HOME nor HOME is set");
     int rc = abx__home_check(home, err);
+    if (rc == 0)
+        rc = load_system(kvs, err);
     if (rc < 0)
         return rc;
     snprintf(path, sizeof path, "%s/config.toml", home);
     char *text = slurp(path);
-    if (!text)
-        return 0;
+    abx_kvs *own = text ? malloc(sizeof *own) : NULL;
+    if (!own) {
+        free(text);
+        return text ? abx__error_set(err, ABX_ENOMEM, "config") : 0;
+    }
     int line = 0;
-    rc = abx__toml_parse(text, kvs, &line);
+    own->n = 0;
+    rc = abx__toml_parse(text, own, &line);
     free(text);
-    if (rc < 0)
+    for (size_t i = 0; rc == 0 && i < own->n; i++)
+        if (abx__kvs_set(kvs, own->items[i].key, own->items[i].value) < 0)
+            rc = abx__error_set(err, ABX_ECONFIG, "config.toml: more than %d keys with the operator's",
+                                ABX_CONFIG_MAX_ENTRIES);
+    explicit_bzero(own, sizeof *own);
+    free(own);
+    if (rc == -ABX_ECONFIG && line)
         return abx__error_set(err, ABX_ECONFIG, "config.toml: line %d is not valid (abx reads a TOML subset)",
                               line);
-    return 0;
+    return rc;
 }
 
 int abx__config_save(const abx_kvs *kvs, abx_error **err)

@@ -4,19 +4,25 @@
  * $ABX_HOME/config.toml (a small TOML subset: [section] and [a.b] tables,
  * key = "string" | integer | true/false, # comments). Keys are addressed as
  * "section.key", e.g. "core.provider" or "providers.e2b.api_key".
+ * Under config.toml lies the operator's file for the whole machine
+ * (/etc/abx/config.toml, $ABX_SYSTEM_CONFIG overriding the path): its keys
+ * hold unless config.toml sets them again, and nothing writes it.
  */
 #ifndef ABX_CONFIG_H
 #define ABX_CONFIG_H
 
 #include "abx/abx.h"
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define ABX_CONFIG_MAX_ENTRIES 256
+#define ABX_SYSTEM_CONFIG_PATH "/etc/abx/config.toml"
 
 typedef struct abx_kv {
     char key[128]; /* dotted: "core.provider" (toml) or "ABX_PROVIDER" (.env) */
     char value[1024];
+    bool system; /* from the operator's file (abx__config_load), never written back */
 } abx_kv;
 
 typedef struct abx_kvs {

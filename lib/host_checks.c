@@ -8,6 +8,7 @@
 #include "error_internal.h"
 #include "config.h"
 #include "netlibs.h"
+#include "service_client.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -211,10 +212,52 @@ static void check_templates(check_list *l)
         add(l, "templates", "ok", "id-mapped template trees; FROM debian with mmdebstrap");
 }
 
+/* The abx service: the way in for a user without root. */
+static bool check_service(check_list *l)
+{
+    char sock[108], detail[400];
+    bool through = abx_service_socket(sock, sizeof sock), up = abx__service_reachable(sock);
+    if (through && up)
+        snprintf(detail, sizeof detail,
+                 "sandboxes are made through the abx service at %s: this user's own, with the machine's "
+                 "isolation",
+                 sock);
+    else if (through)
+        snprintf(detail, sizeof detail,
+                 "the abx service at %s is not reachable: ask root to start it ('abx service start', or "
+                 "'abx service install' where systemd runs)",
+                 sock);
+    else if (geteuid() == 0)
+        snprintf(detail, sizeof detail,
+                 up ? "running at %s: the users of this machine make sandboxes through it"
+                    : "not running (%s): users without root cannot make sandboxes "
+                      "('abx service install', or 'abx service start' without systemd)",
+                 sock);
+    else
+        snprintf(detail, sizeof detail,
+                 "no abx service here (%s): a user without root makes sandboxes through it; ask root for "
+                 "'abx service install'",
+                 sock);
+    add(l, "abx service",
+        through          ? (up ? "ok" : "fail")
+        : geteuid() == 0 ? (up ? "ok" : "warn")
+                         : "warn",
+        detail);
+    return through;
+}
+
 int abx_host_checks(char **json, bool *works, abx_error **err)
 {
     *json = NULL;
     check_list l = {json_array(), false};
+    if (check_service(&l)) { /* the service's host does the rest */
+        check_libraries(&l);
+        if (works)
+            *works = !l.failed;
+        *json = json_dumps(l.checks, JSON_COMPACT);
+        json_decref(l.checks);
+        return *json ? 0 : abx__error_set(err, ABX_ENOMEM, "host checks");
+    }
     check_namespaces(&l);
     check_seccomp(&l);
     check_cgroups(&l);

@@ -121,6 +121,13 @@ extern const abx_provider abx__provider_epp;
  * manifest). */
 extern const abx_provider abx__provider_e2b;
 int abx__provider_e2b_attach(abx_client *c, const char *name, abx_error **err);
+/* The local provider through the abx service (lib/service_client.c
+ * decides when): the same E2B protocol on the service's Unix socket, the
+ * caller named by the kernel, ids still "local:...". all_tenants: ask for
+ * every user's sandboxes (the service grants it to its administrators). */
+int abx__provider_service_attach(abx_client *c, const char *socket_path, bool all_tenants, abx_error **err);
+/* The service's socket of a client attached so (owned by c), else NULL. */
+const char *abx__provider_service_socket(const abx_client *c);
 struct abx_manifest;
 int abx__provider_rest_attach(abx_client *c, const struct abx_manifest *m, abx_error **err);
 /* A client of installed plugin id: its state (the plugin starts at the

@@ -42,8 +42,10 @@ typedef struct e2b_client {
     char base_url[512]; /* the control plane, no trailing slash */
     char domain[256];   /* "" : route the data plane by headers to base_url */
     char api_key[256];
-    pthread_mutex_t mu;   /* tasks */
-    abx_epp_execs *tasks; /* background tasks this process follows; made at the first */
+    char unix_socket[108]; /* "" : TCP; else the abx service's socket (no key: the kernel names the caller) */
+    bool all_tenants;      /* ask the service, as its administrator, for every user's sandboxes */
+    pthread_mutex_t mu;    /* tasks */
+    abx_epp_execs *tasks;  /* background tasks this process follows; made at the first */
 } e2b_client;
 
 typedef struct e2b_sandbox {
@@ -137,6 +139,29 @@ int abx__provider_rest_attach(abx_client *c, const abx_manifest *m, abx_error **
     return attach(c, m->id, m, err);
 }
 
+int abx__provider_service_attach(abx_client *c, const char *socket_path, bool all_tenants, abx_error **err)
+{
+    e2b_client *ec = calloc(1, sizeof *ec);
+    if (!ec)
+        return abx__error_set(err, ABX_ENOMEM, "provider");
+    snprintf(ec->id, sizeof ec->id, "%s", c->provider);
+    snprintf(ec->base_url, sizeof ec->base_url, "http://localhost");
+    snprintf(ec->unix_socket, sizeof ec->unix_socket, "%s", socket_path);
+    ec->all_tenants = all_tenants;
+    pthread_mutex_init(&ec->mu, NULL);
+    c->ops = &abx__provider_e2b;
+    c->state = ec;
+    return 0;
+}
+
+const char *abx__provider_service_socket(const abx_client *c)
+{
+    if (c->ops != &abx__provider_e2b || !c->state)
+        return NULL;
+    const e2b_client *ec = c->state;
+    return ec->unix_socket[0] ? ec->unix_socket : NULL;
+}
+
 static void e2b_free_state(void *state)
 {
     e2b_client *ec = state;
@@ -196,6 +221,21 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* The service's own answers carry abx's code ("E8033: ..."): kept, with
+ * its words (the service says only what the caller may know). */
+static int service_error(const answer *a, long status, abx_error **err)
+{
+    json_t *doc = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0, NULL);
+    const char *m = json_string_value(json_object_get(doc, "message"));
+    unsigned code = 0;
+    int rc = 0;
+    if (m && sscanf(m, "E%4u: ", &code) == 1 && code > 8000 && code < 9000 && strlen(m) > 7)
+        rc = abx__error_set(err, (int)code, "%s", m + 7);
+    json_decref(doc);
+    (void)status;
+    return rc;
+}
+
 static int status_error(const e2b_client *ec, long status, abx_error **err)
 {
     if (status == 401 || status == 403)
@@ -226,7 +266,9 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
     int rc = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         CURL *c = curl_easy_init();
-        struct curl_slist *h = curl_slist_append(NULL, key);
+        struct curl_slist *h = curl_slist_append(NULL, ec->unix_socket[0] ? "X-Abx-Peer: 1" : key);
+        if (ec->all_tenants)
+            h = curl_slist_append(h, "X-Abx-All-Tenants: 1");
         h = curl_slist_append(h, "Content-Type: application/json");
         h = curl_slist_append(h, "User-Agent: abx/"
                                  "0.1");
@@ -243,6 +285,8 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        if (ec->unix_socket[0])
+            curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ec->unix_socket);
         if (text) {
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
             curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
@@ -255,6 +299,10 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         if (cc != CURLE_OK && a.too_big) {
             rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered more than %u MiB", ec->id,
                                 MAX_ANSWER >> 20);
+        } else if (cc != CURLE_OK && ec->unix_socket[0]) {
+            rc =
+                abx__error_set(err, ABX_ESERVICE, "the abx service at %s is not reachable (%s)",
+                               ec->unix_socket, cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "not running");
         } else if (cc != CURLE_OK) {
             rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)",
                                 ec->id, cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
@@ -263,7 +311,9 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
             abx__buf_free(&a.body);
             continue;
         } else if (status < 200 || status > 299) {
-            rc = status_error(ec, status, err);
+            rc = ec->unix_socket[0] ? service_error(&a, status, err) : 0;
+            if (rc == 0)
+                rc = status_error(ec, status, err);
         } else if (a.body.len) {
             *out = json_loadb(a.body.data, a.body.len, 0, NULL);
             if (!*out)
@@ -324,7 +374,7 @@ static int handle_from(abx_client *c, json_t *doc, abx_sandbox **out, abx_error 
         abx__envd_init(&s->envd, envd, NULL, token);
         abx__envd_route(&s->envd, NULL, code);
     } else {
-        abx__envd_init(&s->envd, ec->base_url, NULL, token);
+        abx__envd_init(&s->envd, ec->base_url, ec->unix_socket[0] ? ec->unix_socket : NULL, token);
         abx__envd_route(&s->envd, sid, NULL);
     }
     *out = s;
@@ -363,6 +413,25 @@ static json_t *pairs(const char *const *p, const char *field, bool env_names, ab
     return o;
 }
 
+static json_t *strings(const char *const *list)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; list && list[i]; i++)
+        json_array_append_new(a, json_string(list[i]));
+    return a;
+}
+
+/* What abx's create says beyond E2B's (the service's "abx" object). */
+static json_t *service_options(const abx_create_options *o)
+{
+    json_t *x =
+        json_pack("{s:i, s:i, s:o, s:o}", "cpuCount", (int)o->cpu_count, "memoryMB", (int)o->memory_mb,
+                  "allowOut", strings(o->allow_out), "denyOut", strings(o->deny_out));
+    if (o->network)
+        json_object_set_new(x, "network", json_string(o->network));
+    return x;
+}
+
 static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
@@ -383,6 +452,8 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
         json_decref(meta);
     if (envs)
         json_object_set_new(body, "envVars", envs);
+    if (((e2b_client *)c->state)->unix_socket[0] && o) /* the service takes abx's own create options too */
+        json_object_set_new(body, "abx", service_options(o));
     json_t *doc = NULL;
     if (rc == 0)
         rc = api(c->state, "POST", "/sandboxes", body, &doc, NULL, 0, err);
@@ -541,6 +612,7 @@ static int e2b_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_er
         snprintf(out->url, sizeof out->url, "%s://%u-%s.%s", scheme, port, es->id, ec->domain);
     } else {
         snprintf(out->url, sizeof out->url, "%s", ec->base_url);
+        snprintf(out->unix_socket, sizeof out->unix_socket, "%s", ec->unix_socket);
         snprintf(out->headers[0], sizeof out->headers[0], "E2b-Sandbox-Id: %s", es->id);
         snprintf(out->headers[1], sizeof out->headers[1], "E2b-Sandbox-Port: %u", port);
     }

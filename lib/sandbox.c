@@ -10,6 +10,7 @@
  */
 #include "provider.h"
 #include "tenant.h"
+#include "service_client.h"
 #include "config.h"
 #include "error_internal.h"
 #include "parse.h"
@@ -66,7 +67,11 @@ int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error *
     if (rc == 0)
         rc = abx__resolve_provider(opts ? opts->provider : NULL, opts ? opts->cli_provider : NULL,
                                    c->provider, sizeof c->provider, &c->source, err);
-    if (rc == 0 && (strcmp(c->provider, "e2b") == 0 || strcmp(c->provider, "alicloud-express") == 0))
+    char service[108];
+    if (rc == 0 && strcmp(c->provider, "local") == 0 && abx_service_socket(service, sizeof service))
+        rc = abx__provider_service_attach(c, service, opts && opts->all_tenants,
+                                          err); /* a user without root */
+    else if (rc == 0 && (strcmp(c->provider, "e2b") == 0 || strcmp(c->provider, "alicloud-express") == 0))
         rc = abx__provider_e2b_attach(c, c->provider, err);      /* E2B's protocol, built in */
     else if (rc == 0 && !(c->ops = provider_named(c->provider))) /* an installed plugin, or nothing */
         rc = abx__provider_epp_attach(c, c->provider, err);
@@ -116,9 +121,15 @@ int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const 
     json_t *policy = NULL;
     int rc = abx__net_policy_build(mode, allow_out, deny_out, "none", &policy, err);
     if (rc == 0)
+        rc = abx__tenant_may_network(s->tenant, abx__net_policy_mode(policy), err);
+    if (rc == 0)
         rc = at_provider(err, s->ops->set_network(s, policy, err), "network of", s->qualified);
     json_decref(policy);
     return rc;
+}
+const char *abx_client_service(const abx_client *c)
+{
+    return abx__provider_service_socket(abx__client_root((abx_client *)c));
 }
 const char *abx_client_provider(const abx_client *c)
 {
@@ -229,19 +240,20 @@ int abx_sandbox_connect(abx_client *c, const char *id, abx_sandbox **out, abx_er
 
 /* ---- create ------------------------------------------------------------------ */
 
-/* Whether a create of o asks for a network (the lists, else the mode,
- * else config.toml's default). */
-static bool wants_network(const abx_create_options *o)
+/* The network mode a create of o asks for (the lists, else the mode,
+ * else config.toml's default) into mode; "none" when it is malformed
+ * (the provider refuses it). */
+static void network_mode(const abx_create_options *o, char mode[16])
 {
     char def[32];
     json_t *policy = NULL;
+    snprintf(mode, 16, "none");
     if (abx__config_network_default(def, sizeof def, NULL) < 0 ||
         abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL, def,
                               &policy, NULL) < 0)
-        return false; /* the provider refuses it */
-    bool on = strcmp(abx__net_policy_mode(policy), "none") != 0;
+        return;
+    snprintf(mode, 16, "%s", abx__net_policy_mode(policy));
     json_decref(policy);
-    return on;
 }
 
 static int check_notes(const char *notes, abx_error **err)
@@ -268,7 +280,11 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         rc = abx__tenant_for_create(c, &tenant, err);
     if (rc == 0)
         rc = check_notes(o ? o->notes_json : NULL, err);
-    bool networked = rc == 0 && wants_network(o);
+    char mode[16];
+    network_mode(o, mode);
+    bool networked = rc == 0 && strcmp(mode, "none") != 0;
+    if (rc == 0)
+        rc = abx__tenant_may_network(c->tenant, mode, err);
     if (rc == 0)
         rc = abx__quota_reserve(c, networked, err);
     if (rc < 0)

@@ -164,6 +164,67 @@ int abx__tenant_for_create(const abx_client *c, const char **tenant, abx_error *
     return 0;
 }
 
+/* ---- what host users may ask for ----------------------------------------------------------- */
+
+static bool host_user(const char *tenant)
+{
+    return tenant && strncmp(tenant, "uid:", 4) == 0;
+}
+
+/* The operator's [service] key into out ("" when unset). */
+static void service_key(const char *name, char *out, size_t len)
+{
+    out[0] = '\0';
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    const char *v = kvs && abx__config_load(kvs, NULL) == 0 ? abx__kvs_get(kvs, name) : NULL;
+    snprintf(out, len, "%s", v ? v : "");
+    free(kvs);
+}
+
+/* Whether word is one of the comma-separated list's entries. */
+static bool listed(const char *list, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t t = n;
+        while (t && p[t - 1] == ' ')
+            t--;
+        if (t == wl && strncmp(p, word, wl) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+int abx__tenant_may_network(const char *tenant, const char *mode, abx_error **err)
+{
+    char modes[256];
+    if (!host_user(tenant))
+        return 0;
+    service_key("service.network_modes", modes, sizeof modes);
+    if (!modes[0] || listed(modes, mode))
+        return 0;
+    return abx__error_set(err, ABX_ENOTALLOWED,
+                          "--network %s: the operator's [service] network_modes allows only %.200s", mode,
+                          modes);
+}
+
+int abx__tenant_may_build(const char *tenant, abx_error **err)
+{
+    char v[16];
+    if (!host_user(tenant))
+        return 0;
+    service_key("service.template_builds", v, sizeof v);
+    if (strcmp(v, "false") != 0)
+        return 0;
+    return abx__error_set(err, ABX_ENOTALLOWED,
+                          "templates: the operator's [service] template_builds is false: users of the "
+                          "service use the templates it has");
+}
+
 /* ---- remote providers' metadata ---------------------------------------------------------- */
 
 int abx__remote_meta_put(const abx_client *c, const abx_create_options *o, json_t *metadata, abx_error **err)

@@ -27,6 +27,15 @@ int abx__tenant_not_found(abx_error **err);
  * client of a tenant set creates nothing (E8001). */
 int abx__tenant_for_create(const abx_client *c, const char **tenant, abx_error **err);
 
+/* What a host user (a tenant "uid:N": the service's callers) may ask
+ * for, as the operator's [service] says. network: mode (none, internet,
+ * allowlist) within [service] network_modes (default all three); builds:
+ * building or importing templates, unless [service] template_builds is
+ * false. E8033 naming the key; anyone else (tenant "" or another kind)
+ * may. */
+int abx__tenant_may_network(const char *tenant, const char *mode, abx_error **err);
+int abx__tenant_may_build(const char *tenant, abx_error **err);
+
 /* Reserves room for one more sandbox of c's tenant (networked: it takes a
  * network address too) against [limits] sandboxes_per_tenant and the
  * tenant's share of the provider's pools, counting the tenant's live

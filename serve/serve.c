@@ -36,14 +36,20 @@
 
 #define MAX_CONTROL_BODY (1u << 20)
 #define MAX_KEYS 256
+#define MAX_PEERS 4096   /* host users the service has seen */
+#define PEER_RECHECK_S 5 /* a user's admission is decided again after this */
 #define ENVD_VERSION "0.6.4"
 #define CLIENT_ID "6532622b"
 #define DEFAULT_CREATE_TIMEOUT_S 15 /* E2B's API, when the body names none */
 
 typedef struct serve_key {
     char tenant[34];
-    abx_client *client; /* acting for that tenant */
+    abx_client *client; /* acting for that tenant (a service's root: the root client, borrowed) */
     unsigned inflight;  /* data-plane requests in flight for its sandboxes (serve_ctx.mu) */
+    /* the service's callers (peers.c): the host uid, whether it administers, when that was decided */
+    unsigned uid;
+    bool admin;
+    time_t checked;
 } serve_key;
 
 typedef struct serve_ctx {
@@ -52,6 +58,8 @@ typedef struct serve_ctx {
     char domain[128];
     serve_key keys[MAX_KEYS];
     size_t nkeys;
+    serve_key *peers; /* the service's: MAX_PEERS, the first npeers in use (mu) */
+    size_t npeers;
     pthread_mutex_t mu;
 } serve_ctx;
 
@@ -59,7 +67,8 @@ typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_ANSWERED } req_kind
 
 typedef struct serve_req {
     req_kind kind;
-    serve_key *key; /* the control plane's caller; the data plane's budget */
+    serve_key *key;  /* the control plane's caller; the data plane's budget */
+    abx_client *who; /* whose sandboxes the request reaches: the key's, or an administrator's all */
     abx_buf body;
     bool too_big;
     serve_proxy *proxy;
@@ -147,6 +156,58 @@ static serve_key *key_of_tenant(serve_ctx *s, const char *tenant)
         if (strcmp(s->keys[i].tenant, tenant) == 0)
             return &s->keys[i];
     return NULL;
+}
+
+/* The service's caller on c (peers.c) as its key, the tenant of its host
+ * uid, admitted anew every PEER_RECHECK_S; NULL with the answer's status
+ * and words. */
+static serve_key *peer_of(serve_ctx *s, struct MHD_Connection *c, bool *admin, unsigned *status, char *why,
+                          size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    unsigned uid = 0;
+    *status = 403;
+    if (!ci || serve_peer_uid(ci->connect_fd, &uid) < 0) {
+        snprintf(why, len, "%s: the kernel does not name the caller", abx_err_name(ABX_ENOTALLOWED));
+        return NULL;
+    }
+    time_t now = time(NULL);
+    serve_key *k = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->npeers && !k; i++)
+        k = s->peers[i].uid == uid ? &s->peers[i] : NULL;
+    bool fresh = k && now - k->checked < PEER_RECHECK_S;
+    *admin = k && k->admin;
+    pthread_mutex_unlock(&s->mu);
+    if (fresh)
+        return k;
+    char words[400];
+    if (serve_peer_admit(uid, admin, words, sizeof words) < 0) {
+        snprintf(why, len, "%s: %s", abx_err_name(ABX_ENOTALLOWED), words);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!k && s->npeers < MAX_PEERS) {
+        serve_key *n = &s->peers[s->npeers];
+        memset(n, 0, sizeof *n);
+        n->uid = uid;
+        if (uid == 0)
+            n->client = s->root; /* root is the machine's administrator: no tenant */
+        else
+            abx_tenant_from_uid(uid, n->tenant);
+        if (uid == 0 || abx_client_for_tenant(s->root, n->tenant, &n->client, NULL) == 0)
+            k = &s->peers[s->npeers++];
+    }
+    if (k) {
+        k->admin = *admin;
+        k->checked = now;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!k) {
+        *status = 503;
+        snprintf(why, len, "%s: the service serves no more host users", abx_err_name(ABX_ELIMIT));
+    }
+    return k;
 }
 
 /* ---- the control plane ----------------------------------------------------------------- */
@@ -331,6 +392,74 @@ static bool egress_of(json_t *access, json_t *allow, json_t *deny, abx_net_egres
     return false;
 }
 
+/* abx's own create options beyond E2B's (a body's "abx" object: what
+ * abx's clients send, the service's among them). */
+typedef struct create_extras {
+    unsigned cpu_count, memory_mb; /* 0: the defaults */
+    const char *network;           /* NULL: decided by the lists */
+    char **allow, **deny;          /* NULL-terminated (free_pairs) */
+} create_extras;
+
+#define EXTRAS_LIST_MAX 4096
+
+/* A JSON array of at most EXTRAS_LIST_MAX strings as a NULL-terminated
+ * copy, or NULL with *bad set. */
+static char **strings_of_json(json_t *a, bool *bad)
+{
+    if (!a)
+        return calloc(1, sizeof(char *));
+    if (!json_is_array(a) || json_array_size(a) > EXTRAS_LIST_MAX) {
+        *bad = true;
+        return NULL;
+    }
+    char **out = calloc(json_array_size(a) + 1, sizeof *out);
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        if (!out || !json_is_string(v) || !(out[i] = strdup(json_string_value(v)))) {
+            *bad = true;
+            return out;
+        }
+    }
+    return out;
+}
+
+static void extras_free(create_extras *x)
+{
+    free_pairs(x->allow);
+    free_pairs(x->deny);
+    memset(x, 0, sizeof *x);
+}
+
+static bool extras_of(json_t *own, create_extras *x, char *why, size_t len)
+{
+    memset(x, 0, sizeof *x);
+    if (!own)
+        return true;
+    json_t *cpu = json_object_get(own, "cpuCount"), *mem = json_object_get(own, "memoryMB"),
+           *net = json_object_get(own, "network");
+    bool bad = !json_is_object(own) || (cpu && !json_is_integer(cpu)) || (mem && !json_is_integer(mem)) ||
+               (net && !json_is_string(net)) || json_integer_value(cpu) < 0 ||
+               json_integer_value(cpu) > 1024 || json_integer_value(mem) < 0 ||
+               json_integer_value(mem) > 1048576;
+    x->cpu_count = (unsigned)json_integer_value(cpu);
+    x->memory_mb = (unsigned)json_integer_value(mem);
+    x->network = json_string_value(net);
+    if (!bad)
+        x->allow = strings_of_json(json_object_get(own, "allowOut"), &bad);
+    if (!bad)
+        x->deny = strings_of_json(json_object_get(own, "denyOut"), &bad);
+    if (bad) {
+        extras_free(x);
+        snprintf(why, len,
+                 "invalid body: abx is an object of cpuCount (0-1024), memoryMB (0-1048576), network (a "
+                 "string) and allowOut, denyOut (at most %d strings each)",
+                 EXTRAS_LIST_MAX);
+    }
+    return !bad;
+}
+
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
     (void)s;
@@ -362,14 +491,23 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     }
     abx_error_free(err);
     err = NULL;
-    json_t *net = json_object_get(body, "network");
+    json_t *net = json_object_get(body, "network"), *own = json_object_get(body, "abx");
     abx_net_egress e;
+    create_extras x;
     char why[300];
-    if (!egress_of(json_object_get(body, "allow_internet_access"), json_object_get(net, "allowOut"),
-                   json_object_get(net, "denyOut"), &e, why, sizeof why)) {
+    if (!extras_of(own, &x, why, sizeof why) ||
+        (!own && !egress_of(json_object_get(body, "allow_internet_access"), json_object_get(net, "allowOut"),
+                            json_object_get(net, "denyOut"), &e, why, sizeof why))) {
         free_pairs(meta);
         free_pairs(envs);
+        extras_free(&x);
         return send_error(c, 400, why);
+    }
+    if (own) { /* abx's own options say the network */
+        memset(&e, 0, sizeof e);
+        e.mode = x.network;
+        e.allow = x.allow;
+        e.deny = x.deny;
     }
     char *notes = notes_for(body);
     abx_create_options o = {.template_id = template_id,
@@ -379,12 +517,16 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
                             .network = e.mode,
                             .allow_out = (const char *const *)e.allow,
                             .deny_out = (const char *const *)e.deny,
+                            .cpu_count = x.cpu_count,
+                            .memory_mb = x.memory_mb,
                             .notes_json = notes};
     abx_sandbox *sb = NULL;
     rc = notes ? abx_sandbox_create(rq->key->client, &o, &sb, &err) : -ABX_ENOMEM;
     free_pairs(meta);
     free_pairs(envs);
-    abx__net_egress_free(&e);
+    if (!own)
+        abx__net_egress_free(&e);
+    extras_free(&x);
     if (notes)
         explicit_bzero(notes, strlen(notes));
     free(notes);
@@ -401,7 +543,7 @@ static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connec
                                 enum MHD_Result *sent)
 {
     abx_sandbox *sb = NULL;
-    if (abx_sandbox_connect(rq->key->client, id, &sb, NULL) < 0) {
+    if (abx_sandbox_connect(rq->who, id, &sb, NULL) < 0) {
         *sent = send_error(c, 404, "sandbox not found");
         return NULL;
     }
@@ -648,8 +790,7 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
         abx_sandbox_info *items = NULL;
         size_t n = 0;
         abx_error *err = NULL;
-        int rc =
-            abx_list(rq->key->client, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
+        int rc = abx_list(rq->who, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
         if (rc < 0) {
             json_decref(out);
             return send_abx_error(c, rc, err);
@@ -867,10 +1008,11 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
 {
     rq->kind = REQ_ANSWERED;
     /* a request with a key reaches that key's sandboxes only; without one,
-     * those of any key of this server (E2B's SDKs send none here) */
+     * those of any key of this server (E2B's SDKs send none here); the
+     * service's caller, its own (or, an administrator's, every one) */
     bool keyed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key") != NULL;
     serve_key *key = keyed ? key_of(s, c) : NULL;
-    abx_client *who = keyed ? (key ? key->client : NULL) : s->data;
+    abx_client *who = s->peers ? rq->who : keyed ? (key ? key->client : NULL) : s->data;
     abx_sandbox *sb = NULL;
     if (!who || abx_sandbox_connect(who, id, &sb, NULL) < 0)
         return send_gone(c);
@@ -878,7 +1020,7 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
         abx_sandbox_free(sb);
         return send_error(c, 404, "no such endpoint on this port");
     }
-    serve_key *budget = key_of_tenant(s, abx_sandbox_tenant(sb));
+    serve_key *budget = s->peers ? rq->key : key_of_tenant(s, abx_sandbox_tenant(sb));
     if (!budget || !inflight_take(s, budget)) {
         abx_sandbox_free(sb);
         return budget ? send_error(c, 429, "too many requests in flight for this tenant's sandboxes")
@@ -921,6 +1063,23 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
         rq->kind = REQ_ANSWERED;
         return send_error(c, 400, "the request target must not hold . or .. segments");
     }
+    if (s->peers) { /* the service: the kernel names the caller */
+        bool admin = false,
+             all = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Abx-All-Tenants") != NULL;
+        unsigned status = 403;
+        char why[500];
+        rq->key = peer_of(s, c, &admin, &status, why, sizeof why);
+        if (rq->key && all && !admin)
+            snprintf(why, sizeof why,
+                     "%s: every user's sandboxes are root's to see and those of the groups in [service] "
+                     "admin_groups",
+                     abx_err_name(ABX_ENOTALLOWED));
+        if (!rq->key || (all && !admin)) {
+            rq->kind = REQ_ANSWERED;
+            return send_error(c, status, why);
+        }
+        rq->who = all ? s->root : rq->key->client;
+    }
     char id[64];
     unsigned port = 0;
     target_kind t = data_plane_target(s, c, id, &port);
@@ -936,10 +1095,12 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
         rq->kind = REQ_ANSWERED;
         return send_text(c, 204, NULL, NULL, NULL);
     }
-    if (!(rq->key = key_of(s, c))) {
+    if (!s->peers && !(rq->key = key_of(s, c))) {
         rq->kind = REQ_ANSWERED;
         return send_error(c, 401, "missing or invalid X-API-Key");
     }
+    if (!s->peers)
+        rq->who = rq->key->client;
     rq->kind = REQ_CONTROL;
     return MHD_YES;
 }
@@ -1011,6 +1172,10 @@ static void ctx_free(serve_ctx *s)
 {
     for (size_t i = 0; i < s->nkeys; i++)
         abx_client_free(s->keys[i].client);
+    for (size_t i = 0; s->peers && i < s->npeers; i++)
+        if (s->peers[i].client != s->root)
+            abx_client_free(s->peers[i].client);
+    free(s->peers);
     abx_client_free(s->data);
     abx_client_free(s->root);
     pthread_mutex_destroy(&s->mu);
@@ -1056,10 +1221,17 @@ int serve_run(const serve_config *cfg, abx_error **err)
                             .per_client = 256,
                             .max_connections = 2048};
     abx_http_listener *listener = NULL;
+    bool activated = false; /* the socket is systemd's: left in place at the end */
     int rc = sigfd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "signalfd") : clients_new(s, cfg, err);
+    if (rc == 0 && cfg->socket_path) { /* the service: the kernel names each caller */
+        s->peers = calloc(MAX_PEERS, sizeof *s->peers);
+        rc = s->peers ? serve_socket_open(cfg->socket_path, &svc.listen_fd, &activated, err)
+                      : abx__error_set(err, ABX_ENOMEM, "serve");
+        svc.listen = NULL;
+    }
     if (rc == 0)
         rc = abx__http_start(&svc, &listener, err);
-    if (rc == 0 && !abx__http_loopback(listener) && s->nkeys == 0)
+    if (rc == 0 && !s->peers && !abx__http_loopback(listener) && s->nkeys == 0)
         rc = abx__error_set(err, ABX_EAUTH,
                             "refusing to serve a non-loopback address without API keys "
                             "(--api-key-file or ABX_SERVE_API_KEYS)");
@@ -1070,16 +1242,23 @@ int serve_run(const serve_config *cfg, abx_error **err)
         ctx_free(s);
         return rc;
     }
-    if (s->nkeys == 0)
+    if (s->peers)
+        fprintf(stderr, "abx serve: the abx service listening on %s (provider %s; each host user a tenant)\n",
+                cfg->socket_path, abx_client_provider(s->root));
+    else if (s->nkeys == 0)
         fprintf(stderr,
                 "abx serve: warning: no API keys (--api-key-file, ABX_SERVE_API_KEYS): every request that "
                 "needs one is refused\n");
-    fprintf(stderr, "abx serve: listening on http://%s:%d (provider %s; sandbox domain %s; %zu API key%s)\n",
+    if (!s->peers)
+        fprintf(
+            stderr, "abx serve: listening on http://%s:%d (provider %s; sandbox domain %s; %zu API key%s)\n",
             abx__http_loopback(listener) ? "127.0.0.1" : abx__http_host(listener), abx__http_port(listener),
             abx_client_provider(s->root), s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
     abx__stop_signal_wait(sigfd);
     fprintf(stderr, "abx serve: stopping\n");
     abx__http_stop(listener);
+    if (s->peers && !activated)
+        unlink(cfg->socket_path); /* one made here: clients now find no service (systemd keeps its own) */
     ctx_free(s);
     return 0;
 }

@@ -18,12 +18,27 @@ typedef struct serve_config {
     const char *domain;          /* sandbox domain; NULL: "localhost" */
     unsigned warm;               /* sandboxes kept started ahead (abx_client_keep_warm; the local provider) */
     const char *provider;        /* the provider fronted; NULL: resolved as every abx command resolves it */
-    void *reserved[4];
+    /* The abx service: instead of listen, this Unix socket (or the one
+     * systemd passes), each caller the tenant of its host uid (peers.c). */
+    const char *socket_path;
+    void *reserved[3];
 } serve_config;
 
 /* Serves until SIGTERM/SIGINT; prints "abx serve: listening on http://H:P"
  * on stderr once ready. The caller checked the keys' shape. */
 int serve_run(const serve_config *cfg, abx_error **err);
+
+/* ---- the service's callers (peers.c) ---- */
+
+/* The service's listening socket into *out: the one systemd passed
+ * (LISTEN_FDS), else path made anew (a dead service's removed; a live
+ * one's refused). */
+int serve_socket_open(const char *path, int *out, bool *activated, abx_error **err);
+/* The host uid at the other end of a Unix socket; -1 when the kernel does not say. */
+int serve_peer_uid(int fd, unsigned *uid);
+/* Whether uid may use the service (0) and administer it (*admin); else
+ * -ABX_ENOTALLOWED with the answer, naming the groups, in why. */
+int serve_peer_admit(unsigned uid, bool *admin, char *why, size_t why_len);
 
 /* ---- shared between serve.c, proxy.c and envd_front.c ---- */
 

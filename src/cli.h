@@ -12,6 +12,7 @@ typedef struct cli_ctx {
     const char *provider;           /* --provider ID */
     const char *opts[CLI_MAX_OPTS]; /* --opt K=V, in order */
     int nopts;
+    bool all_tenants; /* --all (list, kill): every user's sandboxes, as the machine's administrator */
 } cli_ctx;
 
 typedef struct cli_command {
@@ -108,6 +109,7 @@ void cli_print_help(const cli_command *cmd);
     X(doctor, "check what this host and user can run")                                                       \
     X(provider, "install, list and remove provider plugins")                                                 \
     X(serve, "serve this machine's sandboxes over E2B's protocol")                                           \
+    X(service, "start, stop or install the abx service (sandboxes for every user)")                          \
     X(expose, "forward a host port to a port inside a sandbox")                                              \
     X(network, "show or change a sandbox's network policy")                                                  \
     X(template, "build, import, list, inspect and remove sandbox templates")                                 \

@@ -211,7 +211,9 @@ abx_client *cli_client_for(cli_ctx *ctx, const char *id, int *exit_status)
     const char *colon = id ? strchr(id, ':') : NULL;
     if (colon && (size_t)(colon - id) < sizeof prefix)
         snprintf(prefix, sizeof prefix, "%.*s", (int)(colon - id), id);
-    abx_client_options o = {.provider = prefix[0] ? prefix : NULL, .cli_provider = ctx->provider};
+    abx_client_options o = {.provider = prefix[0] ? prefix : NULL,
+                            .cli_provider = ctx->provider,
+                            .all_tenants = ctx->all_tenants};
     abx_client *c = NULL;
     abx_error *err = NULL;
     int rc = abx_client_new(&o, &c, &err);

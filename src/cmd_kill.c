@@ -4,16 +4,20 @@
 #include <jansson.h>
 #include <stdio.h>
 
-const char cmd_kill_help[] = "Usage: abx kill ID [--json]\n"
+const char cmd_kill_help[] = "Usage: abx kill ID [--all] [--json]\n"
                              "\n"
                              "Destroys a sandbox: every process in it, its files, cgroups and state.\n"
-                             "Returns when it is gone.\n";
+                             "Returns when it is gone.\n"
+                             "\n"
+                             "  --all   ID may be any user's (root; through the abx service, a member\n"
+                             "          of [service] admin_groups)\n";
 
 int cmd_kill(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0;
-    int rc = cli_parse(ctx, "kill", cmd_kill_help, argc, argv, NULL, 0, pos, &npos);
+    const cli_flag flags[] = {{"--all", CLI_BOOL, &ctx->all_tenants, 0, 0, NULL, 0, NULL}};
+    int rc = cli_parse(ctx, "kill", cmd_kill_help, argc, argv, flags, 1, pos, &npos);
     if (rc != 0)
         return cli_parse_exit(rc);
     if (npos != 1)

@@ -5,15 +5,19 @@
 #include <stdio.h>
 #include <time.h>
 
-const char cmd_list_help[] = "Usage: abx list [--status running|paused] [--limit N] [--offset N] [--json]\n"
-                             "\n"
-                             "Lists live sandboxes, oldest first. Sandboxes whose supervisor died are\n"
-                             "cleaned up first.\n"
-                             "\n"
-                             "  --status S   only sandboxes in state S\n"
-                             "  --limit N    at most N, 1-100 (default 100)\n"
-                             "  --offset N   skip the first N (default 0)\n"
-                             "  --json       a JSON array of sandbox details\n";
+const char cmd_list_help[] =
+    "Usage: abx list [--status running|paused] [--limit N] [--offset N] [--all] [--json]\n"
+    "\n"
+    "Lists live sandboxes, oldest first. Sandboxes whose supervisor died are\n"
+    "cleaned up first. A user without root sees the sandboxes the abx\n"
+    "service made for them; root sees every sandbox of the machine.\n"
+    "\n"
+    "  --status S   only sandboxes in state S\n"
+    "  --limit N    at most N, 1-100 (default 100)\n"
+    "  --offset N   skip the first N (default 0)\n"
+    "  --all        every user's sandboxes: root's, and through the service\n"
+    "               those of [service] admin_groups (E8033 for anyone else)\n"
+    "  --json       a JSON array of sandbox details\n";
 
 int cmd_list(cli_ctx *ctx, int argc, char **argv)
 {
@@ -24,6 +28,7 @@ int cmd_list(cli_ctx *ctx, int argc, char **argv)
         {"--status", CLI_STRING, &status_filter, 0, 0, NULL, 0, NULL},
         {"--limit", CLI_UINT, &limit, 1, 100, NULL, 0, NULL},
         {"--offset", CLI_UINT, &offset, 0, 1000000000, NULL, 0, NULL},
+        {"--all", CLI_BOOL, &ctx->all_tenants, 0, 0, NULL, 0, NULL},
     };
     int rc =
         cli_parse(ctx, "list", cmd_list_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos, &npos);

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_KEYS 256
 
 const char cmd_serve_help[] =
     "Usage: abx [--provider ID] serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
+    "       abx serve --socket PATH [--warm N]\n"
     "\n"
     "Serve a provider's sandboxes over E2B's protocol: E2B's SDKs (and\n"
     "another machine's abx with --provider e2b) create and drive them\n"
@@ -30,6 +32,11 @@ const char cmd_serve_help[] =
     "  --domain D          the sandboxes' domain in answers (default localhost):\n"
     "                      data-plane requests come as PORT-ID.D, or with the\n"
     "                      E2b-Sandbox-Id and E2b-Sandbox-Port headers\n"
+    "  --socket PATH       the abx service (root only): the same API on a Unix socket\n"
+    "                      (or the one systemd passes), each caller the tenant of its\n"
+    "                      host uid as the kernel names it, no key: root and the\n"
+    "                      members of [service] allow_groups (default the group abx)\n"
+    "                      may connect; 'abx service start' runs it detached\n"
     "  --warm N            local provider: sandboxes kept started ahead, in the shape\n"
     "                      of the last create (0-16, default 8): a create takes one\n"
     "                      (about 1 ms) instead of starting one (5-25 ms); nobody's\n"
@@ -112,13 +119,14 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0;
-    const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost";
+    const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost", *socket_path = NULL;
     unsigned warm = 8;
     const cli_flag flags[] = {
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
         {"--api-key-file", CLI_STRING, &key_file, 0, 0, NULL, 0, NULL},
         {"--domain", CLI_STRING, &domain, 0, 0, NULL, 0, NULL},
         {"--warm", CLI_UINT, &warm, 0, 16, NULL, 0, NULL},
+        {"--socket", CLI_STRING, &socket_path, 0, 0, NULL, 0, NULL},
     };
     int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
                        &npos);
@@ -127,6 +135,9 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
     if (npos)
         return cli_fail(ctx, ABX_EUSAGE,
                         "usage: abx serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]");
+    if (socket_path && geteuid() != 0)
+        return cli_fail(ctx, ABX_EPERM,
+                        "--socket: the abx service runs as root (it makes every user's sandboxes)");
     char *keys[MAX_KEYS] = {NULL};
     size_t n = 0;
     if (!read_keys(ctx, key_file, keys, &n)) {
@@ -138,7 +149,8 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
                         .api_keys = (const char *const *)keys,
                         .domain = domain,
                         .warm = warm,
-                        .provider = ctx->provider};
+                        .provider = ctx->provider,
+                        .socket_path = socket_path};
     abx_error *err = NULL;
     rc = serve_run(&cfg, &err);
     for (size_t i = 0; i < n; i++) {

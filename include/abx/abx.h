@@ -150,12 +150,22 @@ typedef struct abx_client_options {
      * and abx_tenant_from_uid make one). NULL: nobody in particular, the
      * machine's administrator, who sees and touches every sandbox. */
     const char *tenant;
-    void *reserved[3]; /* room to grow without breaking the layout: leave zero */
+    /* Every tenant's sandboxes, as the machine's administrator sees them:
+     * a client without a tenant does already; through the abx service
+     * (a user without root) only root and the operator's [service]
+     * admin_groups may (E8033 otherwise). */
+    bool all_tenants;
+    void *reserved[2]; /* room to grow without breaking the layout: leave zero */
 } abx_client_options;
 
 /* Resolves the provider (argument > --provider > ABX_PROVIDER > ./.env >
  * ~/.abx/.env > ~/.abx/config.toml [core] provider > local) and makes a
- * client. opts may be NULL. Free with abx_client_free(). */
+ * client. opts may be NULL. Free with abx_client_free().
+ * The local provider of a process that is not root goes through the
+ * machine's abx service when its socket exists ($ABX_SOCKET, else
+ * /run/abx/abx.sock; abx_client_service says so): the same calls, on the
+ * service's sandboxes of this host user (E8032 while it is not
+ * reachable). */
 ABX_API int abx_client_new(const abx_client_options *opts, abx_client **out, abx_error **err);
 ABX_API void abx_client_free(abx_client *c);
 /* Keeps count (0-16) sandboxes started ahead, in the shape of the last
@@ -206,6 +216,14 @@ ABX_API int abx_client_for_tenants(abx_client *c, const char *const *tenants, ab
                                    abx_error **err);
 /* The client's tenant; NULL without one (or with a set). Owned by c. */
 ABX_API const char *abx_client_tenant(const abx_client *c);
+
+/* The abx service's socket c goes through (owned by c), or NULL when it
+ * reaches its provider directly. */
+ABX_API const char *abx_client_service(const abx_client *c);
+/* The socket a client of the local provider would go through in this
+ * process into out ($ABX_SOCKET, else /run/abx/abx.sock), and whether
+ * it would (not root, and the socket is there or named). */
+ABX_API bool abx_service_socket(char *out, size_t len);
 
 /* The resolved provider id ("local", ...), and where it came from. Owned by c. */
 ABX_API const char *abx_client_provider(const abx_client *c);

@@ -16,6 +16,7 @@
 #include "parse.h"
 #include "sandbox_env.h"
 #include "sandbox_id.h"
+#include "service_client.h"
 #include "template_build.h"
 #include "template_store.h"
 #include "tty_relay.h"
@@ -191,6 +192,9 @@ int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
     int rc = validate(opts, err);
     if (rc < 0)
         return rc;
+    char service[108];
+    if (abx_service_socket(service, sizeof service))
+        return abx__run_through_service(opts, exit_status, err);
     abx__cgroup_sweep_stale(10);
     char id[ABX_SANDBOX_ID_LEN + 1];
     if ((rc = abx__sandbox_id_new(id)) < 0)

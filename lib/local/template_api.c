@@ -15,6 +15,11 @@ static int local_only(abx_client *c, const char *what, abx_error **err)
 {
     if (c && c->ops == &abx__provider_local)
         return 0;
+    if (c && abx_client_service(c))
+        return abx__error_set(err, ABX_ENOTSUP,
+                              "%s: through the abx service a user starts sandboxes from the machine's "
+                              "templates; building and importing are root's ('abx template list' shows them)",
+                              what);
     return abx__error_set(err, ABX_ENOTSUP,
                           "%s: provider '%s' keeps its templates itself (the local provider only)", what,
                           c ? c->provider : "?");

@@ -58,7 +58,7 @@ StrArray = POINTER(c_char_p)
 
 
 class ClientOptions(Structure):
-    _fields_ = [("provider", c_char_p), ("cli_provider", c_char_p), ("tenant", c_char_p), ("reserved", c_void_p * 3)]
+    _fields_ = [("provider", c_char_p), ("cli_provider", c_char_p), ("tenant", c_char_p), ("all_tenants", c_bool), ("reserved", c_void_p * 2)]
 
 
 class CreateOptions(Structure):

@@ -1,0 +1,194 @@
+/* service_client.c: a host user without root reaches sandboxes through
+ * the machine's abx service (`abx serve --socket`, DESIGN.md "Users
+ * without root").
+ *
+ * Owns: when a client of the local provider goes through the service (this
+ * process is not root, and the socket is there: $ABX_SOCKET, else
+ * /run/abx/abx.sock), and the one-shot run through it (abx_run as a
+ * create, an exec with this process's stdin, stdout and stderr, and a
+ * kill). The protocol on the socket is abx serve's (lib/provider_e2b.c
+ * speaks it); the service takes the caller's uid from the kernel, so the
+ * client sends no secret and names no host path.
+ */
+#include "service_client.h"
+#include "error_internal.h"
+#include "provider.h"
+#include "netlibs.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_LIFETIME_S 120 /* a run's sandbox outlives a vanished client by at most this */
+#define RUN_RENEW_S 30
+
+bool abx_service_socket(char *out, size_t len)
+{
+    const char *env = getenv("ABX_SOCKET");
+    bool named = env && *env;
+    snprintf(out, len, "%s", named ? env : ABX_SERVICE_SOCKET);
+    if (geteuid() == 0)
+        return false;
+    struct stat st;
+    return named || (stat(out, &st) == 0 && S_ISSOCK(st.st_mode));
+}
+
+static size_t drop(char *data, size_t size, size_t n, void *ud)
+{
+    (void)data;
+    (void)ud;
+    return size * n;
+}
+
+bool abx__service_reachable(const char *socket_path)
+{
+    struct stat st;
+    if (stat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode) || !abx__curl())
+        return false;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return false;
+    curl_easy_setopt(c, CURLOPT_URL, "http://localhost/health");
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 3L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop);
+    long status = 0;
+    bool ok = curl_easy_perform(c) == CURLE_OK &&
+              curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 204;
+    curl_easy_cleanup(c);
+    return ok;
+}
+
+/* ---- abx_run through the service ------------------------------------------------------------ */
+
+typedef struct run_through {
+    abx_sandbox *sandbox;
+    int sigfd;          /* SIGINT, SIGTERM, SIGHUP: end the command */
+    int signal_number;  /* the one that came, or 0 */
+    time_t renewed;     /* the sandbox's lifetime, last pushed on */
+    unsigned command_s; /* the run's --timeout (0: none) */
+    time_t started;
+} run_through;
+
+static void write_out(int fd, const char *data, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return; /* a closed stdout: the command runs on, as it would under a shell */
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+static void to_stdout(const char *data, size_t len, void *ud)
+{
+    (void)ud;
+    write_out(STDOUT_FILENO, data, len);
+}
+
+static void to_stderr(const char *data, size_t len, void *ud)
+{
+    (void)ud;
+    write_out(STDERR_FILENO, data, len);
+}
+
+/* Polled by the exec: a stop signal ends the command; the sandbox's
+ * lifetime is pushed on while it runs. */
+static bool run_should_stop(void *ud)
+{
+    run_through *r = ud;
+    struct signalfd_siginfo si;
+    if (r->sigfd >= 0 && read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+        r->signal_number = (int)si.ssi_signo;
+    time_t now = time(NULL);
+    if (now - r->renewed >= RUN_RENEW_S) {
+        r->renewed = now;
+        abx_sandbox_set_timeout(r->sandbox, RUN_LIFETIME_S, NULL);
+    }
+    return r->signal_number != 0;
+}
+
+static void create_options_of(const abx_run_options *o, abx_create_options *co)
+{
+    memset(co, 0, sizeof *co);
+    co->template_id = o->template_id;
+    co->timeout_s = RUN_LIFETIME_S;
+    co->envs = o->envs;
+    co->cpu_count = o->limits.cpu_count;
+    co->memory_mb = o->limits.memory_mb;
+    co->network = o->network;
+    co->allow_out = o->allow_out;
+    co->deny_out = o->deny_out;
+}
+
+int abx__run_through_service(const abx_run_options *o, int *exit_status, abx_error **err)
+{
+    *exit_status = 125;
+    abx_client_options opts = {.provider = "local"};
+    abx_client *c = NULL;
+    int rc = abx_client_new(&opts, &c, err);
+    abx_create_options co;
+    create_options_of(o, &co);
+    run_through r = {.sigfd = -1, .renewed = time(NULL), .command_s = o->timeout_s, .started = time(NULL)};
+    if (rc == 0)
+        rc = abx_sandbox_create(c, &co, &r.sandbox, err);
+    if (rc < 0) {
+        abx_client_free(c);
+        return rc;
+    }
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    r.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    abx_exec_options eo = {.cwd = o->cwd,
+                           .user = o->as_root ? "root" : "user",
+                           .timeout_s = o->timeout_s,
+                           .on_stdout = to_stdout,
+                           .on_stderr = to_stderr,
+                           .userdata = &r,
+                           .should_cancel = run_should_stop,
+                           .with_stdin = true,
+                           .stdin_fd = STDIN_FILENO,
+                           .default_cwd = "/app"};
+    abx_exec_result res;
+    memset(&res, 0, sizeof res);
+    rc = abx_sandbox_exec_argv(r.sandbox, o->argv, &eo, &res, err);
+    if (rc == 0)
+        *exit_status = res.exit_code;
+    else if (rc == -ABX_ECANCELLED && r.signal_number) {
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        *exit_status = 128 + r.signal_number;
+        rc = 0;
+    } else if (rc == -ABX_ECMDNOTFOUND)
+        *exit_status = 127;
+    else if (rc == -ABX_ENOEXEC)
+        *exit_status = 126;
+    if (o->timed_out)
+        *o->timed_out = rc == 0 && res.timed_out;
+    if (o->oom_killed)
+        *o->oom_killed = false; /* the service does not say (yet): 137 is all the caller sees */
+    abx_exec_result_clear(&res);
+    abx_sandbox_kill(r.sandbox, NULL);
+    abx_sandbox_free(r.sandbox);
+    abx_client_free(c);
+    if (r.sigfd >= 0)
+        close(r.sigfd);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    return rc;
+}
