@@ -121,7 +121,7 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_erro
 {
     int code = rc < 0 ? -rc : rc;
     unsigned status = (unsigned)abx_err_http_status(code);
-    bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY;
+    bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY || code == ABX_ENOTALLOWED;
     const char *detail = code == ABX_ENOTFOUND                 ? "sandbox not found"
                          : own_words && abx_error_message(err) ? abx_error_message(err)
                                                                : abx_strerror(code);

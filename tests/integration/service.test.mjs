@@ -1,0 +1,324 @@
+// service.test.mjs: the abx service (`abx serve --socket`, issue 24): each
+// host user a tenant named by the kernel, reached by a non-root abx on its
+// own. Two users made here in the group the service allows and one
+// outside it run the CLI, `abx mcp start` (driven by the official MCP
+// client) and the Python SDK as themselves; root's direct path sees them
+// all. The service runs on a socket and a state directory of this test's,
+// with an operator's file of its own (ABX_SYSTEM_CONFIG); everything it
+// made is killed, the users and the group removed, at the end.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { abx, root, privateHome, runAbx, onExit, waitFor } from '../lib/harness.mjs';
+
+const tag = crypto.randomBytes(3).toString('hex');
+const GROUP = `abxt${tag}`;
+const A = `abxa${tag}`, B = `abxb${tag}`, C = `abxc${tag}`;
+const H = privateHome('abx-service');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-svc-'));
+fs.chmodSync(work, 0o755);
+const SOCK = path.join(work, 'run', 'abx.sock');
+const SYSTEM = path.join(work, 'system.toml');
+const bin = path.join(work, 'bin');
+let service = null;
+const users = [];
+
+function sh(cmd, args) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+function uidOf(user) { return Number(sh('id', ['-u', user]).trim()); }
+
+/** The environment a user's abx gets: their own home, the test's socket. */
+function userEnv(user, extra = {}) {
+  return { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: `${work}/home-${user}`, ABX_SOCKET: SOCK,
+    ...(process.env.ASAN_OPTIONS ? { ASAN_OPTIONS: process.env.ASAN_OPTIONS } : {}),
+    ...(process.env.UBSAN_OPTIONS ? { UBSAN_OPTIONS: process.env.UBSAN_OPTIONS } : {}), ...extra };
+}
+
+/** runuser's argv for user running argv with env. */
+function asArgv(user, argv, extra) {
+  const env = Object.entries(userEnv(user, extra)).map(([k, v]) => `${k}=${v}`);
+  return ['-u', user, '--', 'env', '-i', ...env, ...argv];
+}
+
+/** abx as user, through the service. */
+function as(user, args, { input, extra, timeout = 60000 } = {}) {
+  const r = spawnSync('runuser', asArgv(user, [`${bin}/abx`, ...args], extra), { encoding: 'utf8', input, timeout });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: 0 };
+}
+
+function startService(extraEnv = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(abx, ['serve', '--socket', SOCK, '--warm', '0'],
+      { env: { ...H.env, ABX_SYSTEM_CONFIG: SYSTEM, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const drop = onExit(() => child.kill('SIGKILL'));
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`the service did not start: ${err}`)), 15000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      if (/listening on /.test(err) && !child.ready) { child.ready = true; clearTimeout(t); resolve(child); }
+    });
+    child.on('exit', (code) => { drop(); clearTimeout(t); if (!child.ready) reject(new Error(`the service exited ${code}: ${err}`)); });
+  });
+}
+
+function stopService(child, signal = 'SIGTERM') {
+  return new Promise((resolve) => {
+    if (!child || child.exitCode !== null || child.signalCode) return resolve();
+    child.on('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+/** Every sandbox of the test's state directory, as root sees them. */
+function allIds() {
+  const r = runAbx(['list', '--all', '--json'], { env: H.env });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout).map((s) => s.sandbox_id);
+}
+
+before(async () => {
+  sh('groupadd', [GROUP]);
+  for (const [u, inGroup] of [[A, true], [B, true], [C, false]]) {
+    sh('useradd', ['-M', '-N', '-s', '/bin/sh', ...(inGroup ? ['-G', GROUP] : []), u]);
+    users.push(u);
+    fs.mkdirSync(`${work}/home-${u}`, { mode: 0o700 });
+    sh('chown', [u, `${work}/home-${u}`]);
+  }
+  fs.mkdirSync(bin, { mode: 0o755 });
+  // the checkout may lie where these users cannot reach; the Python SDK
+  // loads the release build's library (an ASan one cannot load into python3)
+  for (const src of [abx, path.join(root, 'build', 'libabx.so.0')]) {
+    fs.copyFileSync(src, path.join(bin, path.basename(src)));
+    fs.chmodSync(path.join(bin, path.basename(src)), 0o755);
+  }
+  fs.cpSync(path.join(root, 'python'), path.join(work, 'python'), { recursive: true });
+  sh('chmod', ['-R', 'a+rX', path.join(work, 'python')]);
+  fs.writeFileSync(SYSTEM, `[service]\nallow_groups = "${GROUP}"\nnetwork_modes = ["none", "allowlist"]\n`);
+  service = await startService();
+});
+
+after(async () => {
+  await stopService(service, 'SIGKILL');
+  for (const id of (() => { try { return allIds(); } catch { return []; } })()) runAbx(['kill', id], { env: H.env });
+  H.cleanup();
+  for (const u of users) spawnSync('userdel', [u]);
+  spawnSync('groupdel', [GROUP]);
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+test('each allowed user runs abx run, create/exec/files/kill through the service, in sandboxes of their own host uid range', () => {
+  const maps = [];
+  for (const u of [A, B]) {
+    const run = as(u, ['run', '--', 'sh', '-c', 'echo hello from $(id -un); cat /proc/self/uid_map; exit 7']);
+    assert.equal(run.status, 7, run.stderr);
+    assert.match(run.stdout, /^hello from user\n/);
+    maps.push(run.stdout.split('\n')[1].trim().split(/\s+/)[1]);
+    const made = as(u, ['create', '--timeout', '120']);
+    assert.equal(made.status, 0, made.stderr);
+    const id = made.stdout.trim();
+    assert.match(id, /^local:i[0-9a-z]+$/);
+    const put = as(u, ['files', 'put', id, '-', '/home/user/note.txt'], { input: `note of ${u}\n` });
+    assert.equal(put.status, 0, put.stderr);
+    const ex = as(u, ['exec', id, 'cat /home/user/note.txt; whoami']);
+    assert.equal(ex.status, 0, ex.stderr);
+    assert.equal(ex.stdout, `note of ${u}\nuser\n`);
+    const listed = as(u, ['list', '--json']);
+    assert.deepEqual(JSON.parse(listed.stdout).map((s) => s.sandbox_id), [id]);
+    assert.equal(as(u, ['kill', id]).status, 0);
+    assert.deepEqual(JSON.parse(as(u, ['list', '--json']).stdout), []);
+  }
+  assert.notEqual(maps[0], maps[1], 'two users\' sandboxes share a host uid range');
+  assert.ok(Number(maps[0]) > 65535 && Number(maps[1]) > 65535, `host uids ${maps}`);
+});
+
+test('a user\'s --memory is enforced: an allocation over it is killed', () => {
+  const r = as(A, ['run', '--memory', '64', '--', 'python3', '-c', 'a = bytearray(300 << 20); print(len(a))']);
+  assert.equal(r.status, 137, `${r.status} ${r.stderr}`);
+  assert.equal(r.stdout, '');
+});
+
+test('user A gives user B\'s sandbox id to every verb: each answers exactly as an unknown id; list --all is root\'s', () => {
+  const made = as(B, ['create', '--timeout', '120']);
+  assert.equal(made.status, 0, made.stderr);
+  const theirs = made.stdout.trim();
+  const unknown = 'local:izzzzzzzzzzzzzzzzzzzz';
+  const verbs = [
+    ['exec', '@', 'true'], ['info', '@'], ['timeout', '@', '60'], ['kill', '@'], ['ps', '@'],
+    ['files', 'cat', '@', '/etc/hostname'], ['files', 'ls', '@', '/'], ['logs', '@', '1'], ['signal', '@', '1'],
+    ['network', '@'],
+  ];
+  for (const v of verbs) {
+    const mine = as(A, v.map((x) => (x === '@' ? theirs : x)));
+    const none = as(A, v.map((x) => (x === '@' ? unknown : x)));
+    assert.notEqual(mine.status, 0, `${v[0]} reached another user's sandbox`);
+    assert.equal(mine.status, none.status, v.join(' '));
+    assert.equal(mine.stderr.replaceAll(theirs, 'ID'), none.stderr.replaceAll(unknown, 'ID'), v.join(' '));
+  }
+  assert.deepEqual(JSON.parse(as(A, ['list', '--json']).stdout), []);
+  const all = as(A, ['list', '--all']);
+  assert.equal(all.status, 1);
+  assert.match(all.stderr, /E8033/);
+  const mineA = as(A, ['create', '--timeout', '120']).stdout.trim();
+  const everyone = allIds();
+  assert.ok(everyone.includes(theirs) && everyone.includes(mineA), everyone.join(' '));
+  assert.equal(as(B, ['exec', theirs, 'echo still here']).stdout, 'still here\n');
+  assert.equal(runAbx(['kill', '--all', theirs], { env: H.env }).status, 0);
+  assert.equal(as(A, ['kill', mineA]).status, 0);
+});
+
+test('a user outside the allowed group gets the error naming the group, and nothing is created', () => {
+  const before = allIds().length;
+  for (const args of [['run', '--', 'true'], ['create'], ['list']]) {
+    const r = as(C, args);
+    assert.notEqual(r.status, 0, args.join(' '));
+    assert.match(r.stderr, new RegExp(`E8033: host user ${uidOf(C)} may not use this abx service: .*group ${GROUP}`));
+  }
+  assert.equal(allIds().length, before);
+  const doctor = as(C, ['doctor']);
+  assert.match(doctor.stdout, /abx service/);
+});
+
+test('networking where the operator allows it (allowlist), refused where it does not (internet)', () => {
+  const ok = as(A, ['create', '--timeout', '60', '--network', 'allowlist', '--allow-out', 'example.com']);
+  assert.equal(ok.status, 0, ok.stderr);
+  const id = ok.stdout.trim();
+  const resolv = as(A, ['exec', id, 'cat /etc/resolv.conf']);
+  assert.match(resolv.stdout, /the sandbox's own resolver/);
+  assert.equal(as(A, ['kill', id]).status, 0);
+  const before = allIds().length;
+  const no = as(A, ['run', '--network', 'internet', '--', 'true']);
+  assert.equal(no.status, 125);
+  assert.match(no.stderr, /E8033: .*network_modes allows only none, ?allowlist/);
+  assert.equal(allIds().length, before);
+});
+
+test('host paths are opened with the user\'s own rights; the service never opens one a client names', () => {
+  const planted = path.join(work, 'root-only.txt');
+  fs.writeFileSync(planted, 'root only\n', { mode: 0o600 });
+  const past = new Date('2020-01-01T00:00:00Z');
+  fs.utimesSync(planted, past, past);
+  const id = as(A, ['create', '--timeout', '60']).stdout.trim();
+  for (const src of ['/etc/shadow', planted]) {
+    const r = as(A, ['files', 'put', id, src, '/tmp/x']);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /Permission denied/);
+  }
+  const st = fs.statSync(planted);
+  assert.equal(st.atimeMs, past.getTime(), 'the planted file was read');
+  assert.notEqual(as(A, ['exec', id, 'test -e /tmp/x']).status, 0);
+  // a template build whose context holds a symlink to a root-only file: refused
+  const ctxDir = path.join(work, `ctx-${A}`);
+  fs.mkdirSync(ctxDir);
+  fs.writeFileSync(path.join(ctxDir, 'Dockerfile'), 'FROM base\nCOPY secret /secret\n');
+  fs.symlinkSync(planted, path.join(ctxDir, 'secret'));
+  sh('chown', ['-h', '-R', A, ctxDir]); // -h: the link itself, never its target
+  const build = as(A, ['template', 'build', '--name', `evil${tag}`, ctxDir]);
+  assert.notEqual(build.status, 0);
+  assert.equal(fs.statSync(planted).uid, 0);
+  assert.equal(fs.statSync(planted).atimeMs, past.getTime(), 'the planted file was read by the build');
+  assert.ok(!runAbx(['template', 'list'], { env: H.env }).stdout.includes(`evil${tag}`));
+  assert.equal(fs.readFileSync(planted, 'utf8'), 'root only\n'); // last: this read is root's own
+  assert.equal(as(A, ['kill', id]).status, 0);
+});
+
+test('killing the service (SIGKILL) loses no sandbox: clients get E8032 at once meanwhile, a restarted service finds them', async () => {
+  const id = as(A, ['create', '--timeout', '120']).stdout.trim();
+  assert.equal(as(A, ['exec', id, 'echo before > /tmp/mark']).status, 0);
+  await stopService(service, 'SIGKILL');
+  const t0 = Date.now();
+  const down = as(A, ['list']);
+  assert.ok(Date.now() - t0 < 5000, 'a client hung on a dead service');
+  assert.equal(down.status, 1);
+  assert.match(down.stderr, /E8032: the abx service at .* is not reachable/);
+  const run = as(A, ['run', '--', 'true']);
+  assert.equal(run.status, 125);
+  assert.match(run.stderr, /E8032/);
+  service = await startService();
+  const back = as(A, ['exec', id, 'cat /tmp/mark']);
+  assert.equal(back.stdout, 'before\n', back.stderr);
+  assert.equal(as(A, ['kill', id]).status, 0);
+});
+
+const TOOLS = ['create_sandbox', 'run_code', 'run_command', 'read_file', 'write_file', 'list_files',
+  'kill_sandbox', 'list_sandboxes', 'get_sandbox', 'set_sandbox_timeout', 'start_background_task',
+  'get_background_task', 'stop_background_task', 'upload_file', 'download_file'];
+
+test('abx mcp start as a user, driven by the official MCP client: all fifteen tools, its sandboxes gone at the end', async () => {
+  const transport = new StdioClientTransport({ command: 'runuser', args: asArgv(A, [`${bin}/abx`, 'mcp', 'start', '--template', 'base']), stderr: 'pipe' });
+  const client = new Client({ name: 'abx-service-test', version: '1' });
+  await client.connect(transport);
+  const ok = (r) => { assert.ok(!r.isError, JSON.stringify(r.content)); return r.structuredContent; };
+  const call = async (name, args = {}) => ok(await client.callTool({ name, arguments: args }));
+  let id;
+  try {
+    const names = (await client.listTools()).tools.map((t) => t.name).sort();
+    assert.deepEqual(names, [...TOOLS].sort());
+    id = (await call('create_sandbox', { template: 'base' })).sandbox_id;
+    assert.equal((await call('run_command', { command: 'id -un' })).stdout, 'user\n');
+    assert.equal((await call('run_code', { code: 'print(6 * 7)' })).stdout, '42\n');
+    await call('write_file', { path: '/home/user/a.txt', content: 'written' });
+    assert.equal((await call('read_file', { path: '/home/user/a.txt' })).content, 'written');
+    assert.ok((await call('list_files', { path: '/home/user' })).files.some((e) => e.name === 'a.txt'));
+    await call('upload_file', { path: '/home/user/b.bin', content_base64: Buffer.from('bytes').toString('base64') });
+    assert.equal(Buffer.from((await call('download_file', { path: '/home/user/b.bin' })).content_base64, 'base64').toString(), 'bytes');
+    const task = await call('start_background_task', { command: 'echo bg; sleep 30' });
+    await waitFor(async () => (await call('get_background_task', { task_id: task.task_id })).stdout.includes('bg'), 15000);
+    await call('stop_background_task', { task_id: task.task_id });
+    assert.ok((await call('list_sandboxes')).sandboxes.some((s) => s.sandbox_id === id));
+    assert.equal((await call('get_sandbox', { sandbox_id: id })).sandbox_id, id);
+    await call('set_sandbox_timeout', { sandbox_id: id, timeout: 200 });
+    assert.deepEqual(JSON.parse(as(B, ['list', '--json']).stdout), [], 'user B sees user A\'s sandbox');
+    const other = await client.callTool({ name: 'get_sandbox', arguments: { sandbox_id: 'local:izzzzzzzzzzzzzzzzzzzz' } });
+    assert.ok(other.isError);
+    await call('kill_sandbox', { sandbox_id: id });
+  } finally {
+    await client.close();
+  }
+  await waitFor(() => !allIds().includes(id), 10000);
+});
+
+test('the Python SDK as a user goes through the service', () => {
+  const code = 'from agent_sandbox import Sandbox\n'
+    + 'with Sandbox.create(template="base") as sb:\n'
+    + '    print(sb.commands.run("echo py-$(id -un)").stdout, end="")\n';
+  const r = spawnSync('runuser', asArgv(A, ['python3', '-c', code],
+    { PYTHONPATH: path.join(work, 'python'), ABX_LIBRARY: path.join(bin, 'libabx.so.0') }), { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, 'py-user\n');
+  assert.deepEqual(JSON.parse(as(A, ['list', '--json']).stdout), []);
+});
+
+test('abx service install --destdir writes the units, which systemd-analyze verify accepts; start/status/stop detached', () => {
+  const dest = path.join(work, 'dest');
+  const r = runAbx(['service', 'install', '--destdir', dest, '--bindir', path.dirname(abx)], { env: H.env });
+  assert.equal(r.status, 0, r.stderr);
+  for (const f of ['etc/systemd/system/abx.socket', 'etc/systemd/system/abx.service', 'usr/lib/tmpfiles.d/abx.conf'])
+    assert.ok(fs.existsSync(path.join(dest, f)), f);
+  const unit = fs.readFileSync(path.join(dest, 'etc/systemd/system/abx.service'), 'utf8');
+  assert.match(unit, /ExecStart=.*\/abx serve --socket \/run\/abx\/abx.sock/);
+  assert.match(unit, /KillMode=process/);
+  const verify = spawnSync('systemd-analyze', ['verify', path.join(dest, 'etc/systemd/system/abx.socket'),
+    path.join(dest, 'etc/systemd/system/abx.service')], { encoding: 'utf8' });
+  assert.equal(verify.status, 0, verify.stderr);
+  // detached, with a socket, pid file and log of this test's
+  const s2 = path.join(work, 'svc2.sock'), pid = path.join(work, 'svc2.pid'), log = path.join(work, 'svc2.log');
+  const env = { ...H.env, ABX_SYSTEM_CONFIG: SYSTEM };
+  const start = runAbx(['service', 'start', '--socket', s2, '--pid-file', pid, '--log', log, '--warm', '0'], { env });
+  assert.equal(start.status, 0, start.stderr);
+  assert.equal(runAbx(['service', 'status', '--socket', s2, '--pid-file', pid], { env }).status, 0);
+  assert.equal(as(A, ['run', '--', 'echo', 'via-detached'], { extra: { ABX_SOCKET: s2 } }).stdout, 'via-detached\n');
+  const stop = runAbx(['service', 'stop', '--pid-file', pid], { env });
+  assert.equal(stop.status, 0, stop.stderr);
+  assert.equal(runAbx(['service', 'status', '--socket', s2, '--pid-file', pid], { env }).status, 1);
+  assert.ok(!fs.existsSync(pid));
+});
