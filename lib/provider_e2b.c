@@ -376,6 +376,8 @@ static int handle_from(abx_client *c, json_t *doc, abx_sandbox **out, abx_error 
     } else {
         abx__envd_init(&s->envd, ec->base_url, ec->unix_socket[0] ? ec->unix_socket : NULL, token);
         abx__envd_route(&s->envd, sid, NULL);
+        if (ec->unix_socket[0]) /* the service relays the shim's own rings: tasks outlive this client */
+            s->data = &abx__data_shim;
     }
     *out = s;
     return 0;
@@ -493,6 +495,13 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out, ch
         abx__remote_meta_take(m, tenant ? tenant : scratch, NULL);
     out->metadata_json = json_is_object(m) ? json_dumps(m, JSON_COMPACT) : strdup("{}");
     out->env_names_json = strdup("[]");
+    json_t *own = json_object_get(d, "abx"); /* the service's: what abx itself knows */
+    if (json_is_object(json_object_get(own, "network")))
+        out->network_json = json_dumps(json_object_get(own, "network"), JSON_COMPACT);
+    if (json_is_array(json_object_get(own, "env_names"))) {
+        free(out->env_names_json);
+        out->env_names_json = json_dumps(json_object_get(own, "env_names"), JSON_COMPACT);
+    }
 }
 
 static int e2b_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
@@ -620,6 +629,52 @@ static int e2b_endpoint(abx_sandbox *s, unsigned port, abx_endpoint *out, abx_er
     return 0;
 }
 
+/* PUT /sandboxes/ID/network with abx's own policy (the service only). */
+static int e2b_set_network(abx_sandbox *s, json_t *policy, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    const e2b_client *ec = es->client->state;
+    if (!ec->unix_socket[0])
+        return abx__error_set(err, ABX_ENOTSUP, "provider '%s' cannot change a sandbox's network", ec->id);
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/network", es->id);
+    json_t *own = json_pack("{s:O, s:O}", "allowOut", json_object_get(policy, "allow_out") ?: json_array(),
+                            "denyOut", json_object_get(policy, "deny_out") ?: json_array());
+    const char *mode = json_string_value(json_object_get(policy, "mode"));
+    if (own && mode)
+        json_object_set_new(own, "network", json_string(mode));
+    json_t *body = json_pack("{s:o}", "abx", own), *doc = NULL;
+    int rc = api(ec, "PUT", path, body, &doc, NULL, 0, err);
+    json_decref(body);
+    json_decref(doc);
+    return rc;
+}
+
+/* GET /sandboxes/ID/metrics: E2B's newest sample. */
+static int e2b_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/metrics", es->id);
+    json_t *doc = NULL;
+    int rc = api(es->client->state, "GET", path, NULL, &doc, NULL, 0, err);
+    json_t *m = json_array_get(doc, json_array_size(doc) ? json_array_size(doc) - 1 : 0);
+    memset(out, 0, sizeof *out);
+    if (rc == 0 && !json_is_object(m))
+        rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s' answered no metrics",
+                            ((e2b_client *)es->client->state)->id);
+    if (rc == 0) {
+        out->cpu_count = (unsigned)json_integer_value(json_object_get(m, "cpuCount"));
+        out->cpu_used_pct = json_number_value(json_object_get(m, "cpuUsedPct"));
+        out->mem_used = (unsigned long long)json_integer_value(json_object_get(m, "memUsed"));
+        out->mem_total = (unsigned long long)json_integer_value(json_object_get(m, "memTotal"));
+        out->disk_used = (unsigned long long)json_integer_value(json_object_get(m, "diskUsed"));
+        out->disk_total = (unsigned long long)json_integer_value(json_object_get(m, "diskTotal"));
+    }
+    json_decref(doc);
+    return rc;
+}
+
 /* GET /templates: [{templateID, aliases, ...}] as [{name, ...}]. */
 static int e2b_template_list(abx_client *c, json_t **json, abx_error **err)
 {
@@ -634,6 +689,11 @@ static int e2b_template_list(abx_client *c, json_t **json, abx_error **err)
     json_array_foreach(doc, i, t)
     {
         const char *id = json_string_value(json_object_get(t, "templateID"));
+        json_t *own = json_object_get(t, "abx"); /* the service's: abx's own description */
+        if (id && json_is_object(own) && json_is_string(json_object_get(own, "name"))) {
+            json_array_append(out, own);
+            continue;
+        }
         if (!id)
             continue;
         json_t *one = json_pack("{s:s, s:s}", "name", id, "template_id", id);
@@ -693,4 +753,6 @@ const abx_provider abx__provider_e2b = {
     .endpoint = e2b_endpoint,
     .template_exists = e2b_template_exists,
     .template_list = e2b_template_list,
+    .set_network = e2b_set_network,
+    .metrics = e2b_metrics,
 };

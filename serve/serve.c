@@ -267,6 +267,13 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
         bare(in->sandbox_id), "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "state", in->status,
         "cpuCount", (int)in->cpu_count, "memoryMB", (int)in->memory_mb, "diskSizeMB", (int)in->disk_size_mb,
         "metadata", meta ? meta : json_object(), "envdVersion", ENVD_VERSION);
+    if (o && s->peers) { /* abx's clients: the network and env names as abx keeps them */
+        json_t *net = in->network_json ? json_loads(in->network_json, 0, NULL) : NULL;
+        json_t *names = in->env_names_json ? json_loads(in->env_names_json, 0, NULL) : NULL;
+        json_object_set_new(o, "abx",
+                            json_pack("{s:o, s:o}", "network", net ? net : json_null(), "env_names",
+                                      names ? names : json_array()));
+    }
     if (!o || !detail_of)
         return o;
     json_t *notes = notes_of(detail_of);
@@ -687,23 +694,39 @@ static enum MHD_Result set_timeout(struct MHD_Connection *c, serve_req *rq, cons
 static enum MHD_Result update_network(struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
 {
     abx_net_egress e;
+    create_extras x;
     char why[300];
+    json_t *own = json_object_get(body, "abx"); /* abx's clients say the mode and lists as abx has them */
     if (body && !json_is_object(body))
         return send_error(c, 400, "invalid body: an object {allowOut, denyOut, allow_internet_access}");
-    if (!egress_of(json_object_get(body, "allow_internet_access"), json_object_get(body, "allowOut"),
-                   json_object_get(body, "denyOut"), &e, why, sizeof why))
+    if (!extras_of(own, &x, why, sizeof why))
         return send_error(c, 400, why);
+    if (!own && !egress_of(json_object_get(body, "allow_internet_access"), json_object_get(body, "allowOut"),
+                           json_object_get(body, "denyOut"), &e, why, sizeof why))
+        return send_error(c, 400, why);
+    if (own) {
+        memset(&e, 0, sizeof e);
+        e.mode = x.network;
+        e.allow = x.allow;
+        e.deny = x.deny;
+    }
     enum MHD_Result sent = MHD_NO;
     abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb) {
-        abx__net_egress_free(&e);
+        if (own)
+            extras_free(&x);
+        else
+            abx__net_egress_free(&e);
         return sent;
     }
     abx_error *err = NULL;
     int rc =
         abx_sandbox_set_network(sb, e.mode, (const char *const *)e.allow, (const char *const *)e.deny, &err);
     abx_sandbox_free(sb);
-    abx__net_egress_free(&e);
+    if (own)
+        extras_free(&x);
+    else
+        abx__net_egress_free(&e);
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
@@ -813,7 +836,7 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
 }
 
 /* GET /templates: the provider's templates, as E2B's Template list. */
-static enum MHD_Result templates(struct MHD_Connection *c, serve_req *rq)
+static enum MHD_Result templates(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
 {
     char *text = NULL;
     abx_error *err = NULL;
@@ -827,9 +850,13 @@ static enum MHD_Result templates(struct MHD_Connection *c, serve_req *rq)
     json_array_foreach(all, i, t)
     {
         const char *name = json_string_value(json_object_get(t, "name"));
-        if (name)
-            json_array_append_new(out, json_pack("{s:s, s:s, s:[s], s:b, s:s}", "templateID", name, "buildID",
-                                                 name, "aliases", name, "public", 1, "buildStatus", "ready"));
+        json_t *one = name ? json_pack("{s:s, s:s, s:[s], s:b, s:s}", "templateID", name, "buildID", name,
+                                       "aliases", name, "public", 1, "buildStatus", "ready")
+                           : NULL;
+        if (one && s->peers)
+            json_object_set(one, "abx", t); /* the service's callers: what abx template list shows */
+        if (one)
+            json_array_append_new(out, one);
     }
     json_decref(all);
     return send_json(c, 200, out, NULL);
@@ -868,7 +895,7 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
     else if (get && (strcmp(url, "/sandboxes") == 0 || strcmp(url, "/v2/sandboxes") == 0))
         r = list(s, c, rq);
     else if (get && strcmp(url, "/templates") == 0)
-        r = templates(c, rq);
+        r = templates(s, c, rq);
     else if (!split_path(url, id, sizeof id, verb, sizeof verb))
         r = send_error(c, 404, "no such endpoint");
     else if (get && !*verb)
@@ -962,8 +989,10 @@ static target_kind data_plane_target(serve_ctx *s, struct MHD_Connection *c, cha
 /* What each port is for: envd's API on 49983, the code interpreter's on
  * 49999, anything on a user port; abx's own control routes (/abx/...)
  * never, on any port. */
-static bool route_allowed(unsigned port, const char *url)
+static bool route_allowed(unsigned port, const char *url, const char *method, bool peer)
 {
+    if (peer && port == ABX_PORT_ENVD && strcmp(url, "/abx/output") == 0 && strcmp(method, "GET") == 0)
+        return true; /* the service's callers: a task's output, kept by the sandbox for a later reader */
     if (strncmp(url, "/abx/", 5) == 0 || strcmp(url, "/abx") == 0)
         return false;
     if (port == ABX_PORT_CODE)
@@ -1016,7 +1045,7 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
     abx_sandbox *sb = NULL;
     if (!who || abx_sandbox_connect(who, id, &sb, NULL) < 0)
         return send_gone(c);
-    if (!route_allowed(port, url)) {
+    if (!route_allowed(port, url, method, s->peers != NULL)) {
         abx_sandbox_free(sb);
         return send_error(c, 404, "no such endpoint on this port");
     }
