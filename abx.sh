@@ -7,6 +7,10 @@
 #   sh abx.sh test                  build (plain and ASan+UBSan) and run every test
 #   sh abx.sh build                 build only (build/abx, build-asan/abx)
 #   sh abx.sh bench                 run the benchmarks in bench/
+#   sh abx.sh install               build, install under /usr/local (binaries,
+#                                   libabx.so, header, pkg-config, the Python
+#                                   SDK, docs) and the abx service (systemd
+#                                   units, the group abx); DESTDIR=D stages it
 set -eu
 
 cd "$(dirname "$0")"
@@ -17,7 +21,7 @@ BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libja
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
 TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel
-  nftables curl mmdebstrap umoci"
+  nftables curl mmdebstrap umoci systemd"
 BENCH_PACKAGES="bubblewrap hyperfine"
 
 as_root() {
@@ -146,10 +150,26 @@ cmd_start() {
     exec build/abx --provider local mcp start
 }
 
+cmd_install() {
+    build
+    destdir=${DESTDIR:-}
+    if [ -z "$destdir" ]; then install_packages $RUNTIME_PACKAGES; fi
+    # shellcheck disable=SC2086
+    meson install -C build --no-rebuild --quiet ${destdir:+--destdir "$destdir"} >&2
+    prefix=$(meson introspect build --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+    if [ -z "$destdir" ]; then
+        ldconfig
+        "$prefix/bin/abx" service install
+    else
+        build/abx service install --destdir "$destdir" --bindir "$prefix/bin"
+    fi
+}
+
 case "${1:-}" in
     start) shift; cmd_start "$@" ;;
     test) cmd_test ;;
     build) build; build_asan ;;
     bench) build; install_packages $BENCH_PACKAGES; exec sh bench/run.sh ;;
-    *) echo "usage: sh abx.sh start [ABX ARGS...] | test | build | bench" >&2; exit 2 ;;
+    install) cmd_install ;;
+    *) echo "usage: sh abx.sh start [ABX ARGS...] | test | build | bench | install" >&2; exit 2 ;;
 esac

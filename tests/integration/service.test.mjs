@@ -298,18 +298,47 @@ test('the Python SDK as a user goes through the service', () => {
   assert.deepEqual(JSON.parse(as(A, ['list', '--json']).stdout), []);
 });
 
-test('abx service install --destdir writes the units, which systemd-analyze verify accepts; start/status/stop detached', () => {
+/** systemd-analyze verify of the units staged under dest, in a copy of it
+ * that also holds this host's own units (sockets.target and the rest). */
+function verifyUnits(dest) {
+  const stage = fs.mkdtempSync(path.join(work, 'verify-'));
+  fs.cpSync(dest, stage, { recursive: true, verbatimSymlinks: true });
+  fs.mkdirSync(path.join(stage, 'usr/lib/systemd'), { recursive: true });
+  sh('cp', ['-a', '/usr/lib/systemd/system', path.join(stage, 'usr/lib/systemd/')]);
+  const r = spawnSync('systemd-analyze', ['verify', `--root=${stage}`, '/etc/systemd/system/abx.socket',
+    '/etc/systemd/system/abx.service'], { encoding: 'utf8' });
+  fs.rmSync(stage, { recursive: true, force: true });
+  return r;
+}
+
+test('sh abx.sh install into a DESTDIR: binaries, library, header, pkg-config, Python SDK, docs, units that systemd-analyze verify accepts', () => {
+  const dest = path.join(work, 'destdir');
+  const r = spawnSync('sh', [path.join(root, 'abx.sh'), 'install'], { env: { ...process.env, DESTDIR: dest }, encoding: 'utf8', timeout: 300000 });
+  assert.equal(r.status, 0, r.stderr);
+  const files = fs.readdirSync(dest, { recursive: true });
+  for (const want of [/^usr\/local\/bin\/abx$/, /^usr\/local\/libexec\/abx\/abx-shim$/, /^usr\/local\/lib\/.*libabx\.so\.0$/,
+    /^usr\/local\/include\/abx\/abx\.h$/, /^usr\/local\/lib\/.*pkgconfig\/abx\.pc$/,
+    /^usr\/local\/lib\/python3\.\d+\/dist-packages\/agent_sandbox\/__init__\.py$/, /^usr\/local\/share\/doc\/abx\/security\.md$/,
+    /^etc\/systemd\/system\/abx\.socket$/, /^etc\/systemd\/system\/abx\.service$/, /^usr\/lib\/tmpfiles\.d\/abx\.conf$/])
+    assert.ok(files.some((f) => want.test(f)), `${want} is not installed`);
+  const unit = fs.readFileSync(path.join(dest, 'etc/systemd/system/abx.service'), 'utf8');
+  assert.match(unit, /^ExecStart=\/usr\/local\/bin\/abx serve --socket \/run\/abx\/abx.sock$/m);
+  assert.match(unit, /^KillMode=process$/m);
+  assert.match(fs.readFileSync(path.join(dest, 'etc/systemd/system/abx.socket'), 'utf8'), /^ListenStream=\/run\/abx\/abx.sock$/m);
+  const verify = verifyUnits(dest);
+  assert.equal(verify.status, 0, verify.stderr);
+  assert.equal(verify.stderr, '', 'systemd-analyze verify warned');
+});
+
+test('abx service install --destdir --bindir; start/status/stop detached with a pid file', () => {
   const dest = path.join(work, 'dest');
-  const r = runAbx(['service', 'install', '--destdir', dest, '--bindir', path.dirname(abx)], { env: H.env });
+  const r = runAbx(['service', 'install', '--destdir', dest, '--bindir', '/usr/local/bin'], { env: H.env });
   assert.equal(r.status, 0, r.stderr);
   for (const f of ['etc/systemd/system/abx.socket', 'etc/systemd/system/abx.service', 'usr/lib/tmpfiles.d/abx.conf'])
     assert.ok(fs.existsSync(path.join(dest, f)), f);
-  const unit = fs.readFileSync(path.join(dest, 'etc/systemd/system/abx.service'), 'utf8');
-  assert.match(unit, /ExecStart=.*\/abx serve --socket \/run\/abx\/abx.sock/);
-  assert.match(unit, /KillMode=process/);
-  const verify = spawnSync('systemd-analyze', ['verify', path.join(dest, 'etc/systemd/system/abx.socket'),
-    path.join(dest, 'etc/systemd/system/abx.service')], { encoding: 'utf8' });
-  assert.equal(verify.status, 0, verify.stderr);
+  const bad = verifyUnits(dest); // /usr/local/bin/abx is not under dest: systemd says so
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /abx is not executable/);
   // detached, with a socket, pid file and log of this test's
   const s2 = path.join(work, 'svc2.sock'), pid = path.join(work, 'svc2.pid'), log = path.join(work, 'svc2.log');
   const env = { ...H.env, ABX_SYSTEM_CONFIG: SYSTEM };
