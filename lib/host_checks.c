@@ -216,7 +216,7 @@ static void check_templates(check_list *l)
 static bool check_service(check_list *l)
 {
     char sock[108], detail[400];
-    bool through = abx_service_socket(sock, sizeof sock), up = abx__service_reachable(sock);
+    bool through = abx_service_socket(sock, sizeof sock), up = abx_service_reachable(sock);
     if (through && up)
         snprintf(detail, sizeof detail,
                  "sandboxes are made through the abx service at %s: this user's own, with the machine's "

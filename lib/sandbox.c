@@ -290,6 +290,8 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
     if (rc < 0)
         return rc;
     rc = at_provider(err, c->ops->create(c, o, out, err), "create on provider", c->provider);
+    if (c->ops == &abx__provider_local)
+        rc = abx__service_hint(rc, err);
     if (rc == 0)
         snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
     abx__quota_release(c, networked);

@@ -47,7 +47,7 @@ static size_t drop(char *data, size_t size, size_t n, void *ud)
     return size * n;
 }
 
-bool abx__service_reachable(const char *socket_path)
+bool abx_service_reachable(const char *socket_path)
 {
     struct stat st;
     if (stat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode) || !abx__curl())
@@ -65,6 +65,19 @@ bool abx__service_reachable(const char *socket_path)
               curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 204;
     curl_easy_cleanup(c);
     return ok;
+}
+
+int abx__service_hint(int rc, abx_error **err)
+{
+    bool for_root = rc == -ABX_EPERM || rc == -ABX_ECGROUP || rc == -ABX_EHOSTSUPPORT || rc == -ABX_EJAIL;
+    char sock[108];
+    if (!for_root || geteuid() == 0 || abx_service_socket(sock, sizeof sock))
+        return rc;
+    return abx__error_wrap(
+        err, rc,
+        "no abx service here (%s): a user without root makes sandboxes through it (ask root "
+        "for 'abx service install', or 'abx service start' without systemd)",
+        sock);
 }
 
 /* ---- abx_run through the service ------------------------------------------------------------ */

@@ -10,8 +10,10 @@
 /* abx_run through the service: a sandbox made for this host user, the
  * command run in it with this process's stdio, the sandbox killed after.
  * As abx_run (opts already checked). */
-/* Whether the service answers GET /health on socket_path (within 3 s). */
-bool abx__service_reachable(const char *socket_path);
+/* A local create that failed for want of root (E8006, E8007, E8008,
+ * E8010) in a process that is not root: the error gains the way out (the
+ * machine's abx service). rc is returned as it is. */
+int abx__service_hint(int rc, abx_error **err);
 int abx__run_through_service(const abx_run_options *opts, int *exit_status, abx_error **err);
 
 #endif

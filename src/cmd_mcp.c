@@ -324,6 +324,10 @@ static int mcp_status(cli_ctx *ctx)
                   key != NULL, "installations", installs, "sandboxes_work", !blocked);
     if (blocked)
         json_object_set_new(doc, "host_problems", json_string(problems));
+    char sock[108];
+    bool through = abx_service_socket(sock, sizeof sock), up = abx_service_reachable(sock);
+    json_object_set_new(doc, "service",
+                        json_pack("{s:s, s:b, s:b}", "socket", sock, "used", through, "reachable", up));
     if (key) {
         explicit_bzero(key, strlen(key));
         free(key);
@@ -340,6 +344,10 @@ static int mcp_status(cli_ctx *ctx)
            json_is_true(json_object_get(doc, "api_key_configured")) ? "yes" : "no");
     printf("%-20s %s%s%s\n", "sandboxes here", blocked ? "no, as this user: " : "yes",
            blocked ? problems : "", blocked ? " (abx doctor)" : "");
+    printf("%-20s %s %s%s\n", "abx service", sock, up ? "reachable" : "not reachable",
+           through          ? " (this user's sandboxes go through it)"
+           : geteuid() == 0 ? " (root goes direct)"
+                            : "");
     printf("\n%-10s %-10s %s\n", "IDE", "INSTALLED", "CONFIG");
     const char *k;
     json_t *v;

@@ -224,6 +224,8 @@ ABX_API const char *abx_client_service(const abx_client *c);
  * process into out ($ABX_SOCKET, else /run/abx/abx.sock), and whether
  * it would (not root, and the socket is there or named). */
 ABX_API bool abx_service_socket(char *out, size_t len);
+/* Whether the abx service answers on socket_path (GET /health, 3 s at most). */
+ABX_API bool abx_service_reachable(const char *socket_path);
 
 /* The resolved provider id ("local", ...), and where it came from. Owned by c. */
 ABX_API const char *abx_client_provider(const abx_client *c);

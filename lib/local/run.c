@@ -186,7 +186,7 @@ static int run_template(const abx_run_options *opts, char *tree, size_t len, cha
     return rc;
 }
 
-int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
+static int run_here(const abx_run_options *opts, int *exit_status, abx_error **err)
 {
     *exit_status = 125;
     int rc = validate(opts, err);
@@ -273,4 +273,9 @@ out:
     abx__sandbox_env_free(&env);
     json_decref(network.policy);
     return rc;
+}
+
+int abx_run(const abx_run_options *opts, int *exit_status, abx_error **err)
+{
+    return abx__service_hint(run_here(opts, exit_status, err), err);
 }

@@ -351,3 +351,23 @@ test('abx service install --destdir --bindir; start/status/stop detached with a 
   assert.equal(runAbx(['service', 'status', '--socket', s2, '--pid-file', pid], { env }).status, 1);
   assert.ok(!fs.existsSync(pid));
 });
+
+test('the IDE path as a user: abx mcp install writes a command this user can run; mcp status and doctor name the service', () => {
+  const inst = as(A, ['mcp', 'install', '--target', 'cursor']);
+  assert.equal(inst.status, 0, inst.stderr);
+  const cfg = JSON.parse(fs.readFileSync(`${work}/home-${A}/.cursor/mcp.json`, 'utf8'));
+  const server = Object.values(cfg.mcpServers)[0];
+  assert.equal(server.command, `${bin}/abx`);
+  assert.deepEqual(server.args.slice(-2), ['mcp', 'start']);
+  const status = JSON.parse(as(A, ['mcp', 'status', '--json']).stdout);
+  assert.deepEqual(status.service, { socket: SOCK, used: true, reachable: true });
+  assert.equal(status.sandboxes_work, true);
+  const doctor = JSON.parse(as(A, ['doctor', '--json']).stdout);
+  assert.equal(doctor.sandboxes_work, true);
+  assert.equal(doctor.checks[0].check, 'abx service');
+  assert.equal(doctor.checks[0].status, 'ok');
+  // without the service: the errors name the fix
+  const none = as(A, ['doctor', '--json'], { extra: { ABX_SOCKET: path.join(work, 'none.sock') } });
+  assert.equal(none.status, 1);
+  assert.match(JSON.parse(none.stdout).checks[0].detail, /not reachable: ask root to start it \('abx service start'/);
+});
