@@ -126,6 +126,12 @@ int abx__provider_e2b_attach(abx_client *c, const char *name, abx_error **err);
  * caller named by the kernel, ids still "local:...". all_tenants: ask for
  * every user's sandboxes (the service grants it to its administrators). */
 int abx__provider_service_attach(abx_client *c, const char *socket_path, bool all_tenants, abx_error **err);
+/* A raw call to the service (c: a client attached so): the body is
+ * body_fd's bytes from its offset (-1: none), header one more header line
+ * (may be NULL), timeout_s 0 the default 120 s; *out the JSON answer (may
+ * be NULL: json_decref). Errors as every call's. */
+int abx__provider_service_call(abx_client *c, const char *method, const char *path, int body_fd,
+                               const char *header, long timeout_s, json_t **out, abx_error **err);
 /* The service's socket of a client attached so (owned by c), else NULL. */
 const char *abx__provider_service_socket(const abx_client *c);
 struct abx_manifest;

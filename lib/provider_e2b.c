@@ -32,6 +32,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_ANSWER (8u << 20)
@@ -250,11 +252,47 @@ static int status_error(const e2b_client *ec, long status, abx_error **err)
     return abx__error_set(err, ABX_EPROVIDER, "provider '%s' failed (%ld)", ec->id, status);
 }
 
+/* A request's body from a file (the service's uploads): its bytes from its offset. */
+typedef struct upload {
+    int fd;             /* -1: none */
+    const char *header; /* one more header line, or NULL */
+    long timeout_s;     /* 0: the default */
+} upload;
+
+static size_t on_read(char *buf, size_t size, size_t n, void *ud)
+{
+    const upload *u = ud;
+    ssize_t got;
+    do
+        got = read(u->fd, buf, size * n);
+    while (got < 0 && errno == EINTR);
+    return got < 0 ? CURL_READFUNC_ABORT : (size_t)got;
+}
+
+static int api_ex(const e2b_client *ec, const char *method, const char *path, json_t *body, const upload *up,
+                  json_t **out, char *next_token, size_t nt_len, abx_error **err);
+
 /* method path (body may be NULL): 2xx with *out the parsed answer (NULL
  * when empty; the caller's), else the status as an error. next_token (may
  * be NULL) receives X-Next-Token. */
 static int api(const e2b_client *ec, const char *method, const char *path, json_t *body, json_t **out,
                char *next_token, size_t nt_len, abx_error **err)
+{
+    return api_ex(ec, method, path, body, NULL, out, next_token, nt_len, err);
+}
+
+int abx__provider_service_call(abx_client *c, const char *method, const char *path, int body_fd,
+                               const char *header, long timeout_s, json_t **out, abx_error **err)
+{
+    const e2b_client *ec = abx__client_root(c)->state;
+    if (!abx__provider_service_socket(abx__client_root(c)))
+        return abx__error_set(err, ABX_ENOTSUP, "not a client of the abx service");
+    upload up = {.fd = body_fd, .header = header, .timeout_s = timeout_s};
+    return api_ex(ec, method, path, NULL, &up, out, NULL, 0, err);
+}
+
+static int api_ex(const e2b_client *ec, const char *method, const char *path, json_t *body, const upload *up,
+                  json_t **out, char *next_token, size_t nt_len, abx_error **err)
 {
     *out = NULL;
     if (!abx__curl())
@@ -269,7 +307,10 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         struct curl_slist *h = curl_slist_append(NULL, ec->unix_socket[0] ? "X-Abx-Peer: 1" : key);
         if (ec->all_tenants)
             h = curl_slist_append(h, "X-Abx-All-Tenants: 1");
-        h = curl_slist_append(h, "Content-Type: application/json");
+        h = curl_slist_append(h, up && up->fd >= 0 ? "Content-Type: application/x-tar"
+                                                   : "Content-Type: application/json");
+        if (up && up->header)
+            h = curl_slist_append(h, up->header);
         h = curl_slist_append(h, "User-Agent: abx/"
                                  "0.1");
         answer a = {.retry_after = -1};
@@ -283,7 +324,16 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, up && up->timeout_s ? up->timeout_s : 120L);
+        if (up && up->fd >= 0) {
+            struct stat st;
+            curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(c, CURLOPT_READDATA, up);
+            if (fstat(up->fd, &st) == 0 && S_ISREG(st.st_mode))
+                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
+                                 (curl_off_t)(st.st_size - lseek(up->fd, 0, SEEK_CUR)));
+        }
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         if (ec->unix_socket[0])
             curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ec->unix_socket);
@@ -306,7 +356,8 @@ static int api(const e2b_client *ec, const char *method, const char *path, json_
         } else if (cc != CURLE_OK) {
             rc = abx__error_set(err, ABX_EPROVIDER, "provider '%s': its API could not be reached (%s)",
                                 ec->id, cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "connection failed");
-        } else if (status == 429 && attempt == 0 && a.retry_after >= 0 && a.retry_after <= 30) {
+        } else if (status == 429 && attempt == 0 && a.retry_after >= 0 && a.retry_after <= 30 &&
+                   !(up && up->fd >= 0)) {
             sleep((unsigned)a.retry_after); /* honoured once */
             abx__buf_free(&a.body);
             continue;

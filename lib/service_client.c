@@ -16,6 +16,9 @@
 #include "netlibs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/mman.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,5 +206,118 @@ int abx__run_through_service(const abx_run_options *o, int *exit_status, abx_err
     if (r.sigfd >= 0)
         close(r.sigfd);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    return rc;
+}
+
+/* ---- templates through the service ------------------------------------------------------------ */
+
+static bool name_plain(const char *name)
+{
+    return name && *name && strlen(name) < 64 &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(name);
+}
+
+/* The service's answer {info, events}: events replayed to on_event, info as text. */
+static int build_answer(json_t *doc, const abx_template_build_options *o, char **info, abx_error **err)
+{
+    size_t i;
+    json_t *ev;
+    json_array_foreach(json_object_get(doc, "events"), i, ev)
+    {
+        char *text = o->on_event ? json_dumps(ev, JSON_COMPACT) : NULL;
+        if (text)
+            o->on_event(text, o->userdata);
+        free(text);
+    }
+    json_t *made = json_object_get(doc, "info");
+    if (info && !(*info = json_dumps(json_is_object(made) ? made : json_object(), JSON_COMPACT)))
+        return abx__error_set(err, ABX_ENOMEM, "template");
+    return 0;
+}
+
+int abx__service_template_build(abx_client *c, const abx_template_build_options *o, char **info,
+                                abx_error **err)
+{
+    if (o->builtin)
+        return abx__error_set(err, ABX_ENOTALLOWED, "--builtin: the built-in templates are root's to build");
+    if (!name_plain(o->name))
+        return abx__error_set(err, ABX_EINVAL,
+                              "template name '%.64s': lower-case letters, digits, '.', '_', '-'",
+                              o->name ? o->name : "");
+    json_t *args = json_array();
+    for (size_t i = 0; o->build_args && o->build_args[i]; i++)
+        json_array_append_new(args, json_string(o->build_args[i]));
+    char *args_text = json_dumps(args, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(args);
+    char header[8300];
+    if (!args_text || strlen(args_text) > 8192) {
+        free(args_text);
+        return abx__error_set(err, ABX_ETOOBIG, "--build-arg: at most 8 KiB of them through the service");
+    }
+    snprintf(header, sizeof header, "X-Abx-Build-Args: %s", args_text);
+    free(args_text);
+    int fd = memfd_create("abx-context", MFD_CLOEXEC);
+    int rc = fd < 0 ? abx__error_errno(err, ABX_ESYS, errno, "memfd_create")
+                    : abx_template_pack_context(o->dockerfile, o->context, fd, err);
+    char path[256];
+    snprintf(path, sizeof path, "/abx/templates/build?name=%s%s%s%s", o->name,
+             o->no_cache ? "&no_cache=1" : "", o->network ? "&network=" : "",
+             o->network && name_plain(o->network) ? o->network : "");
+    json_t *doc = NULL;
+    if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        rc = abx__error_errno(err, ABX_ESYS, errno, "the packed context");
+    if (rc == 0)
+        rc = abx__provider_service_call(c, "POST", path, fd, header, 0, &doc, err);
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0)
+        rc = build_answer(doc, o, info, err);
+    json_decref(doc);
+    return rc;
+}
+
+int abx__service_template_import(abx_client *c, const char *name, const char *source, char **info,
+                                 abx_error **err)
+{
+    if (!name_plain(name))
+        return abx__error_set(err, ABX_EINVAL,
+                              "template name '%.64s': lower-case letters, digits, '.', '_', '-'",
+                              name ? name : "");
+    int fd = open(source, O_RDONLY | O_CLOEXEC | O_NOCTTY); /* this user's rights, never the service's */
+    struct stat st;
+    if (fd < 0)
+        return abx__error_set(err, ABX_EIO, "cannot open %s: %s", source, strerror(errno));
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return abx__error_set(err, ABX_ENOTSUP,
+                              "%s: through the abx service a template is imported from a root filesystem "
+                              "archive (docker export, .tar[.gz|.zst]); an OCI layout directory is root's",
+                              source);
+    }
+    char path[160];
+    snprintf(path, sizeof path, "/abx/templates/import?name=%s", name);
+    json_t *doc = NULL;
+    int rc = abx__provider_service_call(c, "POST", path, fd, NULL, 0, &doc, err);
+    close(fd);
+    if (rc == 0 && info && !(*info = json_dumps(json_object_get(doc, "info") ?: json_object(), JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "template");
+    json_decref(doc);
+    return rc;
+}
+
+int abx__service_template_call(abx_client *c, const char *method, const char *name, char **json,
+                               abx_error **err)
+{
+    if (!name_plain(name))
+        return abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)",
+                              name ? name : "");
+    bool force = strcmp(method, "DELETE-FORCE") == 0;
+    char path[160];
+    snprintf(path, sizeof path, "/abx/templates/%s%s", name, force ? "?force=1" : "");
+    json_t *doc = NULL;
+    int rc = abx__provider_service_call(c, force ? "DELETE" : method, path, -1, NULL, 0, &doc, err);
+    if (rc == 0 && json && !(*json = json_dumps(doc ? doc : json_object(), JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "template");
+    json_decref(doc);
     return rc;
 }

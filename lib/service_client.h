@@ -14,6 +14,16 @@
  * E8010) in a process that is not root: the error gains the way out (the
  * machine's abx service). rc is returned as it is. */
 int abx__service_hint(int rc, abx_error **err);
+/* Templates through the service: the build's context packed here
+ * (abx_template_pack_context) and sent; an import's archive opened here
+ * and streamed; inspect ("GET") and remove ("DELETE", "DELETE-FORCE") of
+ * the user's own. As the abx_template_* calls they serve. */
+int abx__service_template_build(abx_client *c, const abx_template_build_options *o, char **info,
+                                abx_error **err);
+int abx__service_template_import(abx_client *c, const char *name, const char *source, char **info,
+                                 abx_error **err);
+int abx__service_template_call(abx_client *c, const char *method, const char *name, char **json,
+                               abx_error **err);
 int abx__run_through_service(const abx_run_options *opts, int *exit_status, abx_error **err);
 
 #endif

@@ -22,8 +22,10 @@
 #include "netlibs.h"
 #include "netpolicy.h"
 #include "parse.h"
+#include "sysutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
@@ -63,7 +65,10 @@ typedef struct serve_ctx {
     pthread_mutex_t mu;
 } serve_ctx;
 
-typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_ANSWERED } req_kind;
+typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_UPLOAD, REQ_ANSWERED } req_kind;
+
+#define UPLOAD_BUILD_MAX (300ull << 20) /* a packed build context: 256 MiB of files and their headers */
+#define UPLOAD_IMPORT_MAX (64ull << 30) /* a root filesystem archive (the importer's own bound) */
 
 typedef struct serve_req {
     req_kind kind;
@@ -73,6 +78,8 @@ typedef struct serve_req {
     bool too_big;
     serve_proxy *proxy;
     envd_front *envd; /* a sandbox whose envd serve answers itself */
+    int upload_fd;    /* REQ_UPLOAD: the body, in a file of the service's own (-1: none) */
+    unsigned long long upload_len, upload_max;
 } serve_req;
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -121,7 +128,8 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_erro
 {
     int code = rc < 0 ? -rc : rc;
     unsigned status = (unsigned)abx_err_http_status(code);
-    bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY || code == ABX_ENOTALLOWED;
+    bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY || code == ABX_ENOTALLOWED ||
+                     code == ABX_EBUILD; /* a build's failing step: the caller's own Dockerfile's output */
     const char *detail = code == ABX_ENOTFOUND                 ? "sandbox not found"
                          : own_words && abx_error_message(err) ? abx_error_message(err)
                                                                : abx_strerror(code);
@@ -862,6 +870,100 @@ static enum MHD_Result templates(serve_ctx *s, struct MHD_Connection *c, serve_r
     return send_json(c, 200, out, NULL);
 }
 
+/* ---- a host user's own templates (the service's callers only) ---------------------------- */
+
+/* A build's or import's body goes to a file of the service's own (never a
+ * path a client names), unlinked from the start. */
+static enum MHD_Result begin_upload(struct MHD_Connection *c, serve_req *rq, bool build)
+{
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+    rq->upload_fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    rq->upload_max = build ? UPLOAD_BUILD_MAX : UPLOAD_IMPORT_MAX;
+    if (rq->upload_fd < 0) {
+        rq->kind = REQ_ANSWERED;
+        return send_error(c, 500, "E8012: the service cannot keep the upload");
+    }
+    rq->kind = REQ_UPLOAD;
+    return MHD_YES;
+}
+
+#define BUILD_EVENTS_MAX 4096 /* kept for the answer; the newest dropped past it */
+
+static void keep_event(const char *event_json, void *ud)
+{
+    json_t *events = ud;
+    if (json_array_size(events) < BUILD_EVENTS_MAX)
+        json_array_append_new(events, json_loads(event_json, 0, NULL) ?: json_null());
+}
+
+/* X-Abx-Build-Args: a JSON array of "K=V" strings, as a NULL-terminated copy (free_pairs). */
+static char **build_args_of(struct MHD_Connection *c, bool *bad)
+{
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Abx-Build-Args");
+    json_t *a = h ? json_loads(h, 0, NULL) : json_array();
+    char **out = a && json_array_size(a) <= 256 ? strings_of_json(a, bad) : NULL;
+    *bad |= !out;
+    json_decref(a);
+    return out;
+}
+
+/* POST /abx/templates/build?name=N[&no_cache=1][&network=M] and
+ * /abx/templates/import?name=N: the caller's own template, from the body. */
+static enum MHD_Result template_upload(struct MHD_Connection *c, serve_req *rq, const char *url)
+{
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    const char *no_cache = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "no_cache");
+    const char *network = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "network");
+    char archive[64];
+    snprintf(archive, sizeof archive, "/proc/self/fd/%d", rq->upload_fd);
+    if (!name || lseek(rq->upload_fd, 0, SEEK_SET) < 0)
+        return send_error(c, 400, "E8001: name: the template's name");
+    abx_error *err = NULL;
+    char *info = NULL;
+    json_t *events = json_array();
+    int rc;
+    if (strcmp(url, "/abx/templates/build") == 0) {
+        bool bad = false;
+        char **args = build_args_of(c, &bad);
+        abx_template_build_options bo = {.name = name,
+                                         .build_args = (const char *const *)args,
+                                         .no_cache = no_cache && strcmp(no_cache, "1") == 0,
+                                         .network = network,
+                                         .on_event = keep_event,
+                                         .userdata = events,
+                                         .context_archive = archive};
+        rc = bad ? abx__error_set(&err, ABX_EINVAL, "X-Abx-Build-Args: a JSON array of at most 256 strings")
+                 : abx_template_build(rq->key->client, &bo, &info, &err);
+        free_pairs(args);
+    } else {
+        rc = abx_template_import(rq->key->client, name, archive, &info, &err);
+    }
+    if (rc < 0) {
+        json_decref(events);
+        return send_abx_error(c, rc, err);
+    }
+    json_t *made = info ? json_loads(info, 0, NULL) : NULL;
+    abx_free(info);
+    return send_json(c, 200, json_pack("{s:o, s:o}", "info", made ? made : json_object(), "events", events),
+                     NULL);
+}
+
+/* GET /abx/templates/NAME (inspect) and DELETE (remove, ?force=1): the caller's own, or a shared one to read.
+ */
+static enum MHD_Result template_one(struct MHD_Connection *c, serve_req *rq, const char *name, bool get)
+{
+    abx_error *err = NULL;
+    char *text = NULL;
+    const char *force = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "force");
+    int rc = get ? abx_template_inspect(rq->key->client, name, &text, &err)
+                 : abx_template_remove(rq->key->client, name, force && strcmp(force, "1") == 0, &err);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+    abx_free(text);
+    return get ? send_json(c, 200, doc ? doc : json_object(), NULL) : send_text(c, 204, NULL, NULL, NULL);
+}
+
 /* /sandboxes/{id}[/verb], /v2/sandboxes/{id}[/verb]: id and verb ("" when none). */
 static bool split_path(const char *url, char *id, size_t id_len, char *verb, size_t verb_len)
 {
@@ -896,6 +998,8 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = list(s, c, rq);
     else if (get && strcmp(url, "/templates") == 0)
         r = templates(s, c, rq);
+    else if (s->peers && strncmp(url, "/abx/templates/", 15) == 0 && (get || strcmp(method, "DELETE") == 0))
+        r = template_one(c, rq, url + 15, get);
     else if (!split_path(url, id, sizeof id, verb, sizeof verb))
         r = send_error(c, 404, "no such endpoint");
     else if (get && !*verb)
@@ -1108,6 +1212,9 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
             return send_error(c, status, why);
         }
         rq->who = all ? s->root : rq->key->client;
+        if (strcmp(method, "POST") == 0 &&
+            (strcmp(url, "/abx/templates/build") == 0 || strcmp(url, "/abx/templates/import") == 0))
+            return begin_upload(c, rq, strcmp(url, "/abx/templates/build") == 0);
     }
     char id[64];
     unsigned port = 0;
@@ -1145,6 +1252,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rq = calloc(1, sizeof *rq);
         if (!rq)
             return MHD_NO;
+        rq->upload_fd = -1;
         abx__buf_init(&rq->body, MAX_CONTROL_BODY);
         *con_cls = rq;
         return begin(s, c, url, method, rq);
@@ -1158,6 +1266,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return serve_envd_upload(rq->envd, upload, n) ? MHD_YES : MHD_NO;
         if (rq->kind == REQ_CONTROL && abx__buf_append(&rq->body, upload, n) < 0)
             rq->too_big = true;
+        if (rq->kind == REQ_UPLOAD && !rq->too_big) {
+            rq->upload_len += n;
+            rq->too_big = rq->upload_len > rq->upload_max || abx__write_all(rq->upload_fd, upload, n) < 0;
+        }
         return MHD_YES; /* an answered request's body: read and dropped */
     }
     if (rq->kind == REQ_DATA) {
@@ -1167,6 +1279,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->kind == REQ_ENVD) {
         rq->kind = REQ_ANSWERED;
         return serve_envd_finish(rq->envd, c) == 0 ? MHD_YES : MHD_NO;
+    }
+    if (rq->kind == REQ_UPLOAD) {
+        rq->kind = REQ_ANSWERED;
+        return rq->too_big
+                   ? send_error(c, 413, "E8018: the upload is over the service's bound, or could not be kept")
+                   : template_upload(c, rq, url);
     }
     if (rq->kind != REQ_CONTROL)
         return MHD_YES;
@@ -1190,6 +1308,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         serve_envd_release(rq->envd);
         inflight_put(s, rq->key);
     }
+    if (rq->upload_fd >= 0)
+        close(rq->upload_fd);
     abx__buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;

@@ -414,14 +414,30 @@ typedef struct abx_template_build_options {
      * unreachable), or "host" (the host's network, as it was before:
      * an explicit choice, announced by a "note" event). */
     const char *network;
-    void *reserved[3];
+    /* Instead of dockerfile and context: a tar archive (a file this
+     * process may open) holding "Dockerfile" and the context under
+     * "context/", as abx_template_pack_context writes it: what the abx
+     * service receives from a user, unpacked into a private directory. */
+    const char *context_archive;
+    void *reserved[2];
 } abx_template_build_options;
 
 /* *info (may be NULL; abx_free) describes the template made; a failed
- * step is E8029 with its output. */
+ * step is E8029 with its output. Through the abx service (a user without
+ * root) the context is packed by this process, with its user's rights
+ * (abx_template_pack_context), and the template is that user's own: they
+ * see it by its name, nobody else does (root sees it as "~UID.NAME"). */
 ABX_API int abx_template_build(abx_client *c, const abx_template_build_options *o, char **info,
                                abx_error **err);
-/* A root filesystem archive or an OCI layout (DIR[:TAG]) as template name. */
+/* Packs dockerfile (NULL: CONTEXT/Dockerfile) and the directory context
+ * (NULL: ".") into a tar stream on fd, read with this process's rights:
+ * regular files, directories, and symbolic links whose targets are
+ * relative without ".."; anything else, a link leaving the context, or a
+ * file this user cannot read refuses it (E8001 / E8012 naming the path).
+ * At most 10000 entries and 256 MiB. */
+ABX_API int abx_template_pack_context(const char *dockerfile, const char *context, int fd, abx_error **err);
+/* A root filesystem archive or an OCI layout (DIR[:TAG]) as template name
+ * (through the abx service: an archive, read by this process). */
 ABX_API int abx_template_import(abx_client *c, const char *name, const char *source, char **info,
                                 abx_error **err);
 ABX_API int abx_template_inspect(abx_client *c, const char *name, char **json, abx_error **err);

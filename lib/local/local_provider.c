@@ -558,13 +558,13 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
 }
 
 /* E8001 naming the templates there are. */
-static int unknown_template(const char *name, abx_error **err)
+static int unknown_template(const abx_client *c, const char *name, abx_error **err)
 {
     json_t *all = NULL;
     char names[600] = "";
     size_t i;
     json_t *t;
-    abx__template_list(&all, NULL);
+    abx__template_list_for(c->tenant, &all, NULL); /* what this tenant may see, no one else's */
     json_array_foreach(all, i, t)
     {
         size_t used = strlen(names);
@@ -579,10 +579,17 @@ static int unknown_template(const char *name, abx_error **err)
 static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
-    char tree[PATH_MAX];
+    char tree[PATH_MAX], stored[160];
+    abx_create_options resolved;
+    if (o && o->template_id) { /* a host user's own template of that name first, else the shared one */
+        abx__template_resolve(c->tenant, o->template_id, stored, sizeof stored);
+        resolved = *o;
+        resolved.template_id = stored;
+        o = &resolved;
+    }
     if (o && o->template_id && !abx__template_builtin(o->template_id) &&
         abx__template_root(o->template_id, tree, sizeof tree) < 0)
-        return unknown_template(o->template_id, err);
+        return unknown_template(c, abx__template_shown(o->template_id), err);
     if (o && o->template_id && (rc = abx__template_ensure_builtin(o->template_id, err)) < 0)
         return rc;
     if (o && o->options && o->options[0])
@@ -635,8 +642,8 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     memset(out, 0, sizeof *out);
     snprintf(out->sandbox_id, sizeof out->sandbox_id, "local:%s",
              json_string_value(json_object_get(doc, "sandbox_id")) ?: "");
-    snprintf(out->template_id, sizeof out->template_id, "%s",
-             json_string_value(json_object_get(doc, "template")) ?: "");
+    snprintf(out->template_id, sizeof out->template_id, "%s", /* a user's own by the name they gave it */
+             abx__template_shown(json_string_value(json_object_get(doc, "template")) ?: ""));
     snprintf(out->status, sizeof out->status, "%s", json_string_value(json_object_get(doc, "status")) ?: "");
     out->started_at = abx__parse_rfc3339(json_string_value(json_object_get(doc, "started_at")));
     out->end_at = abx__parse_rfc3339(json_string_value(json_object_get(doc, "end_at")));
@@ -891,17 +898,16 @@ static void local_pools(abx_client *c, unsigned *uid_ranges, unsigned *net_addre
 
 static int local_template_exists(abx_client *c, const char *name, abx_error **err)
 {
-    (void)c;
-    char tree[PATH_MAX];
-    if (abx__template_builtin(name) || abx__template_root(name, tree, sizeof tree) == 0)
+    char tree[PATH_MAX], stored[160];
+    abx__template_resolve(c->tenant, name, stored, sizeof stored);
+    if (abx__template_builtin(name) || abx__template_root(stored, tree, sizeof tree) == 0)
         return 0;
     return abx__error_set(err, ABX_ENOTFOUND, "template '%.64s' not found", name);
 }
 
 static int local_template_list(abx_client *c, json_t **json, abx_error **err)
 {
-    (void)c;
-    return abx__template_list(json, err);
+    return abx__template_list_for(c->tenant, json, err);
 }
 
 static int local_features(abx_client *c, json_t **json, abx_error **err)

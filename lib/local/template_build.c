@@ -1013,6 +1013,8 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
     snprintf(f->image, sizeof f->image, "%s", image);
     free(image);
     f->fd = -1;
+    char stored[160]; /* a host user's own template of that name first, else the shared one */
+    abx__template_resolve(b->o->tenant, f->image, stored, sizeof stored);
     if (strcmp(f->image, "scratch") == 0) {
         f->kind = FROM_SCRATCH;
         snprintf(extra, len, "scratch");
@@ -1020,14 +1022,14 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
         f->kind = FROM_DEBIAN;
         debian_mirror(f->mirror, sizeof f->mirror);
         snprintf(extra, len, "debian %s %s %s apt-clean", f->suite, f->slim ? "slim" : "full", f->mirror);
-    } else if (abx__template_root(f->image, f->root, sizeof f->root) == 0) {
+    } else if (abx__template_root(stored, f->root, sizeof f->root) == 0) {
         f->kind = FROM_TEMPLATE;
         /* keyed by what it is, not by its name or age: its tree (paths,
          * modes, owners, bytes, link targets) and its config */
         const abx_tree_digest_rules whole = {.max_entries = 4000000, .max_depth = 512, .owners = true};
         char tree[ABX_DIGEST_HEX], conf[ABX_DIGEST_HEX];
         json_t *info = NULL;
-        abx__template_inspect(f->image, &info, NULL);
+        abx__template_inspect(stored, &info, NULL);
         char *config = json_dumps(json_object_get(info, "config"), JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(info);
         abx_digest *d = abx__digest_new();
@@ -1173,6 +1175,7 @@ static int finish(build *b, json_t **info, abx_error **err)
     char shown[256];
     snprintf(shown, sizeof shown, "%s",
              b->o->dockerfile_text ? "a built-in recipe"
+             : b->o->source_label  ? b->o->source_label
              : b->o->dockerfile    ? b->o->dockerfile
                                    : "Dockerfile");
     json_t *doc = json_pack("{s:s, s:s, s:o, s:{s:s, s:i}}", "source", shown, "kind", "build", "config",
@@ -1221,7 +1224,7 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     if (info)
         *info = NULL;
     bool builtin = strcmp(o->name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 && o->dockerfile_text;
-    if (!builtin && !abx__template_name_valid(o->name))
+    if (!builtin && (!abx__template_storable(o->name) || abx__template_builtin(o->name)))
         return abx__error_set(err, ABX_EINVAL,
                               "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
                               "(at most 63), not base or code-interpreter-v1 (build that one with "

@@ -25,6 +25,8 @@ typedef struct template_build_request {
     const char *const *build_args; /* "NAME=value", NULL-terminated; may be NULL */
     bool no_cache;                 /* run every step again (their results still refresh the cache) */
     bool host_network;             /* RUN steps in the host's network namespace (else one of their own) */
+    const char *source_label;      /* what template.json's source says instead of the Dockerfile's path */
+    const char *tenant;            /* whose build: FROM NAME finds a host user's own NAME first */
     /* Each progress event ({"event": "step"|"output"|"note", ...}), the
      * callee's reference; may be NULL. */
     void (*on_event)(json_t *event, void *ud);

@@ -58,9 +58,48 @@ static int templates_dir(char *out, size_t len, bool create, abx_error **err)
 
 /* A name whose tree may be stored: an imported or built one, or
  * code-interpreter-v1 once it is built. */
+static bool host_users_own(const char *name)
+{
+    size_t digits = name[0] == '~' ? strspn(name + 1, "0123456789") : 0;
+    return digits > 0 && digits <= 10 && name[1 + digits] == '.' &&
+           abx__template_name_valid(name + 2 + digits);
+}
+
 static bool storable(const char *name)
 {
-    return abx__template_name_valid(name) || strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0;
+    return abx__template_name_valid(name) || strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 ||
+           host_users_own(name);
+}
+
+bool abx__template_storable(const char *name)
+{
+    return storable(name);
+}
+
+bool abx__template_own(const char *tenant, const char *name, char *out, size_t len)
+{
+    unsigned uid = 0;
+    bool user =
+        tenant && strncmp(tenant, "uid:", 4) == 0 && abx__parse_uint(tenant + 4, 1, 4294967294u, &uid) == 0;
+    if (tenant && *tenant && host_users_own(name))
+        out[0] = '\0'; /* a tenant never names a user's template by its stored name: no such template */
+    else if (user)
+        snprintf(out, len, "~%u.%s", uid, name);
+    else
+        snprintf(out, len, "%s", name);
+    return user;
+}
+
+void abx__template_resolve(const char *tenant, const char *name, char *out, size_t len)
+{
+    char tree[1024];
+    if (!abx__template_own(tenant, name, out, len) || abx__template_root(out, tree, sizeof tree) < 0)
+        snprintf(out, len, "%s", tenant && *tenant && host_users_own(name) ? "" : name);
+}
+
+const char *abx__template_shown(const char *stored)
+{
+    return stored && host_users_own(stored) ? strchr(stored, '.') + 1 : stored;
 }
 
 int abx__template_root(const char *name, char *out, size_t len)
@@ -266,7 +305,7 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
 {
     if (info)
         *info = NULL;
-    if (!abx__template_name_valid(name))
+    if (!storable(name) || strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0)
         return abx__error_set(err, ABX_EINVAL,
                               "template name '%.64s': lower-case letters, digits, '.', '_', '-' "
                               "(at most 63), not base or code-interpreter-v1",
@@ -336,7 +375,15 @@ static json_t *builtin_doc(const char *name)
 
 int abx__template_list(json_t **out, abx_error **err)
 {
+    return abx__template_list_for(NULL, out, err);
+}
+
+int abx__template_list_for(const char *tenant, json_t **out, abx_error **err)
+{
     (void)err;
+    char mine[32] = "";
+    if (abx__template_own(tenant, "", mine, sizeof mine) == false && tenant && *tenant)
+        snprintf(mine, sizeof mine, "%s", "\x01"); /* another kind of tenant: no host user's own */
     *out = json_pack("[o, o]", builtin_doc("base"), builtin_doc(ABX_TEMPLATE_CODE_INTERPRETER));
     char dir[600];
     if (templates_dir(dir, sizeof dir, false, NULL) < 0)
@@ -345,7 +392,18 @@ int abx__template_list(json_t **out, abx_error **err)
     struct dirent **names = NULL;
     int n = scandir(dir, &names, NULL, alphasort);
     for (int i = 0; i < n; i++) {
-        json_t *doc = abx__template_name_valid(names[i]->d_name) ? describe(names[i]->d_name, dir) : NULL;
+        const char *entry = names[i]->d_name;
+        bool shared = abx__template_name_valid(entry);
+        bool seen =
+            shared || (host_users_own(entry) && (!mine[0] || strncmp(entry, mine, strlen(mine)) == 0));
+        json_t *doc = seen ? describe(entry, dir) : NULL;
+        if (doc && !shared && mine[0]) { /* the user's own, by the name they gave it */
+            json_object_set_new(doc, "name", json_string(abx__template_shown(entry)));
+            json_object_set_new(doc, "own", json_true());
+        } else if (doc && !shared) {
+            json_object_set_new(doc, "owner",
+                                json_sprintf("uid:%.*s", (int)strcspn(entry + 1, "."), entry + 1));
+        }
         if (doc)
             json_array_append_new(*out, doc);
         free(names[i]);
@@ -362,7 +420,7 @@ int abx__template_inspect(const char *name, json_t **out, abx_error **err)
         return 0;
     }
     char dir[600];
-    if (abx__template_name_valid(name) && templates_dir(dir, sizeof dir, false, NULL) == 0)
+    if (storable(name) && templates_dir(dir, sizeof dir, false, NULL) == 0)
         *out = describe(name, dir);
     return *out ? 0
                 : abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)",

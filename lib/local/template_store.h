@@ -22,6 +22,18 @@
 bool abx__template_builtin(const char *name);
 /* A name a template may take: [a-z0-9][a-z0-9._-]{0,62}, not a built-in one. */
 bool abx__template_name_valid(const char *name);
+/* A host user's own templates (a tenant "uid:N" of the abx service) are
+ * stored as "~N.NAME": a '~' no asked-for name can hold, so one user's
+ * NAME is never another's, nor a shared one. abx__template_own: the
+ * stored name of tenant's NAME into out (true), or NAME itself when the
+ * tenant is not a host user (false). abx__template_resolve: what tenant's
+ * NAME means: their own when they have one, else the shared one.
+ * abx__template_shown: the name a stored one is shown as (its NAME). */
+bool abx__template_own(const char *tenant, const char *name, char *out, size_t len);
+void abx__template_resolve(const char *tenant, const char *name, char *out, size_t len);
+const char *abx__template_shown(const char *stored);
+/* A name a template may be stored under: a valid one, or a host user's own. */
+bool abx__template_storable(const char *name);
 /* The tree of an imported or built template (code-interpreter-v1 once
  * built), complete and usable; -1 when there is none. */
 int abx__template_root(const char *name, char *out, size_t len);
@@ -44,8 +56,12 @@ void abx__template_discard(const char *staging);
  * gets the description. */
 int abx__template_install(const char *name, const char *staging, json_t *doc, bool replace, json_t **info,
                           abx_error **err);
-/* Every template: the built-in ones, then the imported ones by name. */
+/* Every template: the built-in ones, then the imported ones by name
+ * (abx__template_list: all of them, host users' own as stored;
+ * abx__template_list_for: what tenant sees: the shared ones, and a host
+ * user's own by the names they gave; "" or NULL: all). */
 int abx__template_list(json_t **out, abx_error **err);
+int abx__template_list_for(const char *tenant, json_t **out, abx_error **err);
 int abx__template_inspect(const char *name, json_t **out, abx_error **err);
 /* Removes an imported template; refused (E8001) while a live sandbox uses
  * it, unless force (those sandboxes keep their view until they end). */
