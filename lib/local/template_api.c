@@ -181,6 +181,8 @@ int abx_template_remove(abx_client *c, const char *name, bool force, abx_error *
         (abx__template_builtin(name) || abx__template_root(name, tree, sizeof tree) == 0))
         return abx__error_set(err, ABX_ENOTALLOWED, "template %.64s is the machine's: only root removes it",
                               name);
+    if (own && abx__template_root(stored, tree, sizeof tree) < 0) /* said by the name the user gave */
+        return abx__error_set(err, ABX_EINVAL, "template %.64s: no such template (abx template list)", name);
     return rc < 0 ? rc : abx__template_remove(stored, force, err);
 }
 
