@@ -69,7 +69,9 @@ static void load_mhd(void)
                                         "MHD_post_process",
                                         "MHD_destroy_post_processor",
                                         "MHD_get_connection_info",
-                                        "MHD_get_connection_values"};
+                                        "MHD_get_connection_values",
+                                        "MHD_create_response_for_upgrade",
+                                        "MHD_upgrade_action"};
     void *slots[sizeof names / sizeof names[0]];
     if (!load(sonames, names, slots, sizeof names / sizeof names[0]))
         return;
@@ -87,6 +89,8 @@ static void load_mhd(void)
     *(void **)&mhd_api.destroy_post_processor = slots[11];
     *(void **)&mhd_api.get_connection_info = slots[12];
     *(void **)&mhd_api.get_connection_values = slots[13];
+    *(void **)&mhd_api.create_response_for_upgrade = slots[14];
+    *(void **)&mhd_api.upgrade_action = slots[15];
     mhd_ok = true;
 }
 

@@ -53,6 +53,9 @@ typedef struct abx_mhd_api {
                                                            enum MHD_ConnectionInfoType type, ...);
     int (*get_connection_values)(struct MHD_Connection *c, enum MHD_ValueKind kind, MHD_KeyValueIterator it,
                                  void *it_cls);
+    struct MHD_Response *(*create_response_for_upgrade)(MHD_UpgradeHandler upgrade_handler, void *cls);
+    enum MHD_Result (*upgrade_action)(struct MHD_UpgradeResponseHandle *urh, enum MHD_UpgradeAction action,
+                                      ...);
 } abx_mhd_api;
 
 /* The loaded library, or NULL when it cannot be loaded (callers report
@@ -89,6 +92,8 @@ const abx_mhd_api *abx__mhd(void);
 #define MHD_destroy_post_processor (abx__mhd()->destroy_post_processor)
 #define MHD_get_connection_info (abx__mhd()->get_connection_info)
 #define MHD_get_connection_values (abx__mhd()->get_connection_values)
+#define MHD_create_response_for_upgrade (abx__mhd()->create_response_for_upgrade)
+#define MHD_upgrade_action (abx__mhd()->upgrade_action)
 #endif
 
 #endif

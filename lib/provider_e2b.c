@@ -25,6 +25,7 @@
 #include "manifest.h"
 #include "netlibs.h"
 #include "plugin_store.h"
+#include "service_client.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -701,6 +702,16 @@ static int e2b_set_network(abx_sandbox *s, json_t *policy, abx_error **err)
     return rc;
 }
 
+/* The service's tunnel to a port (abx expose); other E2B hosts reach ports by URL only. */
+static int e2b_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    const e2b_client *ec = es->client->state;
+    if (!ec->unix_socket[0])
+        return abx__error_set(err, ABX_ENOTSUP, "ports: provider '%s' cannot reach them", ec->id);
+    return abx__service_tunnel(ec->unix_socket, es->id, port, fd, err);
+}
+
 /* GET /sandboxes/ID/metrics: E2B's newest sample. */
 static int e2b_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)
 {
@@ -805,5 +816,6 @@ const abx_provider abx__provider_e2b = {
     .template_exists = e2b_template_exists,
     .template_list = e2b_template_list,
     .set_network = e2b_set_network,
+    .connect_port = e2b_connect_port,
     .metrics = e2b_metrics,
 };

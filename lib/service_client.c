@@ -14,6 +14,7 @@
 #include "error_internal.h"
 #include "provider.h"
 #include "netlibs.h"
+#include "sysutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -320,4 +324,68 @@ int abx__service_template_call(abx_client *c, const char *method, const char *na
         rc = abx__error_set(err, ABX_ENOMEM, "template");
     json_decref(doc);
     return rc;
+}
+
+/* ---- TCP to a sandbox's port through the service (abx expose) ---------------------------------- */
+
+/* The answer's head, read one byte at a time so that nothing after it (what
+ * the sandbox's server says first) is taken from the stream. */
+static int read_head(int fd, char *head, size_t len)
+{
+    size_t n = 0;
+    while (n + 1 < len) {
+        ssize_t got = read(fd, head + n, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        n++;
+        head[n] = '\0';
+        if (n >= 4 && memcmp(head + n - 4, "\r\n\r\n", 4) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+int abx__service_tunnel(const char *socket_path, const char *id, unsigned port, int *out, abx_error **err)
+{
+    *out = -1;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "socket");
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return abx__error_set(err, ABX_ESERVICE, "the abx service at %s is not reachable (not running)",
+                              socket_path);
+    }
+    char req[512], head[8192];
+    snprintf(req, sizeof req,
+             "GET /abx/tunnel?sandbox=%s&port=%u HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n"
+             "Upgrade: abx-tcp\r\nX-Abx-Peer: 1\r\n\r\n",
+             id, port);
+    struct timeval tv = {.tv_sec = 30};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (abx__write_all_nosigpipe(fd, req, strlen(req)) < 0 || read_head(fd, head, sizeof head) < 0) {
+        close(fd);
+        return abx__error_set(err, ABX_ESERVICE, "the abx service at %s did not answer", socket_path);
+    }
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        const char *m = strstr(head, "\r\n\r\n"); /* an error's body follows: read what came */
+        char body[1024] = "";
+        ssize_t got = m ? read(fd, body, sizeof body - 1) : -1;
+        close(fd);
+        unsigned code = 0;
+        const char *msg = got > 0 ? strstr(body, "\"message\":") : NULL;
+        if (msg && sscanf(msg, "\"message\": \"E%4u: ", &code) != 1)
+            sscanf(msg, "\"message\":\"E%4u: ", &code);
+        return code > 8000 && code < 9000
+                   ? abx__error_set(err, (int)code, "port %u: %s", port, abx_strerror((int)code))
+                   : abx__error_set(err, ABX_EPROVIDER, "port %u: the service refused", port);
+    }
+    tv.tv_sec = 0;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    *out = fd;
+    return 0;
 }

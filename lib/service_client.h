@@ -24,6 +24,9 @@ int abx__service_template_import(abx_client *c, const char *name, const char *so
                                  abx_error **err);
 int abx__service_template_call(abx_client *c, const char *method, const char *name, char **json,
                                abx_error **err);
+/* A TCP connection to port of sandbox id (bare) through the service's
+ * tunnel (GET /abx/tunnel, upgraded): *fd is the caller's. */
+int abx__service_tunnel(const char *socket_path, const char *id, unsigned port, int *fd, abx_error **err);
 int abx__run_through_service(const abx_run_options *opts, int *exit_status, abx_error **err);
 
 #endif

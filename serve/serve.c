@@ -28,7 +28,9 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +62,8 @@ typedef struct serve_ctx {
     char domain[128];
     serve_key keys[MAX_KEYS];
     size_t nkeys;
-    serve_key *peers; /* the service's: MAX_PEERS, the first npeers in use (mu) */
+    serve_key *peers;     /* the service's: MAX_PEERS, the first npeers in use (mu) */
+    atomic_bool stopping; /* tunnels end (peers' TCP relays) */
     size_t npeers;
     pthread_mutex_t mu;
 } serve_ctx;
@@ -870,6 +873,113 @@ static enum MHD_Result templates(serve_ctx *s, struct MHD_Connection *c, serve_r
     return send_json(c, 200, out, NULL);
 }
 
+/* ---- TCP to a sandbox's port (the service's callers only: abx expose) ---------------------- */
+
+typedef struct tunnel {
+    serve_ctx *s;
+    int inside; /* the sandbox's port, connected */
+} tunnel;
+
+typedef struct tunnel_run {
+    tunnel *t;
+    int outside; /* the upgraded connection */
+    struct MHD_UpgradeResponseHandle *urh;
+} tunnel_run;
+
+/* Copies what one side has to the other; false when that side is done. */
+static bool pass(int from, int to)
+{
+    char buf[65536];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    return n > 0 && abx__write_all_nosigpipe(to, buf, (size_t)n) == 0;
+}
+
+static void *tunnel_main(void *arg)
+{
+    tunnel_run *r = arg;
+    struct pollfd p[2] = {{.fd = r->outside, .events = POLLIN}, {.fd = r->t->inside, .events = POLLIN}};
+    bool open = true;
+    while (open && !atomic_load(&r->t->s->stopping)) {
+        int n = poll(p, 2, 1000);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            open = pass(r->outside, r->t->inside);
+        if (open && n > 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            open = pass(r->t->inside, r->outside);
+    }
+    close(r->t->inside);
+    MHD_upgrade_action(r->urh, MHD_UPGRADE_ACTION_CLOSE);
+    free(r->t);
+    free(r);
+    return NULL;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in,
+                       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+    (void)c;
+    (void)con_cls;
+    tunnel *t = cls;
+    tunnel_run *r = calloc(1, sizeof *r);
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    bool ok = r && (extra_in_size == 0 || abx__write_all_nosigpipe(t->inside, extra_in, extra_in_size) == 0);
+    if (ok) {
+        r->t = t;
+        r->outside = sock;
+        r->urh = urh;
+        ok = pthread_create(&th, &attr, tunnel_main, r) == 0;
+    }
+    pthread_attr_destroy(&attr);
+    if (!ok) {
+        close(t->inside);
+        free(t);
+        free(r);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    }
+}
+
+/* GET /abx/tunnel?sandbox=ID&port=N with Upgrade: a TCP connection to the
+ * caller's own sandbox's port, made here (root's to make), relayed both
+ * ways until either side ends. */
+static enum MHD_Result begin_tunnel(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
+{
+    const char *id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sandbox");
+    const char *port_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "port");
+    unsigned port = 0;
+    if (!port_s || abx__parse_uint(port_s, 1, 65535, &port) < 0)
+        return send_error(c, 400, "E8001: port: a TCP port from 1 to 65535");
+    abx_sandbox *sb = NULL;
+    if (!id || abx_sandbox_connect(rq->who, id, &sb, NULL) < 0)
+        return send_error(c, 404, "E8002: sandbox not found");
+    abx_error *err = NULL;
+    int fd = -1;
+    int rc = abx_sandbox_connect_port(sb, port, &fd, &err);
+    abx_sandbox_free(sb);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    tunnel *t = calloc(1, sizeof *t);
+    struct MHD_Response *r = t ? MHD_create_response_for_upgrade(on_upgrade, t) : NULL;
+    if (!r) {
+        close(fd);
+        free(t);
+        return send_error(c, 500, "E8003: out of memory");
+    }
+    t->s = s;
+    t->inside = fd;
+    MHD_add_response_header(r, "Upgrade", "abx-tcp");
+    MHD_add_response_header(r, "Connection", "Upgrade");
+    enum MHD_Result q = MHD_queue_response(c, 101, r);
+    MHD_destroy_response(r);
+    return q;
+}
+
 /* ---- a host user's own templates (the service's callers only) ---------------------------- */
 
 /* A build's or import's body goes to a file of the service's own (never a
@@ -1215,6 +1325,10 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
         if (strcmp(method, "POST") == 0 &&
             (strcmp(url, "/abx/templates/build") == 0 || strcmp(url, "/abx/templates/import") == 0))
             return begin_upload(c, rq, strcmp(url, "/abx/templates/build") == 0);
+        if (strcmp(method, "GET") == 0 && strcmp(url, "/abx/tunnel") == 0) {
+            rq->kind = REQ_ANSWERED;
+            return begin_tunnel(s, c, rq);
+        }
     }
     char id[64];
     unsigned port = 0;
@@ -1405,6 +1519,7 @@ int serve_run(const serve_config *cfg, abx_error **err)
             abx_client_provider(s->root), s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
     abx__stop_signal_wait(sigfd);
     fprintf(stderr, "abx serve: stopping\n");
+    atomic_store(&s->stopping, true);
     abx__http_stop(listener);
     if (s->peers && !activated)
         unlink(cfg->socket_path); /* one made here: clients now find no service (systemd keeps its own) */

@@ -222,8 +222,9 @@ test('host paths are opened with the user\'s own rights; the service never opens
   fs.writeFileSync(path.join(ctxDir, 'Dockerfile'), 'FROM base\nCOPY secret /secret\n');
   fs.symlinkSync(planted, path.join(ctxDir, 'secret'));
   sh('chown', ['-h', '-R', A, ctxDir]); // -h: the link itself, never its target
-  const build = as(A, ['template', 'build', '--name', `evil${tag}`, ctxDir]);
-  assert.notEqual(build.status, 0);
+  const build = as(A, ['template', 'build', `evil${tag}`, ctxDir]);
+  assert.equal(build.status, 2); // E8001: a validation error
+  assert.match(build.stderr, /E8001: context: secret is a symbolic link leaving the context/);
   assert.equal(fs.statSync(planted).uid, 0);
   assert.equal(fs.statSync(planted).atimeMs, past.getTime(), 'the planted file was read by the build');
   assert.ok(!runAbx(['template', 'list'], { env: H.env }).stdout.includes(`evil${tag}`));
@@ -246,6 +247,78 @@ test('killing the service (SIGKILL) loses no sandbox: clients get E8032 at once 
   service = await startService();
   const back = as(A, ['exec', id, 'cat /tmp/mark']);
   assert.equal(back.stdout, 'before\n', back.stderr);
+  assert.equal(as(A, ['kill', id]).status, 0);
+});
+
+/** A small root filesystem (the host's sh, cat and their libraries), packed as root. */
+function rootfsTar(out) {
+  const dir = path.join(work, 'rootfs');
+  const r = spawnSync('sh', ['-c', `set -e; d=${dir}; mkdir -p $d/usr/bin $d/etc $d/tmp $d/root $d/home/user
+    for t in sh cat echo true; do p=/usr/bin/$t; [ -e $p ] || p=/bin/$t; cp -L $p $d/usr/bin/; for l in $(ldd $p | grep -o '/[^ ]*'); do mkdir -p $d$(dirname $l); cp -L $l $d$l; done; done
+    ln -s usr/bin $d/bin
+    printf 'root:x:0:0:root:/root:/bin/sh\\nuser:x:1000:1000:user:/home/user:/bin/sh\\n' > $d/etc/passwd
+    echo mini > $d/etc/marker
+    tar -C $d --numeric-owner -cf ${out} . && chmod 644 ${out}`], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+test('templates a user imports or builds are their own: by their name to them, ~UID.NAME to root, nothing to anyone else', () => {
+  const tar = rootfsTar(path.join(work, 'mini.tar'));
+  const imp = as(A, ['template', 'import', 'mini', tar]);
+  assert.equal(imp.status, 0, imp.stderr);
+  const ctxDir = path.join(work, `ctx2-${A}`);
+  fs.mkdirSync(ctxDir);
+  fs.writeFileSync(path.join(ctxDir, 'Dockerfile'), 'FROM mini\nCOPY note.txt /opt/note.txt\nRUN cat /opt/note.txt /etc/marker > /opt/both.txt\nENV WHO=a\n');
+  fs.writeFileSync(path.join(ctxDir, 'note.txt'), 'copied from the context\n');
+  sh('chown', ['-h', '-R', A, ctxDir]);
+  sh('chmod', ['700', ctxDir]); // only A reads it: the service never does
+  const built = as(A, ['template', 'build', 'built', ctxDir], { timeout: 300000 });
+  assert.equal(built.status, 0, built.stderr);
+  const run = as(A, ['run', '--template', 'built', '--', 'sh', '-c', 'cat /opt/both.txt; echo $WHO']);
+  assert.equal(run.stdout, 'copied from the context\nmini\na\n', run.stderr);
+  const mine = JSON.parse(as(A, ['template', 'list', '--json']).stdout).map((t) => t.name);
+  assert.ok(mine.includes('mini') && mine.includes('built'), mine.join(' '));
+  const theirs = JSON.parse(as(B, ['template', 'list', '--json']).stdout).map((t) => t.name);
+  assert.ok(!theirs.some((n) => /mini|built/.test(n)), theirs.join(' '));
+  const none = as(B, ['run', '--template', 'built', '--', 'true']);
+  assert.equal(none.status, 125);
+  assert.ok(!none.stderr.includes(`~${uidOf(A)}`), none.stderr);
+  for (const name of ['built', `~${uidOf(A)}.built`]) {
+    const rm = as(B, ['template', 'rm', name]);
+    assert.equal(rm.status, 2);
+    assert.match(rm.stderr, /no such template/);
+  }
+  const all = JSON.parse(runAbx(['template', 'list', '--json'], { env: H.env }).stdout);
+  const stored = all.find((t) => t.name === `~${uidOf(A)}.built`);
+  assert.ok(stored, all.map((t) => t.name).join(' '));
+  assert.equal(stored.owner, `uid:${uidOf(A)}`);
+  const prune = as(A, ['template', 'prune']);
+  assert.equal(prune.status, 1);
+  assert.match(prune.stderr, /E8033/);
+  for (const name of ['built', 'mini']) assert.equal(as(A, ['template', 'rm', name]).status, 0);
+  assert.ok(!JSON.parse(runAbx(['template', 'list', '--json'], { env: H.env }).stdout).some((t) => t.name.startsWith('~')));
+});
+
+test('abx expose as a user: TCP to the sandbox\'s own port through the service\'s tunnel; another user\'s id is unknown', async () => {
+  const id = as(A, ['create', '--timeout', '60']).stdout.trim();
+  assert.equal(as(A, ['exec', id, '--background', 'python3 -m http.server 8080 --bind 127.0.0.1']).status, 0);
+  await waitFor(() => as(A, ['exec', id, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:8080/\')"']).status === 0, 15000, 200);
+  const child = spawn('runuser', asArgv(A, [`${bin}/abx`, 'expose', id, '8080', '--json']), { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const listen = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d) => { out += d; const m = /"listen":\s*"([^"]+)"/.exec(out); if (m) resolve(m[1]); });
+      child.on('exit', (c) => reject(new Error(`expose exited ${c}`)));
+    });
+    const page = await (await fetch(`http://${listen}/`)).text();
+    assert.match(page, /Directory listing/);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  const theirs = as(B, ['expose', id, '8080']);
+  assert.equal(theirs.status, 1);
+  assert.match(theirs.stderr, /E8002/);
   assert.equal(as(A, ['kill', id]).status, 0);
 });
 
