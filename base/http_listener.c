@@ -236,8 +236,8 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
                          : abx__error_set(err, ABX_EINVAL, "the listener has no socket");
     if (rc == 0) {
         l->daemon = MHD_start_daemon(
-            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_UPGRADE, 0, NULL, NULL, on_request, l,
-            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
+            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_UPGRADE, 0, NULL,
+            NULL, on_request, l, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,
             MHD_OPTION_CONNECTION_TIMEOUT, l->svc.idle_s, MHD_OPTION_CONNECTION_LIMIT, max,
             MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->svc.per_client, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, l, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_END);
