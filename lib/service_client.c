@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,9 +185,22 @@ int abx__run_through_service(const abx_run_options *o, int *exit_status, abx_err
                            .with_stdin = true,
                            .stdin_fd = STDIN_FILENO,
                            .default_cwd = "/app"};
+    /* a terminal on both ends: the command gets one of its own, as abx run
+     * gives it on the direct path; ours is raw meanwhile (Ctrl-C reaches it) */
+    struct termios saved, raw;
+    bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (terminal) {
+        raw = saved;
+        cfmakeraw(&raw);
+        eo.pty = true;
+        eo.pty_fd = STDIN_FILENO;
+        terminal = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+    }
     abx_exec_result res;
     memset(&res, 0, sizeof res);
     rc = abx_sandbox_exec_argv(r.sandbox, o->argv, &eo, &res, err);
+    if (terminal)
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
     if (rc == 0)
         *exit_status = res.exit_code;
     else if (rc == -ABX_ECANCELLED && r.signal_number) {

@@ -19,7 +19,8 @@ import { abx, root, privateHome, runAbx, onExit, waitFor } from '../lib/harness.
 
 const tag = crypto.randomBytes(3).toString('hex');
 const GROUP = `abxt${tag}`;
-const A = `abxa${tag}`, B = `abxb${tag}`, C = `abxc${tag}`;
+const A = `abxa${tag}`, B = `abxb${tag}`, C = `abxc${tag}`, D = `abxd${tag}`; // D administers
+const ADMINS = `abxs${tag}`;
 const H = privateHome('abx-service');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'abx-svc-'));
 fs.chmodSync(work, 0o755);
@@ -88,8 +89,9 @@ function allIds() {
 
 before(async () => {
   sh('groupadd', [GROUP]);
-  for (const [u, inGroup] of [[A, true], [B, true], [C, false]]) {
-    sh('useradd', ['-M', '-N', '-s', '/bin/sh', ...(inGroup ? ['-G', GROUP] : []), u]);
+  sh('groupadd', [ADMINS]);
+  for (const [u, groups] of [[A, GROUP], [B, GROUP], [C, null], [D, ADMINS]]) {
+    sh('useradd', ['-M', '-N', '-s', '/bin/sh', ...(groups ? ['-G', groups] : []), u]);
     users.push(u);
     fs.mkdirSync(`${work}/home-${u}`, { mode: 0o700 });
     sh('chown', [u, `${work}/home-${u}`]);
@@ -103,7 +105,7 @@ before(async () => {
   }
   fs.cpSync(path.join(root, 'python'), path.join(work, 'python'), { recursive: true });
   sh('chmod', ['-R', 'a+rX', path.join(work, 'python')]);
-  fs.writeFileSync(SYSTEM, `[service]\nallow_groups = "${GROUP}"\nnetwork_modes = ["none", "allowlist"]\n`);
+  fs.writeFileSync(SYSTEM, `[service]\nallow_groups = "${GROUP}"\nadmin_groups = "${ADMINS}"\nnetwork_modes = ["none", "allowlist"]\n`);
   service = await startService();
 });
 
@@ -113,6 +115,7 @@ after(async () => {
   H.cleanup();
   for (const u of users) spawnSync('userdel', [u]);
   spawnSync('groupdel', [GROUP]);
+  spawnSync('groupdel', [ADMINS]);
   fs.rmSync(work, { recursive: true, force: true });
 });
 
@@ -174,6 +177,21 @@ test('user A gives user B\'s sandbox id to every verb: each answers exactly as a
   assert.equal(as(B, ['exec', theirs, 'echo still here']).stdout, 'still here\n');
   assert.equal(runAbx(['kill', '--all', theirs], { env: H.env }).status, 0);
   assert.equal(as(A, ['kill', mineA]).status, 0);
+});
+
+test('a member of [service] admin_groups lists and kills everyone\'s sandboxes with --all, and sees only their own without', () => {
+  const a = as(A, ['create', '--timeout', '60']).stdout.trim();
+  const d = as(D, ['create', '--timeout', '60']);
+  assert.equal(d.status, 0, d.stderr);
+  const own = d.stdout.trim();
+  assert.deepEqual(JSON.parse(as(D, ['list', '--json']).stdout).map((x) => x.sandbox_id), [own]);
+  const all = JSON.parse(as(D, ['list', '--all', '--json']).stdout).map((x) => x.sandbox_id);
+  assert.ok(all.includes(a) && all.includes(own), all.join(' '));
+  assert.equal(as(D, ['kill', a]).status, 1, 'without --all another user\'s id is unknown');
+  assert.equal(as(D, ['kill', '--all', a]).status, 0);
+  assert.equal(as(A, ['info', a]).status, 1);
+  assert.equal(as(A, ['kill', '--all', own]).status, 1);
+  assert.equal(as(D, ['kill', own]).status, 0);
 });
 
 test('a user outside the allowed group gets the error naming the group, and nothing is created', () => {
