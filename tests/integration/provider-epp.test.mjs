@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import http from 'node:http';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { abx, root, runAbx, runAbxAsync, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -348,7 +348,7 @@ test('the digest check cannot be raced: a plugin file flipped between two conten
   fs.chmodSync(path.join(flips, 'good'), fs.statSync(installed).mode & 0o777);
   fs.chmodSync(path.join(flips, 'evil'), fs.statSync(installed).mode & 0o777);
   // the installed file replaced (renamed over, whole) by one content, then the other, every 20 ms
-  const writer = spawn('sh', ['-c', `while :; do for c in evil good; do cp -p "${flips}/$c" "${flips}/next"; mv -f "${flips}/next" "${installed}"; sleep 0.02; done; done`], { stdio: 'ignore' });
+  const writer = spawn('sh', ['-c', `while :; do for c in evil good; do cp -p "${flips}/$c" "${flips}/next"; mv -f "${flips}/next" "${installed}"; sleep 0.02; done; done`], { stdio: 'ignore', detached: true });
   const mark = path.join(home, 'provider-data/race/evil-ran');
   const outcomes = { ok: 0, E8011: 0 };
   try {
@@ -362,14 +362,17 @@ test('the digest check cannot be raced: a plugin file flipped between two conten
       }
     }
   } finally {
-    writer.kill('SIGKILL');
+    // the whole group: a cp or mv of the loop's still running would put a content back after the restore below
+    try { process.kill(-writer.pid, 'SIGKILL'); } catch { writer.kill('SIGKILL'); }
+    spawnSync('sleep', ['0.2']);
   }
   assert.ok(!fs.existsSync(mark), `a content that was never installed ran (${JSON.stringify(outcomes)})`);
   assert.ok(outcomes.E8011 > 0, `the flips were never seen: ${JSON.stringify(outcomes)}`);
   // the copies it ran from are gone with each run
   assert.deepEqual(fs.readdirSync(path.join(home, 'plugin-runs')).filter((n) => n.startsWith('race.')), []);
   fs.writeFileSync(installed, good);
-  assert.equal(abxh(['--provider', 'race', 'list']).status, 0);
+  const back = abxh(['--provider', 'race', 'list']);
+  assert.equal(back.status, 0, back.stderr);
 });
 
 test('a broken plugin gives a clear error and abx never hangs: garbage, a crash, an over-long line, a hang; its words stay in its log', () => {
