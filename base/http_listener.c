@@ -32,6 +32,8 @@
 
 typedef struct tracked_conn {
     int fd;
+    bool local; /* a Unix socket's: counted per host user (uid), as TCP's per address by libmicrohttpd */
+    unsigned uid;
     uint64_t since_ms; /* accept, or the end of its last request */
     bool headers_in;   /* the handler has seen this request */
     struct tracked_conn *next;
@@ -82,9 +84,22 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         tc->fd = ci ? ci->connect_fd : -1;
         tc->since_ms = now_ms();
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        tc->local = l->svc.per_user && tc->fd >= 0 &&
+                    getsockopt(tc->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred &&
+                    cred.pid > 0;
+        tc->uid = tc->local ? (unsigned)cred.uid : 0;
+        unsigned same = 0;
         pthread_mutex_lock(&l->mu);
+        for (tracked_conn *o = l->conns; tc->local && o; o = o->next)
+            same += o->local && o->uid == tc->uid;
         tc->next = l->conns;
         l->conns = tc;
+        if (tc->local && same >= l->svc.per_client) { /* one user's connections never starve the others' */
+            shutdown(tc->fd, SHUT_RDWR);
+            tc->fd = -1;
+        }
         pthread_mutex_unlock(&l->mu);
         *socket_context = tc;
         return;

@@ -28,6 +28,7 @@ typedef struct abx_http_service {
     unsigned idle_s; /* a connection that sends nothing this long is closed (ABX_HTTP_FOREVER: never) */
     unsigned header_deadline_s; /* to send each request's headers */
     unsigned per_client;        /* connections per client address */
+    bool per_user;              /* a Unix socket's callers: per_client connections per host user (uid) */
     unsigned max_connections;   /* in all */
 } abx_http_service;
 

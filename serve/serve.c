@@ -1491,6 +1491,7 @@ int serve_run(const serve_config *cfg, abx_error **err)
         rc = s->peers ? serve_socket_open(cfg->socket_path, &svc.listen_fd, &activated, err)
                       : abx__error_set(err, ABX_ENOMEM, "serve");
         svc.listen = NULL;
+        svc.per_user = true; /* ABX_SERVE_CLIENT_CONNECTIONS per host user */
     }
     if (rc == 0)
         rc = abx__http_start(&svc, &listener, err);

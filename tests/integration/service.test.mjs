@@ -10,6 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,9 +58,9 @@ function as(user, args, { input, extra, timeout = 60000 } = {}) {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: 0 };
 }
 
-function startService(extraEnv = {}) {
+function startService(extraEnv = {}, sock = SOCK) {
   return new Promise((resolve, reject) => {
-    const child = spawn(abx, ['serve', '--socket', SOCK, '--warm', '0'],
+    const child = spawn(abx, ['serve', '--socket', sock, '--warm', '0'],
       { env: { ...H.env, ABX_SYSTEM_CONFIG: SYSTEM, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
     const drop = onExit(() => child.kill('SIGKILL'));
     let err = '';
@@ -192,6 +193,25 @@ test('a member of [service] admin_groups lists and kills everyone\'s sandboxes w
   assert.equal(as(A, ['info', a]).status, 1);
   assert.equal(as(A, ['kill', '--all', own]).status, 1);
   assert.equal(as(D, ['kill', own]).status, 0);
+});
+
+test('one user\'s connections never starve another\'s: at most ABX_SERVE_CLIENT_CONNECTIONS per host user', async () => {
+  const sock2 = path.join(work, 'run', 'limited.sock');
+  const svc = await startService({ ABX_SERVE_CLIENT_CONNECTIONS: '4' }, sock2);
+  const open = () => new Promise((resolve, reject) => { const c = net.connect(sock2, () => resolve(c)); c.on('error', reject); });
+  const held = [];
+  try {
+    for (let i = 0; i < 4; i++) held.push(await open()); // this test's (root's), idle
+    await new Promise((r) => setTimeout(r, 200));
+    const fifth = await open();
+    const cut = await new Promise((r) => { fifth.on('close', () => r(true)); setTimeout(() => r(false), 3000); });
+    assert.ok(cut, 'a fifth connection of one user was kept');
+    const other = as(A, ['list', '--json'], { extra: { ABX_SOCKET: sock2 } });
+    assert.equal(other.status, 0, other.stderr);
+  } finally {
+    for (const c of held) c.destroy();
+    await stopService(svc);
+  }
 });
 
 test('a user outside the allowed group gets the error naming the group, and nothing is created', () => {
