@@ -226,7 +226,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud)
 
 /* The service's own answers carry abx's code ("E8033: ..."): kept, with
  * its words (the service says only what the caller may know). */
-static int service_error(const answer *a, long status, abx_error **err)
+static int service_error(const answer *a, abx_error **err)
 {
     json_t *doc = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0, NULL);
     const char *m = json_string_value(json_object_get(doc, "message"));
@@ -235,7 +235,6 @@ static int service_error(const answer *a, long status, abx_error **err)
     if (m && sscanf(m, "E%4u: ", &code) == 1 && code > 8000 && code < 9000 && strlen(m) > 7)
         rc = abx__error_set(err, (int)code, "%s", m + 7);
     json_decref(doc);
-    (void)status;
     return rc;
 }
 
@@ -363,7 +362,7 @@ static int api_ex(const e2b_client *ec, const char *method, const char *path, js
             abx__buf_free(&a.body);
             continue;
         } else if (status < 200 || status > 299) {
-            rc = ec->unix_socket[0] ? service_error(&a, status, err) : 0;
+            rc = ec->unix_socket[0] ? service_error(&a, err) : 0;
             if (rc == 0)
                 rc = status_error(ec, status, err);
         } else if (a.body.len) {

@@ -36,6 +36,8 @@
 
 #define RUN_LIFETIME_S 120 /* a run's sandbox outlives a vanished client by at most this */
 #define RUN_RENEW_S 30
+#define SERVICE_BUILD_TIMEOUT_S                                                                              \
+    86400L /* a build or import answers when it is done: minutes, for FROM debian */
 
 bool abx_service_socket(char *out, size_t len)
 {
@@ -92,11 +94,9 @@ int abx__service_hint(int rc, abx_error **err)
 
 typedef struct run_through {
     abx_sandbox *sandbox;
-    int sigfd;          /* SIGINT, SIGTERM, SIGHUP: end the command */
-    int signal_number;  /* the one that came, or 0 */
-    time_t renewed;     /* the sandbox's lifetime, last pushed on */
-    unsigned command_s; /* the run's --timeout (0: none) */
-    time_t started;
+    int sigfd;         /* SIGINT, SIGTERM, SIGHUP: end the command */
+    int signal_number; /* the one that came, or 0 */
+    time_t renewed;    /* the sandbox's lifetime, last pushed on */
 } run_through;
 
 static void write_out(int fd, const char *data, size_t len)
@@ -156,12 +156,18 @@ static void create_options_of(const abx_run_options *o, abx_create_options *co)
 int abx__run_through_service(const abx_run_options *o, int *exit_status, abx_error **err)
 {
     *exit_status = 125;
+    if (o->limits.pids != ABX_DEFAULT_PIDS || o->limits.disk_mb != ABX_DEFAULT_DISK_MB)
+        return abx__error_set(
+            err, ABX_ENOTSUP,
+            "--pids and --disk: through the abx service a sandbox has the defaults (%u tasks, "
+            "%u MiB); leave them out",
+            ABX_DEFAULT_PIDS, ABX_DEFAULT_DISK_MB);
     abx_client_options opts = {.provider = "local"};
     abx_client *c = NULL;
     int rc = abx_client_new(&opts, &c, err);
     abx_create_options co;
     create_options_of(o, &co);
-    run_through r = {.sigfd = -1, .renewed = time(NULL), .command_s = o->timeout_s, .started = time(NULL)};
+    run_through r = {.sigfd = -1, .renewed = time(NULL)};
     if (rc == 0)
         rc = abx_sandbox_create(c, &co, &r.sandbox, err);
     if (rc < 0) {
@@ -285,7 +291,7 @@ int abx__service_template_build(abx_client *c, const abx_template_build_options 
     if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
         rc = abx__error_errno(err, ABX_ESYS, errno, "the packed context");
     if (rc == 0)
-        rc = abx__provider_service_call(c, "POST", path, fd, header, 0, &doc, err);
+        rc = abx__provider_service_call(c, "POST", path, fd, header, SERVICE_BUILD_TIMEOUT_S, &doc, err);
     if (fd >= 0)
         close(fd);
     if (rc == 0)
@@ -315,7 +321,7 @@ int abx__service_template_import(abx_client *c, const char *name, const char *so
     char path[160];
     snprintf(path, sizeof path, "/abx/templates/import?name=%s", name);
     json_t *doc = NULL;
-    int rc = abx__provider_service_call(c, "POST", path, fd, NULL, 0, &doc, err);
+    int rc = abx__provider_service_call(c, "POST", path, fd, NULL, SERVICE_BUILD_TIMEOUT_S, &doc, err);
     close(fd);
     if (rc == 0 && info && !(*info = json_dumps(json_object_get(doc, "info") ?: json_object(), JSON_COMPACT)))
         rc = abx__error_set(err, ABX_ENOMEM, "template");

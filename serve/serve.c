@@ -198,6 +198,9 @@ static serve_key *peer_of(serve_ctx *s, struct MHD_Connection *c, bool *admin, u
         return NULL;
     }
     pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->npeers && !k;
+         i++) /* another request of this uid's may have added it meanwhile */
+        k = s->peers[i].uid == uid ? &s->peers[i] : NULL;
     if (!k && s->npeers < MAX_PEERS) {
         serve_key *n = &s->peers[s->npeers];
         memset(n, 0, sizeof *n);
@@ -997,13 +1000,26 @@ static enum MHD_Result begin_upload(struct MHD_Connection *c, serve_req *rq, boo
     return MHD_YES;
 }
 
-#define BUILD_EVENTS_MAX 4096 /* kept for the answer; the newest dropped past it */
+#define BUILD_EVENTS_MAX 4096            /* kept for the answer */
+#define BUILD_EVENT_BYTES_MAX (4u << 20) /* of them in all: a build's output past it is left out */
+
+typedef struct kept_events {
+    json_t *events;
+    size_t bytes;
+    bool cut; /* output was left out: said once, at the end */
+} kept_events;
 
 static void keep_event(const char *event_json, void *ud)
 {
-    json_t *events = ud;
-    if (json_array_size(events) < BUILD_EVENTS_MAX)
-        json_array_append_new(events, json_loads(event_json, 0, NULL) ?: json_null());
+    kept_events *k = ud;
+    size_t n = strlen(event_json);
+    bool room = json_array_size(k->events) < BUILD_EVENTS_MAX - 1 && k->bytes + n <= BUILD_EVENT_BYTES_MAX;
+    if (!room) {
+        k->cut = true;
+        return;
+    }
+    k->bytes += n;
+    json_array_append_new(k->events, json_loads(event_json, 0, NULL) ?: json_null());
 }
 
 /* X-Abx-Build-Args: a JSON array of "K=V" strings, as a NULL-terminated copy (free_pairs). */
@@ -1030,7 +1046,8 @@ static enum MHD_Result template_upload(struct MHD_Connection *c, serve_req *rq, 
         return send_error(c, 400, "E8001: name: the template's name");
     abx_error *err = NULL;
     char *info = NULL;
-    json_t *events = json_array();
+    kept_events kept = {.events = json_array()};
+    json_t *events = kept.events;
     int rc;
     if (strcmp(url, "/abx/templates/build") == 0) {
         bool bad = false;
@@ -1040,7 +1057,7 @@ static enum MHD_Result template_upload(struct MHD_Connection *c, serve_req *rq, 
                                          .no_cache = no_cache && strcmp(no_cache, "1") == 0,
                                          .network = network,
                                          .on_event = keep_event,
-                                         .userdata = events,
+                                         .userdata = &kept,
                                          .context_archive = archive};
         rc = bad ? abx__error_set(&err, ABX_EINVAL, "X-Abx-Build-Args: a JSON array of at most 256 strings")
                  : abx_template_build(rq->key->client, &bo, &info, &err);
@@ -1052,6 +1069,9 @@ static enum MHD_Result template_upload(struct MHD_Connection *c, serve_req *rq, 
         json_decref(events);
         return send_abx_error(c, rc, err);
     }
+    if (kept.cut)
+        json_array_append_new(events, json_pack("{s:s, s:s}", "event", "note", "message",
+                                                "the build's output past 4 MiB was left out of this answer"));
     json_t *made = info ? json_loads(info, 0, NULL) : NULL;
     abx_free(info);
     return send_json(c, 200, json_pack("{s:o, s:o}", "info", made ? made : json_object(), "events", events),

@@ -54,7 +54,7 @@ function asArgv(user, argv, extra) {
 
 /** abx as user, through the service. */
 function as(user, args, { input, extra, timeout = 60000 } = {}) {
-  const r = spawnSync('runuser', asArgv(user, [`${bin}/abx`, ...args], extra), { encoding: 'utf8', input, timeout });
+  const r = spawnSync('runuser', asArgv(user, [`${bin}/abx`, ...args], extra), { encoding: 'utf8', input, timeout, maxBuffer: 64 << 20 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: 0 };
 }
 
@@ -149,6 +149,9 @@ test('a user\'s --memory is enforced: an allocation over it is killed', () => {
   const r = as(A, ['run', '--memory', '64', '--', 'python3', '-c', 'a = bytearray(300 << 20); print(len(a))']);
   assert.equal(r.status, 137, `${r.status} ${r.stderr}`);
   assert.equal(r.stdout, '');
+  const pids = as(A, ['run', '--pids', '64', '--', 'true']); // not carried through the service yet: said, not dropped
+  assert.equal(pids.status, 125);
+  assert.match(pids.stderr, /E8004: --pids and --disk: through the abx service/);
 });
 
 test('user A gives user B\'s sandbox id to every verb: each answers exactly as an unknown id; list --all is root\'s', () => {
@@ -331,6 +334,17 @@ test('templates a user imports or builds are their own: by their name to them, ~
   const stored = all.find((t) => t.name === `~${uidOf(A)}.built`);
   assert.ok(stored, all.map((t) => t.name).join(' '));
   assert.equal(stored.owner, `uid:${uidOf(A)}`);
+  // a build whose output floods: the service answers at most 4 MiB of it, and says so
+  const loud = path.join(work, `ctx3-${A}`);
+  fs.mkdirSync(loud);
+  fs.writeFileSync(path.join(loud, 'Dockerfile'), 'FROM mini\nCOPY big.txt /big.txt\nRUN cat /big.txt\n');
+  fs.writeFileSync(path.join(loud, 'big.txt'), `${'x'.repeat(99)}\n`.repeat(200000)); // 20 MB
+  sh('chown', ['-h', '-R', A, loud]);
+  const flood = as(A, ['--json', 'template', 'build', '--no-cache', 'loud', loud], { timeout: 300000 });
+  assert.equal(flood.status, 0, flood.stderr.slice(-2000));
+  assert.ok(flood.stdout.length < (5 << 20), `${flood.stdout.length} bytes of events`);
+  assert.match(flood.stdout, /output past 4 MiB was left out/);
+  assert.equal(as(A, ['template', 'rm', 'loud']).status, 0);
   const prune = as(A, ['template', 'prune']);
   assert.equal(prune.status, 1);
   assert.match(prune.stderr, /E8033/);
