@@ -249,6 +249,11 @@ int abx__cgroup_attach(const abx_cgroup *cg, pid_t pid, abx_error **err)
         if (rc < 0)
             return rc;
     }
+    for (int i = 0; i < cg->nextra; i++) {
+        int rc = write_knob(cg->extra[i], "cgroup.procs", value, err);
+        if (rc < 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -277,7 +282,7 @@ static bool member_of(int pid, const char *dir)
  * listed. Each is pinned with a pidfd first and checked to be a member
  * still, so a pid that exited and was reused by another process after the
  * list was read is never signalled. */
-static int kill_members(const char *dir)
+static int signal_members(const char *dir, int sig)
 {
     char path[512], buf[4096];
     snprintf(path, sizeof path, "%s/cgroup.procs", dir);
@@ -292,7 +297,7 @@ static int kill_members(const char *dir)
         if (pid > 0 && pid < INT32_MAX) {
             int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
             if (pidfd >= 0 && member_of((int)pid, dir))
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
             if (pidfd >= 0)
                 close(pidfd);
             count++;
@@ -302,6 +307,11 @@ static int kill_members(const char *dir)
             p++;
     }
     return count;
+}
+
+static int kill_members(const char *dir)
+{
+    return signal_members(dir, SIGKILL);
 }
 
 static bool freezer_is(const char *dir, const char *state)
@@ -351,6 +361,17 @@ bool abx__cgroup_oom_killed(const abx_cgroup *cg)
 
 void abx__cgroup_destroy(abx_cgroup *cg)
 {
+    if (cg->keep_dirs) { /* joined: another owner's directories */
+        cg->ndirs = cg->nextra = 0;
+        return;
+    }
+    for (int i = cg->nextra - 1; i >= 0; i--)
+        for (int attempt = 0; attempt < 1000 && rmdir(cg->extra[i]) < 0 && errno == EBUSY; attempt++) {
+            kill_members(cg->extra[i]);
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    cg->nextra = 0;
     if (cg->version == 1 && cg->freezer && cg->ndirs == ABX_CGROUP_MAX_DIRS)
         kill_frozen(cg->dirs[3]);
     for (int i = cg->ndirs - 1; i >= 0; i--) {
@@ -551,4 +572,313 @@ int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned
             p++;
     }
     return 0;
+}
+
+/* ---- cgroups at a path: OCI containers (abx-oci) ---- */
+
+static const char *const v1_extra_controllers[ABX_CGROUP_MAX_EXTRA] = {"cpuset", "devices", "cpuacct",
+                                                                       "blkio",  "systemd", "net_cls"};
+
+/* A v1 cpuset leaf starts with no cpus and no mems: no task may join it
+ * until they are copied from its parent. */
+static void cpuset_inherit(const char *dir)
+{
+    static const char *const knobs[] = {"cpuset.cpus", "cpuset.mems"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[600], parent[600], value[256];
+        snprintf(path, sizeof path, "%s/%s", dir, knobs[i]);
+        if (abx__read_small_file(path, value, sizeof value) >= 0 && value[0] != '\n' && value[0])
+            continue;
+        snprintf(parent, sizeof parent, "%s", dir);
+        char *slash = strrchr(parent, '/');
+        if (!slash)
+            continue;
+        snprintf(slash, sizeof parent - (size_t)(slash - parent), "/%s", knobs[i]);
+        if (abx__read_small_file(parent, value, sizeof value) >= 0)
+            abx__write_file_at(AT_FDCWD, path, value);
+    }
+}
+
+/* mkdir -p of root + path, one level at a time: *made says whether the
+ * leaf itself was made here. v1 cpuset levels inherit as they are made;
+ * v2 levels enable the controllers for their children. */
+static int mkdir_levels(const char *root, const char *path, bool cpuset, bool v2, bool *made)
+{
+    char dir[256];
+    int n = snprintf(dir, sizeof dir, "%s", root);
+    *made = false;
+    for (const char *p = path; *p;) {
+        while (*p == '/')
+            p++;
+        size_t len = strcspn(p, "/");
+        if (len == 0)
+            break;
+        if (len == 2 && strncmp(p, "..", 2) == 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        if (v2) {
+            char ctl[300];
+            snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", dir);
+            if (abx__write_file_at(AT_FDCWD, ctl, "+memory +pids +cpu") < 0)
+                abx__write_file_at(AT_FDCWD, ctl, "+memory +pids");
+            abx__write_file_at(AT_FDCWD, ctl, "+cpuset");
+        }
+        int w = snprintf(dir + n, sizeof dir - (size_t)n, "/%.*s", (int)len, p);
+        if (w < 0 || (size_t)w >= sizeof dir - (size_t)n) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        n += w;
+        if (mkdir(dir, 0755) == 0)
+            *made = true;
+        else if (errno != EEXIST)
+            return -1;
+        else
+            *made = false;
+        if (cpuset)
+            cpuset_inherit(dir);
+        p += len;
+    }
+    return 0;
+}
+
+static void fill_path(abx_cgroup *cg, const char *path, bool create_check)
+{
+    (void)create_check;
+    memset(cg, 0, sizeof *cg);
+    cg->version = abx__cgroup_detect(NULL);
+    if (cg->version == 2) {
+        snprintf(cg->dirs[cg->ndirs++], sizeof cg->dirs[0], CGROUP_FS "%s%s", path[0] == '/' ? "" : "/",
+                 path);
+        return;
+    }
+    if (cg->version != 1)
+        return;
+    for (int i = 0; i < ABX_CGROUP_MAX_DIRS; i++) {
+        char root[128];
+        snprintf(root, sizeof root, CGROUP_FS "/%s", v1_controllers[i]);
+        if (i >= V1_REQUIRED && !is_fs(root, CGROUP_SUPER_MAGIC))
+            break;
+        snprintf(cg->dirs[cg->ndirs++], sizeof cg->dirs[0], "%s%s%s", root, path[0] == '/' ? "" : "/", path);
+        cg->freezer = i == 3;
+    }
+    for (int i = 0; i < ABX_CGROUP_MAX_EXTRA; i++) {
+        char root[128];
+        snprintf(root, sizeof root, CGROUP_FS "/%s", v1_extra_controllers[i]);
+        if (is_fs(root, CGROUP_SUPER_MAGIC))
+            snprintf(cg->extra[cg->nextra++], sizeof cg->extra[0], "%s%s%s", root, path[0] == '/' ? "" : "/",
+                     path);
+    }
+}
+
+void abx__cgroup_open_path(abx_cgroup *cg, const char *path)
+{
+    fill_path(cg, path, false);
+}
+
+int abx__cgroup_create_path(abx_cgroup *cg, const char *path, abx_error **err)
+{
+    int version = abx__cgroup_detect(err);
+    if (version < 0)
+        return version;
+    if (strlen(path) > 180)
+        return abx__error_set(err, ABX_EINVAL, "linux.cgroupsPath is longer than 180 characters");
+    fill_path(cg, path, true);
+    bool made_any = false, joined = false;
+    for (int i = 0; i < cg->ndirs + cg->nextra; i++) {
+        bool extra = i >= cg->ndirs;
+        const char *ctl = version == 2 ? "" : extra ? v1_extra_controllers[i - cg->ndirs] : v1_controllers[i];
+        char root[128];
+        snprintf(root, sizeof root, CGROUP_FS "%s%s", version == 2 ? "" : "/", ctl);
+        bool made;
+        if (mkdir_levels(root, path, strcmp(ctl, "cpuset") == 0, version == 2, &made) < 0) {
+            int saved = errno;
+            cg->keep_dirs = !made_any;
+            abx__cgroup_destroy(cg);
+            return abx__error_set(err, ABX_ECGROUP, "cgroup: cannot create %s under %s: %s", path, root,
+                                  strerror(saved));
+        }
+        made_any |= made;
+        joined |= !made;
+    }
+    cg->keep_dirs = joined && !made_any;
+    return 0;
+}
+
+void abx__cgroup_resources_init(abx_cgroup_resources *res)
+{
+    memset(res, 0, sizeof *res);
+    res->memory_limit = res->memory_swap = res->memory_reservation = ABX_CGROUP_UNSET;
+    res->cpu_shares = res->cpu_quota = res->cpu_period = ABX_CGROUP_UNSET;
+    res->pids_limit = ABX_CGROUP_UNSET;
+}
+
+static int write_i64(const char *dir, const char *knob, int64_t v, const char *unlimited, abx_error **err)
+{
+    char value[32];
+    if (v < 0)
+        snprintf(value, sizeof value, "%s", unlimited);
+    else
+        snprintf(value, sizeof value, "%lld", (long long)v);
+    return write_knob(dir, knob, value, err);
+}
+
+static bool has_knob(const char *dir, const char *knob)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, knob);
+    return access(path, F_OK) == 0;
+}
+
+static const char *extra_dir(const abx_cgroup *cg, const char *controller)
+{
+    for (int i = 0; i < cg->nextra; i++) {
+        char want[64];
+        snprintf(want, sizeof want, CGROUP_FS "/%s/", controller);
+        if (strncmp(cg->extra[i], want, strlen(want)) == 0)
+            return cg->extra[i];
+    }
+    return NULL;
+}
+
+static int apply_devices_v1(const char *dir, const abx_cgroup_resources *res, abx_error **err)
+{
+    for (int i = 0; i < res->n_devices; i++) {
+        const abx_cgroup_device_rule *d = &res->devices[i];
+        char rule[96], major[24], minor[24];
+        snprintf(major, sizeof major, d->major < 0 ? "*" : "%lld", (long long)d->major);
+        snprintf(minor, sizeof minor, d->minor < 0 ? "*" : "%lld", (long long)d->minor);
+        if (d->type == 'a')
+            snprintf(rule, sizeof rule, "a");
+        else
+            snprintf(rule, sizeof rule, "%c %s:%s %s", d->type, major, minor,
+                     d->access[0] ? d->access : "rwm");
+        int rc = write_knob(dir, d->allow ? "devices.allow" : "devices.deny", rule, err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int apply_v1(const abx_cgroup *cg, const abx_cgroup_resources *r, abx_error **err)
+{
+    const char *mem = cg->dirs[0], *pids = cg->dirs[1], *cpu = cg->dirs[2];
+    int rc = 0;
+    /* memory+swap must never be below memory: raise the pair in the order that keeps it so */
+    if (r->memory_limit != ABX_CGROUP_UNSET &&
+        (rc = write_i64(mem, "memory.limit_in_bytes", r->memory_limit, "-1", err)) < 0 &&
+        r->memory_swap == ABX_CGROUP_UNSET)
+        return rc;
+    if (r->memory_swap != ABX_CGROUP_UNSET && has_knob(mem, "memory.memsw.limit_in_bytes")) {
+        if ((rc = write_i64(mem, "memory.memsw.limit_in_bytes", r->memory_swap, "-1", err)) < 0)
+            return rc;
+        if (r->memory_limit != ABX_CGROUP_UNSET &&
+            (rc = write_i64(mem, "memory.limit_in_bytes", r->memory_limit, "-1", err)) < 0)
+            return rc;
+    } else if (rc < 0)
+        return rc;
+    if (r->memory_reservation != ABX_CGROUP_UNSET &&
+        (rc = write_i64(mem, "memory.soft_limit_in_bytes", r->memory_reservation, "-1", err)) < 0)
+        return rc;
+    if (r->pids_limit != ABX_CGROUP_UNSET &&
+        (rc = write_i64(pids, "pids.max", r->pids_limit <= 0 ? -1 : r->pids_limit, "max", err)) < 0)
+        return rc;
+    if (r->cpu_shares != ABX_CGROUP_UNSET &&
+        (rc = write_i64(cpu, "cpu.shares", r->cpu_shares, "1024", err)) < 0)
+        return rc;
+    if (r->cpu_period != ABX_CGROUP_UNSET &&
+        (rc = write_i64(cpu, "cpu.cfs_period_us", r->cpu_period, "100000", err)) < 0)
+        return rc;
+    if (r->cpu_quota != ABX_CGROUP_UNSET &&
+        (rc = write_i64(cpu, "cpu.cfs_quota_us", r->cpu_quota, "-1", err)) < 0)
+        return rc;
+    const char *cpuset = extra_dir(cg, "cpuset");
+    if (r->cpuset_cpus[0] && (!cpuset || (rc = write_knob(cpuset, "cpuset.cpus", r->cpuset_cpus, err)) < 0))
+        return cpuset ? rc : abx__error_set(err, ABX_ECGROUP, "cgroup: this host has no cpuset controller");
+    if (r->cpuset_mems[0] && (!cpuset || (rc = write_knob(cpuset, "cpuset.mems", r->cpuset_mems, err)) < 0))
+        return cpuset ? rc : abx__error_set(err, ABX_ECGROUP, "cgroup: this host has no cpuset controller");
+    const char *devices = extra_dir(cg, "devices");
+    if (r->n_devices > 0 && devices && !cg->keep_dirs)
+        return apply_devices_v1(devices, r, err);
+    return 0;
+}
+
+static int apply_v2(const abx_cgroup *cg, const abx_cgroup_resources *r, abx_error **err)
+{
+    const char *dir = cg->dirs[0];
+    int rc;
+    if (r->memory_limit != ABX_CGROUP_UNSET &&
+        (rc = write_i64(dir, "memory.max", r->memory_limit, "max", err)) < 0)
+        return rc;
+    if (r->memory_swap != ABX_CGROUP_UNSET && has_knob(dir, "memory.swap.max")) {
+        /* OCI's swap is memory+swap; v2's swap.max is the swap alone */
+        int64_t swap = r->memory_swap < 0 || r->memory_limit < 0 ? -1 : r->memory_swap - r->memory_limit;
+        if ((rc = write_i64(dir, "memory.swap.max", swap < 0 && r->memory_swap >= 0 ? 0 : swap, "max", err)) <
+            0)
+            return rc;
+    }
+    if (r->memory_reservation != ABX_CGROUP_UNSET &&
+        (rc = write_i64(dir, "memory.low", r->memory_reservation, "0", err)) < 0)
+        return rc;
+    if (r->pids_limit != ABX_CGROUP_UNSET &&
+        (rc = write_i64(dir, "pids.max", r->pids_limit <= 0 ? -1 : r->pids_limit, "max", err)) < 0)
+        return rc;
+    if (r->cpu_shares != ABX_CGROUP_UNSET && r->cpu_shares > 0) {
+        /* runc's mapping of v1 shares [2, 262144] to v2 weight [1, 10000] */
+        int64_t weight = 1 + ((r->cpu_shares - 2) * 9999) / 262142;
+        if ((rc = write_i64(dir, "cpu.weight", weight, "100", err)) < 0)
+            return rc;
+    }
+    if (r->cpu_quota != ABX_CGROUP_UNSET || r->cpu_period != ABX_CGROUP_UNSET) {
+        char value[64], quota[24];
+        int64_t period = r->cpu_period > 0 ? r->cpu_period : CPU_PERIOD_US;
+        snprintf(quota, sizeof quota, r->cpu_quota > 0 ? "%lld" : "max", (long long)r->cpu_quota);
+        snprintf(value, sizeof value, "%s %lld", quota, (long long)period);
+        if ((rc = write_knob(dir, "cpu.max", value, err)) < 0)
+            return rc;
+    }
+    if (r->cpuset_cpus[0] && (rc = write_knob(dir, "cpuset.cpus", r->cpuset_cpus, err)) < 0)
+        return rc;
+    if (r->cpuset_mems[0] && (rc = write_knob(dir, "cpuset.mems", r->cpuset_mems, err)) < 0)
+        return rc;
+    return 0;
+}
+
+int abx__cgroup_apply(const abx_cgroup *cg, const abx_cgroup_resources *res, abx_error **err)
+{
+    if (cg->ndirs == 0)
+        return abx__error_set(err, ABX_ECGROUP, "cgroup: the container has no cgroup");
+    return cg->version == 2 ? apply_v2(cg, res, err) : apply_v1(cg, res, err);
+}
+
+size_t abx__cgroup_members(const abx_cgroup *cg, pid_t *out, size_t cap)
+{
+    if (cg->ndirs == 0)
+        return 0;
+    char path[600];
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg->dirs[0]);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = 0;
+    long pid;
+    while (n < cap && fscanf(f, "%ld", &pid) == 1)
+        if (pid > 0 && pid < INT32_MAX)
+            out[n++] = (pid_t)pid;
+    fclose(f);
+    return n;
+}
+
+void abx__cgroup_signal_all(const abx_cgroup *cg, int sig)
+{
+    if (cg->ndirs > 0)
+        signal_members(cg->dirs[0], sig);
+}
+
+bool abx__cgroup_frozen(const abx_cgroup *cg)
+{
+    if (cg->version == 2 && cg->ndirs > 0)
+        return freeze_done(cg, true);
+    return cg->version == 1 && cg->freezer && cg->ndirs > 3 && freezer_is(cg->dirs[3], "FROZEN");
 }

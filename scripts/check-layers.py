@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check-layers.py: the walls between abx's layers (../shared/DESIGN.md).
 
-The front ends (src/, mcp/, serve/, and the Python SDK's python/) use only
+The front ends (src/, mcp/, serve/, oci/, and the Python SDK's python/) use only
 the public header (include/abx/) and the base layer (base/): a front end
 that names an internal header, or an identifier of libabx's internals
 (abx__..., or an abx_... name the public header and the base layer do not
@@ -15,7 +15,7 @@ import os
 import re
 import sys
 
-FRONT_ENDS = ['src', 'mcp', 'serve', 'python']
+FRONT_ENDS = ['src', 'mcp', 'serve', 'oci', 'python']
 # Front ends that host others: the CLI runs the MCP server and abx serve.
 HOSTS = {'src': ['mcp', 'serve']}
 # Headers the build generates for a front end (mcp's embedded tool list).

@@ -9,7 +9,7 @@
 # Tests and benchmarks are tools, not product: only 2-4 look at them.
 set -eu
 cd "$(dirname "$0")/.."
-C_FOLDERS="include/abx base runtime lib lib/local mcp serve src"
+C_FOLDERS="include/abx base runtime lib lib/local mcp serve src oci"
 files=""
 for d in $C_FOLDERS; do
     for f in "$d"/*.c "$d"/*.h; do

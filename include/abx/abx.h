@@ -697,6 +697,81 @@ ABX_API int abx_sandbox_remove(abx_sandbox *s, const char *path, const char *use
 ABX_API int abx_sandbox_move(abx_sandbox *s, const char *from, const char *to, const char *user,
                              abx_error **err);
 
+/* ---- abx-oci: an OCI runtime with runc's command line (lib/oci.c) ----
+ *
+ * Containers made from OCI bundles for the engines that call a runtime
+ * (containerd's runc shim, CRI-O, Podman's conmon, Docker): each
+ * container's state lives in root/<id>. The engine's stdio is the
+ * container's; its first process is left to the caller's subreaper. */
+typedef struct abx_oci_runtime {
+    const char *root;    /* the state directory; NULL: /run/abx-oci (or $XDG_RUNTIME_DIR/abx-oci) */
+    bool systemd_cgroup; /* cgroupsPath is "slice:prefix:name" (made as that path on cgroupfs) */
+} abx_oci_runtime;
+
+typedef struct abx_oci_create_options {
+    const char *bundle;         /* the bundle directory (config.json and the root); NULL: the cwd */
+    const char *pid_file;       /* where the container's pid is written; may be NULL */
+    const char *console_socket; /* a unix socket the pseudo-terminal's master is sent to */
+    bool no_pivot;              /* move the root and chroot instead of pivot_root */
+    bool no_new_keyring;        /* accepted: abx-oci never makes a session keyring */
+    int preserve_fds;           /* fds 3 .. 3 + N - 1 are passed to the process */
+} abx_oci_create_options;
+
+/* Makes container id from the bundle, its process waiting for
+ * abx_oci_start. E8001 for a bad config or an id in use. */
+ABX_API int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_create_options *opts,
+                           abx_error **err);
+/* Starts the process of a created container. E8016 when it is not created. */
+ABX_API int abx_oci_start(const abx_oci_runtime *rt, const char *id, abx_error **err);
+/* The OCI state of a container as JSON (*json: abx_free): ociVersion, id,
+ * status (created, running, paused, stopped), pid, bundle, rootfs,
+ * created, annotations. E8002 "container does not exist". */
+ABX_API int abx_oci_state(const abx_oci_runtime *rt, const char *id, char **json, abx_error **err);
+/* Every container's state, as a JSON array (*json: abx_free). */
+ABX_API int abx_oci_list(const abx_oci_runtime *rt, char **json, abx_error **err);
+/* Sends sig to the container's process (all: to every process in its
+ * cgroup). E8016 "container not running" when it is stopped. */
+ABX_API int abx_oci_kill(const abx_oci_runtime *rt, const char *id, int sig, bool all, abx_error **err);
+/* Removes a stopped container (force: any, killing it first), running
+ * its poststop hooks; never touches the bundle. */
+ABX_API int abx_oci_delete(const abx_oci_runtime *rt, const char *id, bool force, abx_error **err);
+/* Freezes (pause) or thaws the container's cgroup. */
+ABX_API int abx_oci_pause(const abx_oci_runtime *rt, const char *id, bool pause, abx_error **err);
+/* The container's processes (host pids; *pids: abx_free). */
+ABX_API int abx_oci_ps(const abx_oci_runtime *rt, const char *id, int **pids, size_t *count, abx_error **err);
+/* Writes new cgroup resources (linux.resources' JSON shape). */
+ABX_API int abx_oci_update(const abx_oci_runtime *rt, const char *id, const char *resources_json,
+                           abx_error **err);
+
+typedef struct abx_oci_exec_options {
+    const char *process_path; /* a process object (config.json's "process" shape); or: */
+    const char *const *args;  /* the command, NULL-terminated (the container's env, user and caps) */
+    const char *const *env;   /* added "K=V", NULL-terminated; may be NULL */
+    const char *cwd;          /* NULL: the config's */
+    const char *user;         /* "UID[:GID]"; NULL: the config's */
+    bool tty;
+    bool detach; /* leave it running and return; else wait for it */
+    const char *pid_file;
+    const char *console_socket;
+    int preserve_fds;
+} abx_oci_exec_options;
+/* Runs another process in a running container. Not detached:
+ * *exit_status is its exit code (128 + signal). */
+ABX_API int abx_oci_exec(const abx_oci_runtime *rt, const char *id, const abx_oci_exec_options *opts,
+                         int *exit_status, abx_error **err);
+/* create, start, and (unless detach) wait and delete: *exit_status is the
+ * process's exit code. */
+ABX_API int abx_oci_run(const abx_oci_runtime *rt, const char *id, const abx_oci_create_options *opts,
+                        bool detach, int *exit_status, abx_error **err);
+/* A default config.json for a bundle whose root is "rootfs" (abx_free). */
+ABX_API char *abx_oci_default_spec(void);
+/* What this runtime supports, as the OCI features document (abx_free). */
+ABX_API char *abx_oci_features(void);
+/* A signal's number from "SIGKILL", "KILL" or "9"; -1 when it is none. */
+ABX_API int abx_oci_signal_parse(const char *text);
+/* The OCI runtime specification version abx-oci implements ("1.2.0"). */
+ABX_API const char *abx_oci_spec_version(void);
+
 #ifdef __cplusplus
 }
 #endif
