@@ -343,6 +343,15 @@ static int make_state_dir(const abx_oci_runtime *rt, const char *id, abx_error *
 {
     char root[PATH_MAX], dir[PATH_MAX];
     root_dir(rt, root, sizeof root);
+    for (char *p = root + 1; *p; p++) { /* its parents too, as runc does */
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int made = abx__mkdir_exist_ok(root, 0711);
+        *p = '/';
+        if (made < 0)
+            return abx__error_errno(err, ABX_EIO, errno, root);
+    }
     if (abx__mkdir_exist_ok(root, 0711) < 0)
         return abx__error_errno(err, ABX_EIO, errno, root);
     state_path(rt, id, NULL, dir, sizeof dir);

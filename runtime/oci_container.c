@@ -761,6 +761,11 @@ __attribute__((noreturn)) static void container_init(const container_ctx *c, int
     pivot(c);
     if (spec->rootfs_propagation & MS_SHARED && mount(NULL, "/", NULL, spec->rootfs_propagation, NULL) < 0)
         die(fd, "making / shared: %s", strerror(errno));
+    if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0)
+        die(fd, "setting the hostname: %s", strerror(errno));
+    if (spec->domainname && setdomainname(spec->domainname, strlen(spec->domainname)) < 0)
+        die(fd, "setting the domain name: %s", strerror(errno));
+    write_sysctls(c); /* before /proc/sys is made read-only */
     mask_paths(c, spec->masked_paths);
     readonly_paths(c, spec->readonly_paths);
     if (c->p->profile.sandbox) {
@@ -769,11 +774,6 @@ __attribute__((noreturn)) static void container_init(const container_ctx *c, int
     }
     if (spec->root_readonly && remount_bind("/", MS_RDONLY) < 0)
         die(fd, "making the root read-only: %s", strerror(errno));
-    if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0)
-        die(fd, "setting the hostname: %s", strerror(errno));
-    if (spec->domainname && setdomainname(spec->domainname, strlen(spec->domainname)) < 0)
-        die(fd, "setting the domain name: %s", strerror(errno));
-    write_sysctls(c);
     if (chdir(spec->process.cwd) < 0)
         die(fd, "chdir to cwd (\"%s\") set in config.json failed: %s", spec->process.cwd, strerror(errno));
     char program[PATH_MAX];
@@ -880,13 +880,15 @@ static int write_maps(const abx_oci_create_params *p, pid_t pid, abx_error **err
     return rc < 0 ? rc : write_idmap(pid, "gid_map", spec->gid_maps, spec->n_gid_maps, err);
 }
 
-static void set_rlimits(pid_t pid, const abx_oci_process *proc, abx_error **err)
+static int set_rlimits(pid_t pid, const abx_oci_process *proc, abx_error **err)
 {
     for (size_t i = 0; i < proc->n_rlimits; i++) {
         struct rlimit rl = {proc->rlimits[i].soft, proc->rlimits[i].hard};
-        if (prlimit(pid, (__rlimit_resource_t)proc->rlimits[i].resource, &rl, NULL) < 0 && err && !*err)
-            abx__error_errno(err, ABX_EJAIL, errno, "setting an rlimit");
+        if (prlimit(pid, (__rlimit_resource_t)proc->rlimits[i].resource, &rl, NULL) < 0)
+            return abx__error_set(err, ABX_EJAIL, "error setting rlimit type %d: %s", proc->rlimits[i].resource,
+                                  strerror(errno));
     }
+    return 0;
 }
 
 static int set_oom_score(pid_t pid, const abx_oci_process *proc, abx_error **err)
@@ -933,8 +935,9 @@ static int parent_sync(const abx_oci_create_params *p, int fd, pid_t child, pid_
             break;
         case SYNC_PID:
             *pid = m.value;
-            set_rlimits(*pid, &p->spec->process, NULL);
-            rc = set_oom_score(*pid, &p->spec->process, err);
+            if ((rc = set_rlimits(*pid, &p->spec->process, err)) < 0 ||
+                (rc = set_oom_score(*pid, &p->spec->process, err)) < 0)
+                return rc;
             continue;
         case SYNC_HOOKS: {
             char *state = hook_state(p, "created", *pid);
@@ -1167,8 +1170,8 @@ int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_
             rc = abx__error_set(err, ABX_EJAIL, "%s", m.text);
         else if (m.kind == SYNC_PID) {
             *pid = m.value;
-            set_rlimits(*pid, p->process, NULL);
-            set_oom_score(*pid, p->process, NULL);
+            if ((rc = set_rlimits(*pid, p->process, err)) == 0)
+                rc = set_oom_score(*pid, p->process, err);
         }
     }
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
