@@ -20,8 +20,9 @@ BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libja
   libmnl-dev libldns-dev libnftables-dev"
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
+# runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against)
 TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel
-  nftables curl mmdebstrap umoci systemd"
+  nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static"
 BENCH_PACKAGES="bubblewrap hyperfine"
 
 as_root() {
@@ -39,8 +40,19 @@ install_packages() {
     [ -z "$missing" ] && return 0
     echo "abx.sh: installing:$missing" >&2
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    # No service a package brings (docker, containerd) is started by the
+    # install: the tests start each engine on state of their own, and a
+    # machine-wide dockerd would rewrite the host's packet filter.
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        policy=/usr/sbin/policy-rc.d
+        printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy"
+    fi
+    rc=0
     # shellcheck disable=SC2086
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2 || rc=$?
+    if [ -n "$policy" ]; then as_root rm -f "$policy"; fi
+    return $rc
 }
 
 install_node() {

@@ -166,9 +166,10 @@ static int resolve_in_root(const char *root, const char *path, char *out, size_t
             cur[0] = '\0';
         char joined[PATH_MAX * 2];
         snprintf(joined, sizeof joined, "%s/%s", target, rest);
-        if (strlen(joined) >= sizeof rest)
+        size_t jl = strlen(joined);
+        if (jl >= sizeof rest)
             return errno = ENAMETOOLONG, -1;
-        snprintf(rest, sizeof rest, "%s", joined);
+        memcpy(rest, joined, jl + 1);
     }
     int w = snprintf(out, len, "%s%s", root, cur[0] ? cur : "/");
     return w > 0 && (size_t)w < len ? 0 : (errno = ENAMETOOLONG, -1);
