@@ -886,8 +886,8 @@ static int set_rlimits(pid_t pid, const abx_oci_process *proc, abx_error **err)
     for (size_t i = 0; i < proc->n_rlimits; i++) {
         struct rlimit rl = {proc->rlimits[i].soft, proc->rlimits[i].hard};
         if (prlimit(pid, (__rlimit_resource_t)proc->rlimits[i].resource, &rl, NULL) < 0)
-            return abx__error_set(err, ABX_EJAIL, "error setting rlimit type %d: %s", proc->rlimits[i].resource,
-                                  strerror(errno));
+            return abx__error_set(err, ABX_EJAIL, "error setting rlimit type %d: %s",
+                                  proc->rlimits[i].resource, strerror(errno));
     }
     return 0;
 }
