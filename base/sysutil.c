@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -279,4 +280,49 @@ int abx__signalfd_block(const int *signals, int flags)
     if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
         return -1;
     return signalfd(-1, &mask, SFD_CLOEXEC | flags);
+}
+
+int abx__send_fd(int sock, int fd)
+{
+    char byte = 'f';
+    struct iovec io = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : -1;
+}
+
+int abx__recv_fd(int sock)
+{
+    char byte;
+    struct iovec io = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    ssize_t n;
+    do
+        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+        return -1;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+        return -1;
+    int fd;
+    memcpy(&fd, CMSG_DATA(h), sizeof fd);
+    return fd;
 }

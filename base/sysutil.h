@@ -22,6 +22,11 @@ int abx__write_file_at(int dirfd, const char *path, const char *s);
 int abx__create_file(const char *path, const char *content, mode_t mode);
 /* Reads a small file into buf (NUL-terminated, truncated to cap-1). */
 int abx__read_small_file(const char *path, char *buf, size_t cap);
+/* One descriptor over a unix socket (SCM_RIGHTS, with one byte of data):
+ * abx__send_fd returns 0 or -1; abx__recv_fd the fd received (O_CLOEXEC)
+ * or -1 when the message carries none. */
+int abx__send_fd(int sock, int fd);
+int abx__recv_fd(int sock);
 /* mkdir that treats EEXIST as success. */
 int abx__mkdir_exist_ok(const char *path, mode_t mode);
 /* *ts = CLOCK_MONOTONIC now + ms (for pthread_cond_timedwait on a

@@ -12,8 +12,10 @@
  */
 #include "abx/abx.h"
 #include "error_internal.h"
+#include "config.h"
 #include "oci_container.h"
 #include "sysutil.h"
+#include "uid_pool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -156,6 +162,12 @@ static int container_load(const abx_oci_runtime *rt, const char *id, container *
     c->cg.keep_dirs = !json_is_true(json_object_get(c->state, "cgroup_owned"));
     c->status = status_of(rt, c);
     return 0;
+}
+
+static bool is_sandbox(const container *c)
+{
+    const char *profile = json_string_value(json_object_get(c->state, "profile"));
+    return profile && strcmp(profile, "sandbox") == 0;
 }
 
 static void container_free(container *c)
@@ -292,15 +304,16 @@ static int absolute_sources(abx_oci_spec *spec, const char *bundle, abx_error **
 
 static int write_state(const abx_oci_runtime *rt, const char *id, const abx_oci_spec *spec,
                        const char *bundle, const char *cgroup_path, const abx_cgroup *cg, pid_t pid,
-                       abx_error **err)
+                       bool sandbox, uid_t uid_base, abx_error **err)
 {
     bool zombie;
     char created[64], path[PATH_MAX];
     now_rfc3339(created, sizeof created);
-    json_t *st = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:b, s:O}", "id", id, "pid", (int)pid,
-                           "start_time", (json_int_t)abx__oci_proc_start_time(pid, &zombie), "bundle", bundle,
-                           "rootfs", spec->root_path, "created", created, "cgroup_path", cgroup_path,
-                           "cgroup_owned", !cg->keep_dirs, "annotations", spec->annotations);
+    json_t *st = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:b, s:O, s:s, s:I}", "id", id, "pid",
+                           (int)pid, "start_time", (json_int_t)abx__oci_proc_start_time(pid, &zombie),
+                           "bundle", bundle, "rootfs", spec->root_path, "created", created, "cgroup_path",
+                           cgroup_path, "cgroup_owned", !cg->keep_dirs, "annotations", spec->annotations,
+                           "profile", sandbox ? "sandbox" : "none", "uid_base", (json_int_t)uid_base);
     char *text = st ? json_dumps(st, JSON_COMPACT) : NULL;
     json_decref(st);
     if (!text)
@@ -318,6 +331,79 @@ static int write_pid_file(const char *path, pid_t pid, abx_error **err)
     char text[32];
     snprintf(text, sizeof text, "%d", (int)pid);
     return write_atomic(path, text, err);
+}
+
+/* ---- abx's sandbox profile ---- */
+
+#define OCI_CONFIG_DEFAULT "/etc/abx/oci.toml"
+
+/* The operator's default profile: [oci] profile in /etc/abx/oci.toml
+ * ($ABX_OCI_CONFIG), "" when it names none. */
+static int operator_profile(char *out, size_t len, abx_error **err)
+{
+    const char *path = getenv("ABX_OCI_CONFIG");
+    if (!path || !*path)
+        path = OCI_CONFIG_DEFAULT;
+    out[0] = '\0';
+    char text[16384];
+    if (abx__read_small_file(path, text, sizeof text) < 0)
+        return errno == ENOENT ? 0 : abx__error_errno(err, ABX_ECONFIG, errno, path);
+    json_t *doc = NULL;
+    int bad_line = 0;
+    if (abx__toml_parse_json(text, &doc, &bad_line) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "%s: line %d is not TOML abx reads", path, bad_line);
+    const char *profile = json_string_value(json_object_get(json_object_get(doc, "oci"), "profile"));
+    snprintf(out, len, "%s", profile ? profile : "");
+    json_decref(doc);
+    return 0;
+}
+
+/* Whether the container runs under abx's sandbox profile: its annotation
+ * run.abx.profile, else the operator's default. */
+static int wants_sandbox(const abx_oci_spec *spec, bool *sandbox, abx_error **err)
+{
+    char profile[64];
+    const char *asked = json_string_value(json_object_get(spec->annotations, "run.abx.profile"));
+    int rc = 0;
+    if (asked)
+        snprintf(profile, sizeof profile, "%s", asked);
+    else if ((rc = operator_profile(profile, sizeof profile, err)) < 0)
+        return rc;
+    if (profile[0] && strcmp(profile, "sandbox") != 0 && strcmp(profile, "none") != 0)
+        return abx__error_set(err, ABX_EINVAL,
+                              "run.abx.profile must be \"sandbox\" or \"none\", not \"%.32s\"", profile);
+    *sandbox = strcmp(profile, "sandbox") == 0;
+    const abx_oci_namespace *user = abx__oci_spec_namespace(spec, CLONE_NEWUSER);
+    if (*sandbox && user && user->path)
+        return abx__error_set(err, ABX_EINVAL,
+                              "run.abx.profile=sandbox gives the container a user namespace of its own: the "
+                              "config's user namespace (%s) cannot be joined",
+                              user->path);
+    if (*sandbox && geteuid() != 0)
+        return abx__error_set(err, ABX_EPERM,
+                              "run.abx.profile=sandbox needs root (a host uid range of abx's pool)");
+    return 0;
+}
+
+/* Holds the container's uid range (the pool's lock) until its init is gone:
+ * a process of its own, outside the container, with nothing else open. */
+static void hold_range(int lock_fd, pid_t init)
+{
+    pid_t holder = fork();
+    if (holder != 0)
+        return; /* the caller (a failed fork: the range goes back when the caller exits) */
+    int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
+    int keep = lock_fd > pidfd ? lock_fd : pidfd;
+    for (int fd = 0; fd <= keep; fd++)
+        if (fd != lock_fd && fd != pidfd)
+            close(fd);
+    syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0);
+    setsid();
+    prctl(PR_SET_NAME, "abx-oci-uids");
+    struct pollfd p = {pidfd, POLLIN, 0};
+    while (pidfd >= 0 && poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    _exit(0);
 }
 
 /* The bundle's config.json, read and kept in the state directory. */
@@ -376,8 +462,15 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
     abx_cgroup cg;
     memset(&cg, 0, sizeof cg);
     pid_t pid = 0;
+    int lock_fd = -1;
     if ((rc = load_bundle(rt, id, bundle, &spec, err)) < 0 ||
         (rc = cgroup_path_of(rt, &spec, id, cgroup_path, sizeof cgroup_path, err)) < 0)
+        goto fail;
+    bool sandbox = false;
+    if ((rc = wants_sandbox(&spec, &sandbox, err)) < 0)
+        goto fail;
+    uid_t uid_base = 0;
+    if (sandbox && (rc = abx__uid_range_take(&uid_base, &lock_fd, err)) < 0)
         goto fail;
     free(spec.cgroups_path);
     spec.cgroups_path = strdup(cgroup_path);
@@ -392,18 +485,25 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
                                     .fifo_path = fifo,
                                     .console_socket = opts ? opts->console_socket : NULL,
                                     .no_pivot = opts && opts->no_pivot,
-                                    .preserve_fds = opts ? opts->preserve_fds : 0};
+                                    .preserve_fds = opts ? opts->preserve_fds : 0,
+                                    .profile = {.sandbox = sandbox, .host_id_base = uid_base}};
     if ((rc = abx__oci_container_create(&params, &pid, &cg, err)) < 0)
         goto fail;
-    if ((rc = write_state(rt, id, &spec, bundle, cgroup_path, &cg, pid, err)) < 0 ||
+    if ((rc = write_state(rt, id, &spec, bundle, cgroup_path, &cg, pid, sandbox, uid_base, err)) < 0 ||
         (rc = write_pid_file(opts ? opts->pid_file : NULL, pid, err)) < 0) {
         kill(pid, SIGKILL);
         abx__cgroup_destroy(&cg);
         goto fail;
     }
+    if (lock_fd >= 0) {
+        hold_range(lock_fd, pid);
+        close(lock_fd);
+    }
     abx__oci_spec_free(&spec);
     return 0;
 fail:
+    if (lock_fd >= 0)
+        close(lock_fd);
     abx__oci_spec_free(&spec);
     remove_state(rt, id);
     return rc;
@@ -656,7 +756,8 @@ int abx_oci_exec(const abx_oci_runtime *rt, const char *id, const abx_oci_exec_o
                                   .cg = &c.cg,
                                   .console_socket = o->console_socket,
                                   .preserve_fds = o->preserve_fds,
-                                  .detach = o->detach};
+                                  .detach = o->detach,
+                                  .profile = {.sandbox = is_sandbox(&c)}};
     pid_t pid = 0;
     int status = 0;
     rc = abx__oci_container_exec(&params, &pid, &status, err);

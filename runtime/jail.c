@@ -290,54 +290,11 @@ static int limit_user_namespace(char *why, size_t len)
     return 0;
 }
 
-/* Receives the one fd the supervisor sends over sock; -1. */
-static int recv_fd(int sock)
-{
-    char byte;
-    struct iovec io = {.iov_base = &byte, .iov_len = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct msghdr m = {
-        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-    if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
-        return -1;
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
-        h->cmsg_len != CMSG_LEN(sizeof(int)))
-        return -1;
-    int fd;
-    memcpy(&fd, CMSG_DATA(h), sizeof fd);
-    return fd;
-}
-
-static int send_fd(int sock, int fd)
-{
-    char byte = 't';
-    struct iovec io = {.iov_base = &byte, .iov_len = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct msghdr m = {
-        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &fd, sizeof fd);
-    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-/* An id-mapped view of a template's tree for sandbox pid (its files, owned
- * by host uid 0.., appear as uid 0.. inside), sent to its init. */
-static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
+int abx__jail_idmapped_tree(const char *root, pid_t pid, abx_error **err)
 {
     int tree = open_tree(AT_FDCWD, root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (tree < 0)
-        return abx__error_errno(err, ABX_EJAIL, errno, "template: opening its tree");
+        return abx__error_errno(err, ABX_EJAIL, errno, "opening the tree to id-map");
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
     int userns = open(path, O_RDONLY | O_CLOEXEC);
@@ -350,12 +307,21 @@ static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
         close(userns);
     if (rc < 0) {
         close(tree);
-        return abx__error_errno(
-            err, ABX_EJAIL, saved,
-            "template: an id-mapped view of its tree (needs kernel 5.12+ and a filesystem that "
-            "supports it under ABX_HOME)");
+        return abx__error_errno(err, ABX_EJAIL, saved,
+                                "an id-mapped view of the tree (needs kernel 5.12+ and a filesystem that "
+                                "supports it)");
     }
-    rc = send_fd(sock, tree);
+    return tree;
+}
+
+/* The template's tree, id-mapped for sandbox pid, sent to its init. */
+static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
+{
+    int tree = abx__jail_idmapped_tree(root, pid, err);
+    if (tree < 0)
+        return tree;
+    int rc = abx__send_fd(sock, tree);
+    int saved = errno;
     saved = errno;
     close(tree);
     return rc < 0 ? abx__error_errno(err, ABX_EJAIL, saved, "template: handing its tree to the sandbox") : 0;
@@ -376,7 +342,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     resolv[len] = '\0';
     int template_fd = -1;
     if (template_sock >= 0) {
-        template_fd = recv_fd(template_sock);
+        template_fd = abx__recv_fd(template_sock);
         close(template_sock);
         if (template_fd < 0)
             report_fail(report_fd, ABX_EJAIL, 125, "template: its tree did not arrive: %s", strerror(errno));

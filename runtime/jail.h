@@ -75,6 +75,11 @@ int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err);
  * namespace with it), reaps init, removes the cgroups. Idempotent. */
 void abx__jail_destroy(abx_jail *jail);
 
+/* An id-mapped clone of the tree at root (detached, recursive, nosuid,
+ * nodev) for the user namespace of pid: files owned by host uid 0.. appear
+ * as uid 0.. there. Returns its fd (the caller's) or -ABX_EJAIL. */
+int abx__jail_idmapped_tree(const char *root, pid_t pid, abx_error **err);
+
 /* Gives the sandbox's host id range back to the pool (abx__jail_destroy
  * does, after init is reaped). Idempotent. */
 void abx__jail_release_ids(abx_jail *jail);

@@ -27,6 +27,7 @@
  */
 #include "oci_container.h"
 #include "error_internal.h"
+#include "jail.h"
 #include "seccomp_policy.h"
 #include "sysutil.h"
 
@@ -233,7 +234,16 @@ typedef struct container_ctx {
     const abx_cgroup *cg;
     bool in_userns; /* a user namespace of its own: devices are bound, not made */
     int sync_fd;
+    int tree_fd;      /* the sandbox profile: the root, id-mapped for the container's user namespace; -1 */
+    int *bind_fds;    /* the sandbox profile: each bind mount's source as a detached tree (-1 for others) */
+    const char *root; /* where the root is mounted while it is built: the config's, or STAGED_ROOT */
 } container_ctx;
+
+/* Under the sandbox profile the root is built where root in the user
+ * namespace can reach it (host directories above a bundle are often
+ * 0700): the id-mapped tree on a tmpfs of the container's mount namespace. */
+#define STAGING "/tmp"
+#define STAGED_ROOT "/tmp/root"
 
 /* v1: a tmpfs with each controller's own leaf of the container bound in
  * it; v2: the container's own cgroup directory. */
@@ -268,7 +278,7 @@ static void mount_cgroups(const container_ctx *c, const char *dest, unsigned lon
 static void mount_one(const container_ctx *c, const abx_oci_mount *m)
 {
     char dest[PATH_MAX];
-    const char *root = c->p->spec->root_path;
+    const char *root = c->root;
     if (resolve_in_root(root, m->destination, dest, sizeof dest) < 0)
         die(c->sync_fd, "mount destination %s: %s", m->destination, strerror(errno));
     if (strcmp(m->type, "cgroup") == 0 || strcmp(m->type, "cgroup2") == 0) {
@@ -277,7 +287,18 @@ static void mount_one(const container_ctx *c, const abx_oci_mount *m)
         mount_cgroups(c, dest, m->flags);
         return;
     }
-    if (m->bind) {
+    if (m->bind && c->bind_fds && c->bind_fds[m - c->p->spec->mounts] >= 0) {
+        int tree = c->bind_fds[m - c->p->spec->mounts];
+        struct stat st;
+        if (fstat(tree, &st) < 0 || (S_ISDIR(st.st_mode) ? mkdir_p(dest, 0755) : touch_p(dest)) < 0)
+            die(c->sync_fd, "making %s: %s", m->destination, strerror(errno));
+        if (move_mount(tree, "", AT_FDCWD, dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            die(c->sync_fd, "bind mounting %s on %s: %s", m->source, m->destination, strerror(errno));
+        close(tree);
+        unsigned long rest = m->flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
+        if (rest && remount_bind(dest, rest) < 0)
+            die(c->sync_fd, "remounting %s: %s", m->destination, strerror(errno));
+    } else if (m->bind) {
         struct stat st;
         if (stat(m->source, &st) < 0)
             die(c->sync_fd, "bind mount source %s: %s", m->source, strerror(errno));
@@ -312,7 +333,7 @@ static void make_device(const container_ctx *c, const char *path, char type, uns
                         unsigned mode, uid_t uid, gid_t gid)
 {
     char dest[PATH_MAX];
-    if (resolve_in_root(c->p->spec->root_path, path, dest, sizeof dest) < 0)
+    if (resolve_in_root(c->root, path, dest, sizeof dest) < 0)
         die(c->sync_fd, "device %s: %s", path, strerror(errno));
     unlink(dest);
     mode_t kind = type == 'b' ? S_IFBLK : type == 'p' ? S_IFIFO : S_IFCHR;
@@ -355,7 +376,7 @@ static void setup_dev(const container_ctx *c)
             {"/proc/kcore", "/dev/core"},       {"pts/ptmx", "/dev/ptmx"}};
         for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
             char dest[PATH_MAX];
-            snprintf(dest, sizeof dest, "%s%s", spec->root_path, links[i][1]);
+            snprintf(dest, sizeof dest, "%s%s", c->root, links[i][1]);
             unlink(dest);
             if (symlink(links[i][0], dest) < 0 && errno != EEXIST)
                 die(c->sync_fd, "linking %s: %s", links[i][1], strerror(errno));
@@ -370,7 +391,7 @@ static void setup_dev(const container_ctx *c)
 
 static void pivot(const container_ctx *c)
 {
-    const char *root = c->p->spec->root_path;
+    const char *root = c->root;
     if (chdir(root) < 0)
         die(c->sync_fd, "entering the root %s: %s", root, strerror(errno));
     if (c->p->no_pivot) {
@@ -437,25 +458,6 @@ static void write_sysctls(const container_ctx *c)
 
 /* ---- terminal ---- */
 
-static int send_fd(int sock, int fd)
-{
-    char byte = 'm';
-    struct iovec iov = {&byte, 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof u);
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /* A pseudo-terminal of the container's own devpts: the master goes over
  * the console socket, the slave becomes the process's stdio and
  * controlling terminal. Returns -1 with errno, *step naming the step. */
@@ -476,7 +478,7 @@ static int setup_terminal(int console_fd, const char **step)
     if (slave < 0)
         return -1;
     *step = "sending the pseudo-terminal over the console socket";
-    if (send_fd(console_fd, master) < 0)
+    if (abx__send_fd(console_fd, master) < 0)
         return -1;
     close(master);
     close(console_fd);
@@ -745,7 +747,13 @@ __attribute__((noreturn)) static void container_init(const container_ctx *c, int
     unsigned long prop = spec->rootfs_propagation ? spec->rootfs_propagation : MS_SLAVE | MS_REC;
     if (mount(NULL, "/", NULL, (prop & ~MS_SHARED) | MS_REC | (prop & MS_SHARED ? MS_SLAVE : 0), NULL) < 0)
         die(fd, "making / %s: %s", prop & MS_PRIVATE ? "private" : "a slave", strerror(errno));
-    if (mount(spec->root_path, spec->root_path, NULL, MS_BIND | MS_REC, NULL) < 0)
+    if (c->tree_fd >= 0) { /* the sandbox profile: the id-mapped view of the root, staged */
+        if (mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") < 0 ||
+            mkdir(STAGED_ROOT, 0755) < 0 ||
+            move_mount(c->tree_fd, "", AT_FDCWD, STAGED_ROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            die(fd, "mounting the id-mapped root: %s", strerror(errno));
+        close(c->tree_fd);
+    } else if (mount(spec->root_path, spec->root_path, NULL, MS_BIND | MS_REC, NULL) < 0)
         die(fd, "binding the root %s: %s", spec->root_path, strerror(errno));
     for (size_t i = 0; i < spec->n_mounts; i++)
         mount_one(c, &spec->mounts[i]);
@@ -817,9 +825,15 @@ static int open_ns(const char *path, int sync_fd)
 
 /* Joins the config's namespace paths (the user namespace first), then
  * makes the new ones (the user namespace first, its maps written by P). */
-static void enter_namespaces(const abx_oci_spec *spec, int fd, bool *in_userns)
+static void enter_namespaces(container_ctx *c)
 {
+    const abx_oci_spec *spec = c->p->spec;
+    int fd = c->sync_fd;
     const abx_oci_namespace *user = abx__oci_spec_namespace(spec, CLONE_NEWUSER);
+    /* the sandbox profile: always a user namespace of its own (lib/oci.c refuses one to join) */
+    static const abx_oci_namespace fresh_user = {CLONE_NEWUSER, NULL};
+    if (c->p->profile.sandbox)
+        user = &fresh_user;
     if (user && user->path) {
         int nsfd = open_ns(user->path, fd);
         if (setns(nsfd, CLONE_NEWUSER) < 0)
@@ -840,13 +854,18 @@ static void enter_namespaces(const abx_oci_spec *spec, int fd, bool *in_userns)
             die(fd, "joining namespace %s: %s", ns->path, strerror(errno));
         close(nsfd);
     }
-    *in_userns = user != NULL;
+    c->in_userns = user != NULL;
     if (user && !user->path) {
         sync_msg m;
         if (unshare(CLONE_NEWUSER) < 0)
             die(fd, "making a user namespace: %s", strerror(errno));
         if (sync_send(fd, SYNC_MAPS, 0, "maps") < 0 || sync_recv(fd, &m) < 0 || m.kind != SYNC_GO)
             _exit(1);
+        if (c->p->profile.sandbox && (c->tree_fd = abx__recv_fd(fd)) < 0)
+            die(fd, "the id-mapped root did not arrive");
+        for (size_t i = 0; c->p->profile.sandbox && i < spec->n_mounts; i++)
+            if (spec->mounts[i].bind && (c->bind_fds[i] = abx__recv_fd(fd)) < 0)
+                die(fd, "the source of mount %s did not arrive", spec->mounts[i].destination);
     }
     if (user && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
         die(fd, "becoming root in the user namespace: %s", strerror(errno));
@@ -921,6 +940,30 @@ static int connect_console(const char *path, abx_error **err)
     return fd;
 }
 
+/* The sandbox profile: each bind mount's source as a detached tree, opened
+ * here (the container's root cannot reach host paths under 0700
+ * directories), id-mapped for its user namespace where the filesystem
+ * allows it (else its files keep their host owners, shown as nobody). */
+static int send_bind_sources(const abx_oci_spec *spec, pid_t child, int fd, abx_error **err)
+{
+    for (size_t i = 0; i < spec->n_mounts; i++) {
+        const abx_oci_mount *m = &spec->mounts[i];
+        if (!m->bind)
+            continue;
+        int tree = abx__jail_idmapped_tree(m->source, child, NULL);
+        if (tree < 0)
+            tree = open_tree(AT_FDCWD, m->source,
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->flags & MS_REC ? AT_RECURSIVE : 0));
+        if (tree < 0)
+            return abx__error_errno(err, ABX_EJAIL, errno, m->source);
+        int rc = abx__send_fd(fd, tree);
+        close(tree);
+        if (rc < 0)
+            return abx__error_set(err, ABX_EJAIL, "the container's init is gone");
+    }
+    return 0;
+}
+
 /* P's side: waits for the messages of I and C until C is ready. */
 static int parent_sync(const abx_oci_create_params *p, int fd, pid_t child, pid_t *pid, abx_error **err)
 {
@@ -932,8 +975,22 @@ static int parent_sync(const abx_oci_create_params *p, int fd, pid_t child, pid_
         case SYNC_ERR:
             return abx__error_set(err, ABX_EJAIL, "%s", m.text);
         case SYNC_MAPS:
-            rc = write_maps(p, child, err);
-            break;
+            if ((rc = write_maps(p, child, err)) < 0)
+                return rc;
+            if (sync_send(fd, SYNC_GO, 0, "go") < 0)
+                return abx__error_set(err, ABX_EJAIL, "the container's init is gone");
+            if (p->profile.sandbox) { /* the root, id-mapped for the user namespace just made */
+                int tree = abx__jail_idmapped_tree(p->spec->root_path, child, err);
+                if (tree < 0)
+                    return tree;
+                rc = abx__send_fd(fd, tree);
+                close(tree);
+                if (rc < 0 || (rc = send_bind_sources(p->spec, child, fd, err)) < 0)
+                    return rc < 0 && err && *err
+                               ? rc
+                               : abx__error_set(err, ABX_EJAIL, "the container's init is gone");
+            }
+            continue;
         case SYNC_PID:
             *pid = m.value;
             if ((rc = set_rlimits(*pid, &p->spec->process, err)) < 0 ||
@@ -1036,8 +1093,15 @@ int abx__oci_container_create(const abx_oci_create_params *p, pid_t *pid, abx_cg
         sync_msg m;
         if (sync_recv(sv[1], &m) < 0) /* moved into the cgroup */
             _exit(1);
-        container_ctx c = {.p = p, .cg = cg, .sync_fd = sv[1]};
-        enter_namespaces(spec, sv[1], &c.in_userns);
+        container_ctx c = {.p = p, .cg = cg, .sync_fd = sv[1], .tree_fd = -1, .root = spec->root_path};
+        if (p->profile.sandbox) {
+            c.root = STAGED_ROOT;
+            if (!(c.bind_fds = malloc((spec->n_mounts + 1) * sizeof *c.bind_fds)))
+                die(sv[1], "out of memory");
+            for (size_t i = 0; i <= spec->n_mounts; i++)
+                c.bind_fds[i] = -1;
+        }
+        enter_namespaces(&c);
         pid_t init = fork();
         if (init < 0)
             die(sv[1], "fork: %s", strerror(errno));
