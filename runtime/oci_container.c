@@ -1090,6 +1090,9 @@ int abx__oci_container_create(const abx_oci_create_params *p, pid_t *pid, abx_cg
     if (child == 0) {
         close(sv[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* until the exec: no process of the container may open our /proc
+         * entries (exe is the runtime's binary: CVE-2019-5736) */
+        prctl(PR_SET_DUMPABLE, 0);
         sync_msg m;
         if (sync_recv(sv[1], &m) < 0) /* moved into the cgroup */
             _exit(1);
@@ -1197,6 +1200,7 @@ int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_
     }
     if (child == 0) {
         close(sv[0]);
+        prctl(PR_SET_DUMPABLE, 0); /* as at create: until the exec, nothing of ours is readable inside */
         sync_msg m;
         if (sync_recv(sv[1], &m) < 0)
             _exit(1);
