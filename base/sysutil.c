@@ -291,7 +291,8 @@ int abx__send_fd(int sock, int fd)
         struct cmsghdr align;
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct msghdr m = {
+        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
     h->cmsg_level = SOL_SOCKET;
     h->cmsg_type = SCM_RIGHTS;
@@ -312,7 +313,8 @@ int abx__recv_fd(int sock)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl;
-    struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    struct msghdr m = {
+        .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
     ssize_t n;
     do
         n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
@@ -320,7 +322,8 @@ int abx__recv_fd(int sock)
     if (n != 1)
         return -1;
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+    if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
+        h->cmsg_len != CMSG_LEN(sizeof(int)))
         return -1;
     int fd;
     memcpy(&fd, CMSG_DATA(h), sizeof fd);
