@@ -14,6 +14,9 @@
 #include "error_internal.h"
 #include "config.h"
 #include "oci_container.h"
+#include "sandbox_id.h"
+#include "state.h"
+
 #include "sysutil.h"
 #include "uid_pool.h"
 
@@ -406,6 +409,116 @@ static void hold_range(int lock_fd, pid_t init)
     _exit(0);
 }
 
+/* ---- the in-container agent (run.abx.envd=true) ---- */
+
+#define AGENT_LISTEN_DEFAULT "127.0.0.1:49983"
+#define AGENT_TOKEN_MIN 32
+#define AGENT_TOKEN_MAX 79
+
+typedef struct agent_request {
+    bool on;
+    const char *token;
+    char listen[64];
+} agent_request;
+
+/* The annotations that ask for the agent, checked before anything is made. */
+static int agent_wanted(const abx_oci_spec *spec, agent_request *a, abx_error **err)
+{
+    memset(a, 0, sizeof *a);
+    const char *on = json_string_value(json_object_get(spec->annotations, "run.abx.envd"));
+    if (!on || strcmp(on, "false") == 0)
+        return 0;
+    if (strcmp(on, "true") != 0)
+        return abx__error_set(err, ABX_EINVAL, "run.abx.envd must be \"true\" or \"false\"");
+    a->on = true;
+    a->token = json_string_value(json_object_get(spec->annotations, "run.abx.envd.token"));
+    size_t n = a->token ? strlen(a->token) : 0;
+    if (n < AGENT_TOKEN_MIN || n > AGENT_TOKEN_MAX ||
+        strspn(a->token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/=") != n)
+        return abx__error_set(
+            err, ABX_EINVAL,
+            "run.abx.envd=true needs run.abx.envd.token: %d to %d letters, digits or -_.~+/= "
+            "(every request must carry it as X-Access-Token)",
+            AGENT_TOKEN_MIN, AGENT_TOKEN_MAX);
+    const char *listen = json_string_value(json_object_get(spec->annotations, "run.abx.envd.listen"));
+    snprintf(a->listen, sizeof a->listen, "%s", listen ? listen : AGENT_LISTEN_DEFAULT);
+    unsigned b[4], port;
+    char end;
+    if (sscanf(a->listen, "%u.%u.%u.%u:%u%c", &b[0], &b[1], &b[2], &b[3], &port, &end) != 5 || b[0] > 255 ||
+        b[1] > 255 || b[2] > 255 || b[3] > 255 || port == 0 || port > 65535)
+        return abx__error_set(err, ABX_EINVAL, "run.abx.envd.listen must be IPv4:PORT (e.g. 0.0.0.0:49983)");
+    return 0;
+}
+
+/* The process's environment as the agent's default envs ({K: V}). */
+static json_t *env_map(const abx_oci_process *proc)
+{
+    json_t *map = json_object();
+    for (size_t i = 0; proc->env && proc->env[i]; i++) {
+        const char *eq = strchr(proc->env[i], '=');
+        if (!eq || eq == proc->env[i])
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - proc->env[i]), proc->env[i]);
+        json_object_set_new(map, key, json_string(eq + 1));
+    }
+    return map;
+}
+
+static int write_private(const char *path, const char *text, abx_error **err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || abx__write_all(fd, text, strlen(text)) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return abx__error_errno(err, ABX_EIO, e, path);
+    }
+    close(fd);
+    return 0;
+}
+
+/* Starts the agent (abx-shim attached to the container) in root/<id>/agent. */
+static int start_agent(const abx_oci_runtime *rt, const char *id, const abx_oci_spec *spec,
+                       const agent_request *a, pid_t pid, const char *cgroup_path, abx_error **err)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16], sid[ABX_SANDBOX_ID_LEN + 1];
+    if (state_path(rt, id, "agent", dir, sizeof dir) < 0 || mkdir(dir, 0700) < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "the agent's state directory");
+    if (abx__sandbox_id_new(sid) < 0)
+        return abx__error_set(err, ABX_ESYS, "no randomness for the agent");
+    json_t *cfg = json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:s, s:o, s:{s:i, s:s}, s:{s:s}}", "sandbox_id", sid,
+        "timeout", ABX_TIMEOUT_MAX_S, "cpu_count", 1, "memory_mb", 1, "disk_size_mb", 1, "pids", 1,
+        "template", "oci", "attach_pid", (int)pid, "attach_cgroup", cgroup_path, "listen", a->listen, "envs",
+        env_map(&spec->process), "template_config", "uid", (int)spec->process.uid == 0 ? 0 : 1000, "workdir",
+        spec->process.cwd, "metadata", "oci_container", id);
+    char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    json_decref(cfg);
+    if (!text)
+        return abx__error_set(err, ABX_ENOMEM, "the agent: out of memory");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int rc = write_private(path, text, err);
+    free(text);
+    snprintf(path, sizeof path, "%s/token", dir);
+    if (rc == 0)
+        rc = write_private(path, a->token, err);
+    return rc < 0 ? rc : abx__shim_start_detached(dir, err);
+}
+
+/* After the container is gone: waits (up to 3 s) for its agent to notice
+ * and end, so that nothing of it outlives the delete. */
+static void wait_agent_gone(const abx_oci_runtime *rt, const char *id)
+{
+    char dir[PATH_MAX];
+    if (state_path(rt, id, "agent", dir, sizeof dir) < 0 || access(dir, F_OK) < 0)
+        return;
+    for (int i = 0; i < 3000 && abx__state_shim_alive(dir); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The bundle's config.json, read and kept in the state directory. */
 static int load_bundle(const abx_oci_runtime *rt, const char *id, const char *bundle, abx_oci_spec *spec,
                        abx_error **err)
@@ -467,7 +580,8 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
         (rc = cgroup_path_of(rt, &spec, id, cgroup_path, sizeof cgroup_path, err)) < 0)
         goto fail;
     bool sandbox = false;
-    if ((rc = wants_sandbox(&spec, &sandbox, err)) < 0)
+    agent_request agent;
+    if ((rc = wants_sandbox(&spec, &sandbox, err)) < 0 || (rc = agent_wanted(&spec, &agent, err)) < 0)
         goto fail;
     uid_t uid_base = 0;
     if (sandbox && (rc = abx__uid_range_take(&uid_base, &lock_fd, err)) < 0)
@@ -491,6 +605,11 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
         goto fail;
     if ((rc = write_state(rt, id, &spec, bundle, cgroup_path, &cg, pid, sandbox, uid_base, err)) < 0 ||
         (rc = write_pid_file(opts ? opts->pid_file : NULL, pid, err)) < 0) {
+        kill(pid, SIGKILL);
+        abx__cgroup_destroy(&cg);
+        goto fail;
+    }
+    if (agent.on && (rc = start_agent(rt, id, &spec, &agent, pid, cgroup_path, err)) < 0) {
         kill(pid, SIGKILL);
         abx__cgroup_destroy(&cg);
         goto fail;
@@ -621,6 +740,7 @@ int abx_oci_delete(const abx_oci_runtime *rt, const char *id, bool force, abx_er
         abx__cgroup_thaw_now(&c.cg);
         wait_stopped(rt, &c);
     }
+    wait_agent_gone(rt, id);
     abx__cgroup_destroy(&c.cg);
     abx_oci_spec spec;
     if (saved_spec(rt, &c, &spec, NULL) == 0) {

@@ -27,7 +27,7 @@
  */
 #include "oci_container.h"
 #include "error_internal.h"
-#include "jail.h"
+#include "init_server.h"
 #include "seccomp_policy.h"
 #include "sysutil.h"
 
@@ -1265,4 +1265,94 @@ out:
     if (rc < 0 && *pid > 0)
         kill(*pid, SIGKILL);
     return rc < 0 ? rc : 0;
+}
+
+/* ---- the in-container agent's init ---- */
+
+/* The host id of uid 0 in target's user namespace (0 without one of its own). */
+static uid_t host_root_of(pid_t target)
+{
+    char path[64], map[128] = "";
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)target);
+    unsigned inside = 0, host = 0;
+    if (abx__read_small_file(path, map, sizeof map) < 0 || sscanf(map, "%u %u", &inside, &host) != 2 ||
+        inside != 0)
+        return 0;
+    return (uid_t)host;
+}
+
+int abx__oci_agent_init(pid_t target, const char *cgroup_path, abx_jail *jail, abx_error **err)
+{
+    memset(jail, 0, sizeof *jail);
+    jail->report_fd = jail->control_fd = jail->lifeline_fd = jail->uid_range_fd = -1;
+    abx_cgroup cg;
+    abx__cgroup_open_path(&cg, cgroup_path);
+    int ctl[2], sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "socketpair");
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        close(ctl[0]);
+        close(ctl[1]);
+        return abx__error_errno(err, ABX_ESYS, errno, "socketpair");
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 1); /* the init, once its intermediate exits, is ours */
+    pid_t child = fork();
+    if (child == 0) {
+        close(sv[0]);
+        close(ctl[0]);
+        prctl(PR_SET_DUMPABLE, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        sync_msg m;
+        if (sync_recv(sv[1], &m) < 0) /* moved into the cgroup */
+            _exit(1);
+        join_container(target, sv[1]);
+        pid_t init = fork();
+        if (init < 0)
+            die(sv[1], "fork: %s", strerror(errno));
+        if (init == 0) {
+            scmp_filter_ctx own = abx__seccomp_policy_new(); /* no_new_privs with it */
+            if (!own || seccomp_load(own) < 0)
+                die(sv[1], "loading abx's seccomp list");
+            seccomp_release(own);
+            if (chdir("/") < 0)
+                die(sv[1], "chdir /: %s", strerror(errno));
+            prctl(PR_SET_NAME, "abx-envd"); /* what ps and podman top show of it inside */
+            sync_send(sv[1], SYNC_READY, 0, "ready");
+            close(sv[1]);
+            abx__init_serve(ctl[1], true, false);
+        }
+        sync_send(sv[1], SYNC_PID, init, "pid");
+        _exit(0);
+    }
+    close(sv[1]);
+    close(ctl[1]);
+    int rc = child < 0 ? abx__error_errno(err, ABX_ESYS, errno, "fork") : abx__cgroup_attach(&cg, child, err);
+    if (rc == 0 && sync_send(sv[0], SYNC_GO, 0, "go") < 0)
+        rc = abx__error_set(err, ABX_EJAIL, "the agent's intermediate process is gone");
+    sync_msg m;
+    pid_t init = 0;
+    while (rc == 0 && sync_recv(sv[0], &m) == 0 && m.kind != SYNC_READY) {
+        if (m.kind == SYNC_ERR)
+            rc = abx__error_set(err, ABX_EJAIL, "the agent: %s", m.text);
+        else if (m.kind == SYNC_PID)
+            init = m.value;
+    }
+    if (rc == 0 && init <= 0)
+        rc = abx__error_set(err, ABX_EJAIL, "the agent's init did not start");
+    close(sv[0]);
+    if (child > 0)
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+            ;
+    if (rc < 0) {
+        if (init > 0) {
+            kill(init, SIGKILL);
+            waitpid(init, NULL, 0);
+        }
+        close(ctl[0]);
+        return rc;
+    }
+    jail->init_pid = init;
+    jail->control_fd = ctl[0];
+    jail->host_id_base = host_root_of(target);
+    return 0;
 }

@@ -9,6 +9,7 @@
 #ifndef ABX_OCI_CONTAINER_H
 #define ABX_OCI_CONTAINER_H
 
+#include "jail.h"
 #include "oci_spec.h"
 
 #include <seccomp.h>
@@ -57,6 +58,14 @@ typedef struct abx_oci_exec_params {
  * *pid is its host pid, running. Otherwise waits for it: *exit_status is
  * its exit code (128 + signal when a signal ended it). */
 int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_status, abx_error **err);
+
+/* The in-container agent's init (run.abx.envd=true): a process that
+ * joins every namespace of the container's init target and its cgroup
+ * (cgroup_path), loads abx's seccomp list and serves the caller's spawn
+ * requests on jail->control_fd (init_server.h), as a sandbox's init does.
+ * The caller becomes a child subreaper: the init is its child. jail's
+ * cgroup is left empty (the container's is not the agent's to remove). */
+int abx__oci_agent_init(pid_t target, const char *cgroup_path, abx_jail *jail, abx_error **err);
 
 /* Runs hooks in order, each given state_json on stdin; a hook that fails
  * or outlives its timeout is an error naming it (the caller decides

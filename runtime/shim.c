@@ -20,6 +20,7 @@
 #include "error_internal.h"
 #include "init_proto.h"
 #include "net.h"
+#include "oci_container.h"
 #include "netpolicy.h"
 #include "shim_files.h"
 #include "parse.h"
@@ -33,6 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -362,6 +368,11 @@ static int read_config(shim *sh, abx_error **err)
         json_decref(cfg);
         return nrc;
     }
+    sh->attach_pid = (pid_t)json_integer_value(json_object_get(cfg, "attach_pid"));
+    const char *acg = json_string_value(json_object_get(cfg, "attach_cgroup"));
+    const char *listen = json_string_value(json_object_get(cfg, "listen"));
+    snprintf(sh->attach_cgroup, sizeof sh->attach_cgroup, "%s", acg ? acg : "");
+    snprintf(sh->listen_addr, sizeof sh->listen_addr, "%s", listen ? listen : "");
     json_int_t owner = json_integer_value(json_object_get(cfg, "owner_pid"));
     json_decref(cfg);
     /* opened while the owner waits for this shim's ready line: the pid is its */
@@ -411,6 +422,76 @@ static int listen_socket(shim *sh, abx_error **err)
     return 0;
 }
 
+/* The agent's socket: TCP on listen_addr in the container's network
+ * namespace (entered for the socket call only; this process stays in its
+ * own). */
+static int listen_in_container(shim *sh, abx_error **err)
+{
+    char host[48];
+    unsigned port = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    if (sscanf(sh->listen_addr, "%47[0-9.]:%u", host, &port) != 2 || port == 0 || port > 65535 ||
+        inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return abx__error_set(err, ABX_ECONFIG, "the agent's address is not IP:PORT");
+    sa.sin_port = htons((uint16_t)port);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)sh->attach_pid);
+    int theirs = open(path, O_RDONLY | O_CLOEXEC), ours = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (theirs < 0 || ours < 0 || setns(theirs, CLONE_NEWNET) < 0) {
+        int e = errno;
+        if (theirs >= 0)
+            close(theirs);
+        if (ours >= 0)
+            close(ours);
+        return abx__error_errno(err, ABX_EJAIL, e, "entering the container's network namespace");
+    }
+    /* an engine's "no network" leaves the loopback down: the agent on
+     * 127.0.0.1 needs it up (nothing else of the namespace changes) */
+    if ((ntohl(sa.sin_addr.s_addr) >> 24) == 127) {
+        int ctl = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof ifr);
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+        if (ctl >= 0 && ioctl(ctl, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+            ifr.ifr_flags |= IFF_UP;
+            ioctl(ctl, SIOCSIFFLAGS, &ifr);
+        }
+        if (ctl >= 0)
+            close(ctl);
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1, e = 0;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0)
+        e = errno;
+    int back = setns(ours, CLONE_NEWNET);
+    close(theirs);
+    close(ours);
+    if (back < 0) /* never serve from the container's network with our own half gone */
+        _exit(1);
+    if (e) {
+        if (fd >= 0)
+            close(fd);
+        return abx__error_errno(err, ABX_EIO, e, "listening on the agent's address");
+    }
+    sh->listen_fd = fd;
+    return 0;
+}
+
+/* The agent: its init joins the container, its lifetime is the container's. */
+static int start_attached(shim *sh, abx_error **err)
+{
+    int rc = abx__oci_agent_init(sh->attach_pid, sh->attach_cgroup, &sh->jail, err);
+    if (rc < 0)
+        return rc;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/root", (int)sh->jail.init_pid);
+    sh->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sh->rootfd < 0)
+        return abx__error_errno(err, ABX_EJAIL, errno, "opening the container's root");
+    return listen_in_container(sh, err);
+}
+
 static int start(shim *sh, abx_error **err)
 {
     int rc = read_config(sh, err);
@@ -433,6 +514,11 @@ static int start(shim *sh, abx_error **err)
                            .root_caps = sh->template_root[0] != '\0'};
     if (runs_in_background(sh))
         setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */
+    if (sh->attach_pid > 0) {
+        if ((rc = start_attached(sh, err)) < 0)
+            return rc;
+        goto serve;
+    }
     if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)
         return rc;
     if (runs_in_background(sh))
@@ -458,6 +544,7 @@ static int start(shim *sh, abx_error **err)
     }
     if ((rc = listen_socket(sh, err)) < 0)
         return rc;
+serve:
     sh->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     sh->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (sh->timerfd < 0 || sh->wakefd < 0)
@@ -550,6 +637,10 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         if (pfd[1].revents & POLLIN) {
             pthread_mutex_lock(&sh->mu);
             bool due = time(NULL) >= sh->end_at;
+            if (due && sh->attach_pid > 0) { /* the agent lives as long as its container */
+                sh->end_at = time(NULL) + (time_t)sh->timeout_s;
+                due = false;
+            }
             if (!due)
                 arm_timer_locked(sh);
             pthread_mutex_unlock(&sh->mu);

@@ -391,6 +391,14 @@ static int start_shim(const char *shim_path, const char *dir, bool background, a
     return abx__error_set(err, ABX_EJAIL, "the sandbox supervisor did not start");
 }
 
+int abx__shim_start_detached(const char *dir, abx_error **err)
+{
+    char shim_path[PATH_MAX];
+    if (find_shim(shim_path, sizeof shim_path) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
+    return start_shim(shim_path, dir, false, err);
+}
+
 #define STANDBY_TIMEOUT_S 900 /* the pool replaces them after 600 */
 
 /* What a create of these options starts: template, cpu and memory with defaults applied. */

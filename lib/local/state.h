@@ -18,6 +18,11 @@ void abx__state_reconcile(void);
 /* Reaps one dead sandbox's leftovers (cgroups, then the directory). */
 void abx__state_reap(const char *id);
 
+/* Starts abx-shim (found as for a sandbox) on the state directory dir,
+ * which holds its config.json and token, and waits for its ready line:
+ * abx-oci's in-container agent uses the same supervisor. */
+int abx__shim_start_detached(const char *dir, abx_error **err);
+
 /* The network namespace of the sandbox whose state directory is dir (an
  * O_RDONLY|O_CLOEXEC fd, the caller's), from its init's pid in meta.json,
  * checked to be the child of the shim that holds it; -1 when that cannot be

@@ -281,6 +281,92 @@ test('Docker: docker run --runtime abx', async () => {
   }
 });
 
+/** curl in the network namespace of the container whose init is pid. */
+function curlIn(pid, args) {
+  return sh('nsenter', ['-t', String(pid), '-n', 'curl', '-s', '--max-time', '10', ...args]);
+}
+
+/** A Connect-protocol frame (flags, big-endian length, JSON). */
+function connectFrame(message) {
+  const body = Buffer.from(JSON.stringify(message));
+  const frame = Buffer.alloc(5 + body.length);
+  frame.writeUInt32BE(body.length, 1);
+  body.copy(frame, 5);
+  return frame;
+}
+
+/** The stdout of a streamed process.Process/Start answer. */
+function streamedStdout(raw) {
+  let out = '', at = 0, exit = null;
+  const buf = Buffer.from(raw, 'latin1');
+  while (at + 5 <= buf.length) {
+    const len = buf.readUInt32BE(at + 1);
+    const msg = JSON.parse(buf.subarray(at + 5, at + 5 + len).toString('utf8'));
+    at += 5 + len;
+    const ev = msg.event || {};
+    if (ev.data?.stdout) out += Buffer.from(ev.data.stdout, 'base64').toString('utf8');
+    if (ev.end) exit = ev.end.exitCode ?? 0;
+  }
+  return { out, exit };
+}
+
+test('the agent: run.abx.envd=true serves E2B\'s data plane inside the container, with its token', () => {
+  const token = 'a'.repeat(16) + 'B'.repeat(16) + '0123';
+  const id = podman(['run', '-d', '--runtime', abxOci, '--network', 'none', ...ULIMITS, '--annotation', 'run.abx.envd=true',
+    '--annotation', `run.abx.envd.token=${token}`, 'localhost/bb', 'sleep', '1000']);
+  assert.equal(id.status, 0, id.stderr);
+  const cid = id.stdout.trim();
+  try {
+    const pid = Number(podman(['inspect', '-f', '{{.State.Pid}}', cid]).stdout);
+    const base = 'http://127.0.0.1:49983';
+    assert.equal(curlIn(pid, ['-o', '/dev/null', '-w', '%{http_code}', `${base}/health`]).stdout, '204');
+    const frame = path.join(work, 'start.frame');
+    fs.writeFileSync(frame, connectFrame({ process: { cmd: '/bin/sh', args: ['-c', 'echo agent-ran; hostname; cat /proc/1/cmdline | tr "\\0" " "'] } }));
+    const started = curlIn(pid, ['-H', `X-Access-Token: ${token}`, '-H', 'Content-Type: application/connect+json',
+      '--data-binary', `@${frame}`, `${base}/process.Process/Start`]);
+    assert.equal(started.status, 0, started.stderr);
+    const { out, exit } = streamedStdout(started.stdout);
+    assert.equal(exit, 0);
+    assert.equal(out, `agent-ran\n${cid.slice(0, 12)}\nsleep 1000 `, 'the command ran in the container (its hostname, its pid 1)');
+    const put = curlIn(pid, ['-w', ' %{http_code}', '-H', `X-Access-Token: ${token}`, '--data-binary', 'written by the agent',
+      `${base}/files?path=/tmp/agent.txt&username=root`]);
+    assert.match(put.stdout, / 200$/);
+    assert.equal(podman(['exec', cid, 'cat', '/tmp/agent.txt']).stdout, 'written by the agent', 'the file is the container\'s');
+    assert.equal(podman(['exec', cid, 'sh', '-c', 'echo from-the-container > /tmp/back.txt']).status, 0);
+    const get = curlIn(pid, ['-H', `X-Access-Token: ${token}`, `${base}/files?path=/tmp/back.txt&username=root`]);
+    assert.equal(get.stdout, 'from-the-container\n');
+    for (const wrong of [[], ['-H', 'X-Access-Token: wrong'], ['-H', `X-Access-Token: ${token}x`]]) {
+      const r = curlIn(pid, ['-o', '/dev/null', '-w', '%{http_code}', ...wrong, `${base}/files?path=/tmp/agent.txt`]);
+      assert.equal(r.stdout, '401', `a request with ${wrong.join(' ') || 'no token'}`);
+    }
+  } finally {
+    podman(['rm', '-f', '-t', '0', cid]);
+  }
+  const left = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try { return fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(cid); } catch { return false; }
+  });
+  assert.deepEqual(left, [], 'the agent ended with its container');
+});
+
+test('the agent: without the annotation nothing listens on 49983; a bad token annotation is refused', () => {
+  const id = podman(['run', '-d', '--runtime', abxOci, '--network', 'none', ...ULIMITS, 'localhost/bb', 'sleep', '1000']);
+  assert.equal(id.status, 0, id.stderr);
+  const cid = id.stdout.trim();
+  try {
+    const pid = Number(podman(['inspect', '-f', '{{.State.Pid}}', cid]).stdout);
+    const tcp = fs.readFileSync(`/proc/${pid}/net/tcp`, 'utf8');
+    assert.ok(!/:C33F /.test(tcp), `something listens on 49983:\n${tcp}`);
+    const top = podman(['top', cid, 'args']).stdout;
+    assert.ok(!/abx/.test(top), `nothing of abx runs inside:\n${top}`);
+  } finally {
+    podman(['rm', '-f', '-t', '0', cid]);
+  }
+  const bad = podman(['run', '--rm', '--runtime', abxOci, '--network', 'none', ...ULIMITS, '--annotation', 'run.abx.envd=true',
+    '--annotation', 'run.abx.envd.token=short', 'localhost/bb', 'true']);
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr, /run\.abx\.envd\.token/);
+});
+
 /** What the host has that a container could leave behind. */
 function hostFootprint(stateRoot) {
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ').slice(3, 5).join(' ')).sort();
