@@ -21,6 +21,7 @@
 #include "uid_pool.h"
 
 #include <dirent.h>
+#include <linux/capability.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -336,6 +337,23 @@ static int write_pid_file(const char *path, pid_t pid, abx_error **err)
     return write_atomic(path, text, err);
 }
 
+/* cgroup v2 has no device files: its device rules are an eBPF program,
+ * which abx-oci does not load. So that a config's rules still hold there,
+ * its processes cannot make device nodes (CAP_MKNOD is taken out of every
+ * set): the devices a container can open are the ones its config lists. */
+static void devices_without_rules(const abx_oci_spec *spec, abx_oci_process *proc)
+{
+    if (spec->resources.n_devices == 0 || abx__cgroup_detect(NULL) != 2)
+        return;
+    if (!proc->has_caps) { /* no capabilities in the config: all of them, as runc leaves them */
+        proc->has_caps = true;
+        for (int set = 0; set < 4; set++)
+            proc->caps[set] = (1ull << (CAP_LAST_CAP + 1)) - 1;
+    }
+    for (int set = 0; set < 5; set++)
+        proc->caps[set] &= ~(1ull << 27); /* CAP_MKNOD */
+}
+
 /* ---- abx's sandbox profile ---- */
 
 #define OCI_CONFIG_DEFAULT "/etc/abx/oci.toml"
@@ -588,6 +606,7 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
         goto fail;
     free(spec.cgroups_path);
     spec.cgroups_path = strdup(cgroup_path);
+    devices_without_rules(&spec, &spec.process);
     state_path(rt, id, "exec.fifo", fifo, sizeof fifo);
     if (mkfifo(fifo, 0622) < 0) {
         rc = abx__error_errno(err, ABX_EIO, errno, "making the exec fifo");
@@ -870,6 +889,7 @@ int abx_oci_exec(const abx_oci_runtime *rt, const char *id, const abx_oci_exec_o
     }
     if ((rc = abx__oci_process_parse(pj, &proc, err)) < 0)
         goto out;
+    devices_without_rules(&spec, &proc);
     abx_oci_exec_params params = {.spec = &spec,
                                   .process = &proc,
                                   .container_pid = c.pid,
