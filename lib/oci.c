@@ -337,21 +337,62 @@ static int write_pid_file(const char *path, pid_t pid, abx_error **err)
     return write_atomic(path, text, err);
 }
 
+static void without_cap(abx_oci_process *proc, int cap);
+
 /* cgroup v2 has no device files: its device rules are an eBPF program,
  * which abx-oci does not load. So that a config's rules still hold there,
  * its processes cannot make device nodes (CAP_MKNOD is taken out of every
  * set): the devices a container can open are the ones its config lists. */
 static void devices_without_rules(const abx_oci_spec *spec, abx_oci_process *proc)
 {
-    if (spec->resources.n_devices == 0 || abx__cgroup_detect(NULL) != 2)
-        return;
-    if (!proc->has_caps) { /* no capabilities in the config: all of them, as runc leaves them */
+    if (spec->resources.n_devices > 0 && abx__cgroup_detect(NULL) == 2)
+        without_cap(proc, CAP_MKNOD);
+}
+
+/* The sandbox profile's egress policy: an nft script (*script, the
+ * caller frees it; NULL when the annotations ask for none). */
+/* The container's own table in its network namespace: a pod's containers
+ * share one namespace, and each removes only its own. */
+static void egress_table(const char *id, char *out, size_t len)
+{
+    size_t n = (size_t)snprintf(out, len, "abx_egress_");
+    for (const char *p = id; *p && n + 1 < len && n < 40; p++)
+        if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+            out[n++] = *p;
+        else if (*p >= 'A' && *p <= 'Z')
+            out[n++] = (char)(*p - 'A' + 'a');
+    out[n] = '\0';
+}
+
+static int egress_wanted(const char *id, const abx_oci_spec *spec, bool sandbox, char **script,
+                         abx_error **err)
+{
+    *script = NULL;
+    const char *allow = json_string_value(json_object_get(spec->annotations, "run.abx.network.allow_out"));
+    const char *deny = json_string_value(json_object_get(spec->annotations, "run.abx.network.deny_out"));
+    if (!allow && !deny)
+        return 0;
+    if (!sandbox)
+        return abx__error_set(
+            err, ABX_EINVAL,
+            "run.abx.network.allow_out and deny_out need run.abx.profile=sandbox (the container "
+            "must not be able to undo its filter)");
+    char table[64];
+    egress_table(id, table, sizeof table);
+    return abx__oci_egress_script(table, allow, deny, script, err);
+}
+
+/* Takes capability cap out of every set of proc (all of them first when
+ * the config names none: runc leaves a process every capability then). */
+static void without_cap(abx_oci_process *proc, int cap)
+{
+    if (!proc->has_caps) {
         proc->has_caps = true;
         for (int set = 0; set < 4; set++)
             proc->caps[set] = (1ull << (CAP_LAST_CAP + 1)) - 1;
     }
     for (int set = 0; set < 5; set++)
-        proc->caps[set] &= ~(1ull << 27); /* CAP_MKNOD */
+        proc->caps[set] &= ~(1ull << cap);
 }
 
 /* ---- abx's sandbox profile ---- */
@@ -594,13 +635,17 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
     memset(&cg, 0, sizeof cg);
     pid_t pid = 0;
     int lock_fd = -1;
+    char *egress = NULL;
     if ((rc = load_bundle(rt, id, bundle, &spec, err)) < 0 ||
         (rc = cgroup_path_of(rt, &spec, id, cgroup_path, sizeof cgroup_path, err)) < 0)
         goto fail;
     bool sandbox = false;
     agent_request agent;
-    if ((rc = wants_sandbox(&spec, &sandbox, err)) < 0 || (rc = agent_wanted(&spec, &agent, err)) < 0)
+    if ((rc = wants_sandbox(&spec, &sandbox, err)) < 0 || (rc = agent_wanted(&spec, &agent, err)) < 0 ||
+        (rc = egress_wanted(id, &spec, sandbox, &egress, err)) < 0)
         goto fail;
+    if (egress) /* the filter lives in the container's network namespace: it may not change it */
+        without_cap(&spec.process, CAP_NET_ADMIN);
     uid_t uid_base = 0;
     if (sandbox && (rc = abx__uid_range_take(&uid_base, &lock_fd, err)) < 0)
         goto fail;
@@ -619,7 +664,8 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
                                     .console_socket = opts ? opts->console_socket : NULL,
                                     .no_pivot = opts && opts->no_pivot,
                                     .preserve_fds = opts ? opts->preserve_fds : 0,
-                                    .profile = {.sandbox = sandbox, .host_id_base = uid_base}};
+                                    .profile = {.sandbox = sandbox, .host_id_base = uid_base},
+                                    .egress_script = egress};
     if ((rc = abx__oci_container_create(&params, &pid, &cg, err)) < 0)
         goto fail;
     if ((rc = write_state(rt, id, &spec, bundle, cgroup_path, &cg, pid, sandbox, uid_base, err)) < 0 ||
@@ -638,8 +684,10 @@ int abx_oci_create(const abx_oci_runtime *rt, const char *id, const abx_oci_crea
         close(lock_fd);
     }
     abx__oci_spec_free(&spec);
+    free(egress);
     return 0;
 fail:
+    free(egress);
     if (lock_fd >= 0)
         close(lock_fd);
     abx__oci_spec_free(&spec);
@@ -763,6 +811,14 @@ int abx_oci_delete(const abx_oci_runtime *rt, const char *id, bool force, abx_er
     abx__cgroup_destroy(&c.cg);
     abx_oci_spec spec;
     if (saved_spec(rt, &c, &spec, NULL) == 0) {
+        const abx_oci_namespace *net = abx__oci_spec_namespace(&spec, CLONE_NEWNET);
+        if (net && net->path &&
+            (json_object_get(spec.annotations, "run.abx.network.allow_out") ||
+             json_object_get(spec.annotations, "run.abx.network.deny_out"))) {
+            char table[64];
+            egress_table(id, table, sizeof table);
+            abx__oci_egress_remove(net->path, table, NULL); /* the namespace outlives the container */
+        }
         c.status = "stopped";
         char *state = state_text(&c);
         abx__oci_hooks_run(spec.hooks[ABX_OCI_HOOK_POSTSTOP], spec.n_hooks[ABX_OCI_HOOK_POSTSTOP],
@@ -890,6 +946,9 @@ int abx_oci_exec(const abx_oci_runtime *rt, const char *id, const abx_oci_exec_o
     if ((rc = abx__oci_process_parse(pj, &proc, err)) < 0)
         goto out;
     devices_without_rules(&spec, &proc);
+    if (json_object_get(spec.annotations, "run.abx.network.allow_out") ||
+        json_object_get(spec.annotations, "run.abx.network.deny_out"))
+        without_cap(&proc, CAP_NET_ADMIN); /* as the container's own process */
     abx_oci_exec_params params = {.spec = &spec,
                                   .process = &proc,
                                   .container_pid = c.pid,

@@ -94,6 +94,26 @@ static void log_line(const oci_cli *cli, const char *level, const char *msg)
     fclose(f);
 }
 
+/* The hint for abx-oci's reader (an operator or an engine's log), where
+ * the library's names the abx CLI. */
+static const char *oci_hint(int code)
+{
+    switch (code) {
+    case ABX_EINVAL:
+    case ABX_EUSAGE:
+        return "Check the flag, the config.json field or the annotation named in the message; 'abx-oci "
+               "--help' "
+               "lists the commands and flags, docs/oci.md the annotations.";
+    case ABX_ENOTFOUND:
+        return "'abx-oci --root DIR list' shows the containers of that state directory; the engine's --root "
+               "may differ.";
+    case ABX_ENOTRUNNING:
+        return "'abx-oci state ID' shows the container's status; start it first, or create it again.";
+    default:
+        return abx_err_hint(code);
+    }
+}
+
 /* Tells the error (stderr and the log) and returns the exit status 1. */
 static int fail(const oci_cli *cli, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(const oci_cli *cli, int code, const char *fmt, ...)
@@ -103,7 +123,7 @@ static int fail(const oci_cli *cli, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "abx-oci: %s: %s\nhint: %s\n", abx_err_name(code), msg, abx_err_hint(code));
+    fprintf(stderr, "abx-oci: %s: %s\nhint: %s\n", abx_err_name(code), msg, oci_hint(code));
     log_line(cli, "error", msg);
     return 1;
 }

@@ -122,6 +122,11 @@ static int nft_script(struct nft_ctx *c, const char *script, abx_error **err)
     return abx__error_set(err, ABX_EJAIL, "network: the packet filter refused a change: %s", flat);
 }
 
+int abx__netf_run(struct nft_ctx *c, const char *script, abx_error **err)
+{
+    return nft_script(c, script, err);
+}
+
 static int appendf(abx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int appendf(abx_buf *b, const char *fmt, ...)
 {

@@ -38,6 +38,8 @@ int abx__netf_policy(struct nft_ctx *c, const abx_net_slot *s, json_t *policy, a
 void abx__netf_admit(struct nft_ctx *c, unsigned slot, const unsigned char a[4], unsigned ttl, bool denied);
 /* The veth pair, addresses and the default route inside init_pid's namespace. */
 int abx__netf_links_up(const abx_net_slot *s, pid_t init_pid, abx_error **err);
+/* Runs an nft script in one transaction (all of it or nothing). */
+int abx__netf_run(struct nft_ctx *c, const char *script, abx_error **err);
 /* Removes the slot's filter objects (the table with the namespace's last),
  * the slot and the links. c may be NULL (then only the slot and links). */
 void abx__netf_teardown(struct nft_ctx *c, const char *iface, unsigned slot);

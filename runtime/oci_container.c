@@ -446,6 +446,8 @@ static void write_sysctls(const container_ctx *c)
 {
     const abx_oci_spec *spec = c->p->spec;
     for (size_t i = 0; i < spec->n_sysctls; i++) {
+        if (c->p->profile.sandbox && strncmp(spec->sysctl_keys[i], "net.", 4) == 0)
+            continue; /* written by the runtime in the network namespace (abx__oci_net_sysctls) */
         char path[PATH_MAX];
         int n = snprintf(path, sizeof path, "/proc/sys/%s", spec->sysctl_keys[i]);
         for (char *p = path + 10; n > 0 && *p; p++)
@@ -998,6 +1000,13 @@ static int parent_sync(const abx_oci_create_params *p, int fd, pid_t child, pid_
                 return rc;
             continue;
         case SYNC_HOOKS: {
+            /* the namespaces exist, the process does not yet: its egress filter goes on now */
+            if (p->egress_script && (rc = abx__oci_egress_apply(*pid, p->egress_script, err)) < 0)
+                return rc;
+            if (p->profile.sandbox &&
+                (rc = abx__oci_net_sysctls(*pid, p->spec->sysctl_keys, p->spec->sysctl_values,
+                                           p->spec->n_sysctls, err)) < 0)
+                return rc;
             char *state = hook_state(p, "created", *pid);
             rc = abx__oci_hooks_run(p->spec->hooks[ABX_OCI_HOOK_PRESTART],
                                     p->spec->n_hooks[ABX_OCI_HOOK_PRESTART], state ? state : "{}", err);

@@ -31,6 +31,7 @@ typedef struct abx_oci_create_params {
     bool no_pivot;
     int preserve_fds;
     abx_oci_profile profile;
+    const char *egress_script; /* the sandbox profile's egress filter (abx__oci_egress_script), or NULL */
 } abx_oci_create_params;
 
 /* Makes the container: its cgroup (*cg, at spec->cgroups_path), its
@@ -72,6 +73,22 @@ int abx__oci_agent_init(pid_t target, const char *cgroup_path, abx_jail *jail, a
  * whether that is fatal: poststart and poststop failures are only
  * logged). */
 int abx__oci_hooks_run(const abx_oci_hook *hooks, size_t n, const char *state_json, abx_error **err);
+
+/* The egress policy of the annotations run.abx.network.allow_out and
+ * deny_out (either may be NULL) as an nft script for the container's
+ * network namespace (oci_egress.c; *script: the caller frees it). */
+int abx__oci_egress_script(const char *table, const char *allow, const char *deny, char **script,
+                           abx_error **err);
+/* Loads it in the network namespace of pid. */
+int abx__oci_egress_apply(pid_t pid, const char *script, abx_error **err);
+/* Removes table from the network namespace at netns_path (one the
+ * container joined, which outlives it). */
+int abx__oci_egress_remove(const char *netns_path, const char *table, abx_error **err);
+
+/* Writes the net.* sysctls of keys/values in the network namespace of pid
+ * (the runtime's: under the sandbox profile the container's root cannot
+ * write them in a namespace it joined). */
+int abx__oci_net_sysctls(pid_t pid, char *const *keys, char *const *values, size_t n, abx_error **err);
 
 /* linux.seccomp as a filter to load (oci_seccomp.c); NULL with *err. */
 scmp_filter_ctx abx__oci_seccomp_build(const json_t *profile, abx_error **err);

@@ -6,11 +6,12 @@
 // same container without the profile is not a sandbox (the probe refuses
 // to run there: the initial user namespace). Everything runs on a Podman
 // store of this test's.
-import { test, before } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { probe } from '../lib/harness.mjs';
+import { spawn } from 'node:child_process';
+import { probe, onExit, sleep } from '../lib/harness.mjs';
 import { abxOci, sh, ok, requireTools, workDir, busyboxRoot, podmanWorld, importImage } from '../lib/oci-world.mjs';
 
 const work = workDir('abx-oci-sandbox');
@@ -106,4 +107,64 @@ test('the uid range goes back to the pool when the container is gone', () => {
   let now = held();
   for (let i = 0; i < 50 && now.length !== before.length; i++) { sh('sleep', ['0.1']); now = held(); }
   assert.deepEqual(now, before);
+});
+
+// A world of network namespaces, as the network tests build: the
+// container's namespace (made here, given to Podman by path) reaches two
+// servers of a "world" namespace over a veth pair.
+const tag = `${process.pid % 100000}`;
+const CNS = `abxoc${tag}`, WNS = `abxow${tag}`;
+const servers = [];
+function worldDown() {
+  for (const s of servers) { try { s.kill('SIGKILL'); } catch { /* gone */ } }
+  sh('ip', ['netns', 'del', CNS]);
+  sh('ip', ['netns', 'del', WNS]);
+}
+after(worldDown);
+onExit(worldDown);
+
+async function world() {
+  for (const args of [['netns', 'add', CNS], ['netns', 'add', WNS],
+    ['link', 'add', `vc${tag}`, 'type', 'veth', 'peer', 'name', `vw${tag}`],
+    ['link', 'set', `vc${tag}`, 'netns', CNS], ['link', 'set', `vw${tag}`, 'netns', WNS],
+    ['-n', CNS, 'addr', 'add', '10.199.0.2/16', 'dev', `vc${tag}`], ['-n', CNS, 'link', 'set', `vc${tag}`, 'up'],
+    ['-n', CNS, 'link', 'set', 'lo', 'up'],
+    ['-n', WNS, 'addr', 'add', '10.199.0.1/16', 'dev', `vw${tag}`], ['-n', WNS, 'addr', 'add', '10.199.1.1/16', 'dev', `vw${tag}`],
+    ['-n', WNS, 'link', 'set', `vw${tag}`, 'up']]) ok('ip', args);
+  const www = path.join(work, 'www');
+  fs.mkdirSync(www, { recursive: true });
+  fs.writeFileSync(path.join(www, 'index.html'), 'served\n');
+  for (const addr of ['10.199.0.1', '10.199.1.1'])
+    servers.push(spawn('ip', ['netns', 'exec', WNS, 'busybox', 'httpd', '-f', '-p', `${addr}:8080`, '-h', www], { stdio: 'ignore' }));
+  await sleep(300);
+}
+
+/** Which of the two servers a container under these annotations reaches. */
+function reached(annotations) {
+  const args = ['run', '--rm', '--runtime', abxOci, '--network', `ns:/run/netns/${CNS}`, '--ulimit', 'nofile=1024:1024',
+    '--ulimit', 'nproc=4096:4096', ...PROFILE, ...annotations.flatMap((a) => ['--annotation', a]), 'localhost/bb', 'sh', '-c',
+    'for h in 10.199.0.1 10.199.1.1; do printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 2 $h 8080 | grep -q served && echo $h; done; true'];
+  const r = podman(args);
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim().split('\n').filter(Boolean);
+}
+
+test('the egress policy: a denied address is unreachable, an allowed one reachable; nothing is left in the namespace', async () => {
+  await world();
+  assert.deepEqual(reached([]), ['10.199.0.1', '10.199.1.1'], 'without a policy the world is reachable');
+  assert.deepEqual(reached(['run.abx.network.allow_out=10.199.0.1']), ['10.199.0.1']);
+  assert.deepEqual(reached(['run.abx.network.deny_out=10.199.1.0/24']), ['10.199.0.1']);
+  assert.deepEqual(reached(['run.abx.network.allow_out=10.199.0.0/16', 'run.abx.network.deny_out=10.199.0.1']), ['10.199.1.1'],
+    'deny wins over allow');
+  const tables = sh('ip', ['netns', 'exec', CNS, 'nft', 'list', 'tables']).stdout;
+  assert.ok(!/abx_egress/.test(tables), `the filter outlived its containers:\n${tables}`);
+  // the walls: the policy needs the profile, and a wildcard needs abx's resolver
+  const noProfile = podman(['run', '--rm', '--runtime', abxOci, '--network', 'none', '--annotation', 'run.abx.network.allow_out=10.199.0.1',
+    'localhost/bb', 'true']);
+  assert.notEqual(noProfile.status, 0);
+  assert.match(noProfile.stderr, /need run\.abx\.profile=sandbox/);
+  const wildcard = podman(['run', '--rm', '--runtime', abxOci, '--network', 'none', ...PROFILE, '--annotation',
+    'run.abx.network.allow_out=*.example.com', 'localhost/bb', 'true']);
+  assert.notEqual(wildcard.status, 0);
+  assert.match(wildcard.stderr, /wildcard/);
 });
