@@ -551,7 +551,8 @@ static int start_agent(const abx_oci_runtime *rt, const char *id, const abx_oci_
         "timeout", ABX_TIMEOUT_MAX_S, "cpu_count", 1, "memory_mb", 1, "disk_size_mb", 1, "pids", 1,
         "template", "oci", "attach_pid", (int)pid, "attach_cgroup", cgroup_path, "listen", a->listen, "envs",
         env_map(&spec->process), "template_config", "uid", (int)spec->process.uid == 0 ? 0 : 1000, "workdir",
-        spec->process.cwd, "metadata", "oci_container", id);
+        /* the code interpreter lists what a cell made under its cwd: never the whole root */
+        strcmp(spec->process.cwd, "/") == 0 ? "/tmp" : spec->process.cwd, "metadata", "oci_container", id);
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     json_decref(cfg);
     if (!text)

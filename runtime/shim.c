@@ -425,7 +425,7 @@ static int listen_socket(shim *sh, abx_error **err)
 /* The agent's socket: TCP on listen_addr in the container's network
  * namespace (entered for the socket call only; this process stays in its
  * own). */
-static int listen_in_container(shim *sh, abx_error **err)
+static int listen_in_container(shim *sh, unsigned port_override, int *out, abx_error **err)
 {
     char host[48];
     unsigned port = 0;
@@ -433,7 +433,7 @@ static int listen_in_container(shim *sh, abx_error **err)
     if (sscanf(sh->listen_addr, "%47[0-9.]:%u", host, &port) != 2 || port == 0 || port > 65535 ||
         inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return abx__error_set(err, ABX_ECONFIG, "the agent's address is not IP:PORT");
-    sa.sin_port = htons((uint16_t)port);
+    sa.sin_port = htons((uint16_t)(port_override ? port_override : port));
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/ns/net", (int)sh->attach_pid);
     int theirs = open(path, O_RDONLY | O_CLOEXEC), ours = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -474,9 +474,11 @@ static int listen_in_container(shim *sh, abx_error **err)
             close(fd);
         return abx__error_errno(err, ABX_EIO, e, "listening on the agent's address");
     }
-    sh->listen_fd = fd;
+    *out = fd;
     return 0;
 }
+
+#define ABX_OCI_CODE_PORT 49999 /* E2B's code interpreter */
 
 /* The agent: its init joins the container, its lifetime is the container's. */
 static int start_attached(shim *sh, abx_error **err)
@@ -489,7 +491,14 @@ static int start_attached(shim *sh, abx_error **err)
     sh->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (sh->rootfd < 0)
         return abx__error_errno(err, ABX_EJAIL, errno, "opening the container's root");
-    return listen_in_container(sh, err);
+    if ((rc = listen_in_container(sh, 0, &sh->listen_fd, err)) < 0)
+        return rc;
+    /* the code interpreter, on E2B's port beside envd's, when the image has Python to run it */
+    static const char *const pythons[] = {"usr/bin/python3", "usr/local/bin/python3", "bin/python3"};
+    for (size_t i = 0; i < sizeof pythons / sizeof pythons[0]; i++)
+        if (faccessat(sh->rootfd, pythons[i], X_OK, 0) == 0)
+            return listen_in_container(sh, ABX_OCI_CODE_PORT, &sh->code_listen_fd, err);
+    return 0;
 }
 
 static int start(shim *sh, abx_error **err)
@@ -692,6 +701,7 @@ int abx__shim_main(int argc, char **argv)
     static shim sh; /* the one shim of this process; its threads share it */
     memset(&sh, 0, sizeof sh);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;
+    sh.code_listen_fd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", state_dir);
     sh.ring_pool = ABX_BOUND_SHIM_RINGS;
     pthread_mutex_init(&sh.mu, NULL);

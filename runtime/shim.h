@@ -124,14 +124,16 @@ typedef struct shim {
     struct code_context *contexts[16]; /* code-interpreter kernels (shim_code.c) */
     int ncontexts;
     pthread_mutex_t code_mu; /* serialises executions and context changes */
-    /* abx-oci's in-container agent (run.abx.envd=true): the data plane of
-     * an OCI container, not of a sandbox of its own. Its init joins the
-     * container's (attach_pid's) namespaces and cgroup; it listens on
-     * listen_addr ("IP:PORT") in the container's network namespace; its
-     * lifetime is the container's. 0 / "" for a sandbox's shim. */
+                             /* abx-oci's in-container agent (run.abx.envd=true): the data plane of
+                              * an OCI container, not of a sandbox of its own. Its init joins the
+                              * container's (attach_pid's) namespaces and cgroup; it listens on
+                              * listen_addr ("IP:PORT") in the container's network namespace; its
+                              * lifetime is the container's. 0 / "" for a sandbox's shim. */
     pid_t attach_pid;
     char attach_cgroup[256];
     char listen_addr[64];
+    int code_listen_fd; /* the agent's code interpreter (port 49999) when the image has Python; -1 */
+    void *httpd_code;
 } shim;
 
 /* shim.c */

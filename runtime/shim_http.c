@@ -1270,6 +1270,13 @@ int abx__shim_http_start(shim *sh, abx_error **err)
     if (rc < 0)
         return abx__error_wrap(err, rc, "starting the data-plane server");
     sh->httpd = l;
+    if (sh->code_listen_fd >= 0) { /* abx-oci's agent: the code interpreter's own port, the same routes */
+        svc.listen_fd = sh->code_listen_fd;
+        l = NULL;
+        if ((rc = abx__http_start(&svc, &l, err)) < 0)
+            return abx__error_wrap(err, rc, "starting the code interpreter's server");
+        sh->httpd_code = l;
+    }
     return 0;
 }
 

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { abxOci, RUNC, sh, ok, requireTools, workDir, busyboxRoot, bundle, podmanWorld, importImage,
+import { abxOci, RUNC, sh, ok, requireTools, workDir, busyboxRoot, addPython, bundle, podmanWorld, importImage,
   containerdWorld, dockerWorld } from '../lib/oci-world.mjs';
 import { sleep } from '../lib/harness.mjs';
 
@@ -335,6 +335,7 @@ test('the agent: run.abx.envd=true serves E2B\'s data plane inside the container
     assert.equal(podman(['exec', cid, 'sh', '-c', 'echo from-the-container > /tmp/back.txt']).status, 0);
     const get = curlIn(pid, ['-H', `X-Access-Token: ${token}`, `${base}/files?path=/tmp/back.txt&username=root`]);
     assert.equal(get.stdout, 'from-the-container\n');
+    assert.ok(!/:C34F /.test(fs.readFileSync(`/proc/${pid}/net/tcp`, 'utf8')), 'no code interpreter without Python in the image');
     for (const wrong of [[], ['-H', 'X-Access-Token: wrong'], ['-H', `X-Access-Token: ${token}x`]]) {
       const r = curlIn(pid, ['-o', '/dev/null', '-w', '%{http_code}', ...wrong, `${base}/files?path=/tmp/agent.txt`]);
       assert.equal(r.stdout, '401', `a request with ${wrong.join(' ') || 'no token'}`);
@@ -346,6 +347,30 @@ test('the agent: run.abx.envd=true serves E2B\'s data plane inside the container
     try { return fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(cid); } catch { return false; }
   });
   assert.deepEqual(left, [], 'the agent ended with its container');
+});
+
+test('the agent: the code interpreter on 49999 when the image has Python', () => {
+  importImage(podman, addPython(busyboxRoot(path.join(work, 'pyroot'))), 'localhost/py');
+  const token = 'p'.repeat(40);
+  const id = podman(['run', '-d', '--runtime', abxOci, '--network', 'none', ...ULIMITS, '--annotation', 'run.abx.envd=true',
+    '--annotation', `run.abx.envd.token=${token}`, 'localhost/py', 'sleep', '1000']);
+  assert.equal(id.status, 0, id.stderr);
+  const cid = id.stdout.trim();
+  try {
+    const pid = Number(podman(['inspect', '-f', '{{.State.Pid}}', cid]).stdout);
+    const run = (code, extra = []) => curlIn(pid, ['-H', 'Content-Type: application/json', ...extra, '-d', JSON.stringify({ code }),
+      'http://127.0.0.1:49999/execute']);
+    const r = run('open("made.txt", "w").write("x")\nimport os\nprint(os.getcwd())\n6 * 7', ['-H', `X-Access-Token: ${token}`]);
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.ok(lines.some((l) => l.type === 'stdout' && l.text === '/tmp\n'), r.stdout);
+    assert.ok(lines.some((l) => l.type === 'result' && l.text === '42'), r.stdout);
+    const trailer = lines.find((l) => l.type === 'abx');
+    assert.deepEqual(trailer.files.map((f) => f.path), ['/tmp/made.txt'], 'what the cell made, and only that');
+    assert.equal(podman(['exec', cid, 'cat', '/tmp/made.txt']).stdout, 'x', 'the cell ran in the container');
+    assert.equal(run('1', ['-o', '/dev/null', '-w', '%{http_code}']).stdout, '401', 'the token is needed there too');
+  } finally {
+    podman(['rm', '-f', '-t', '0', cid]);
+  }
 });
 
 test('the agent: without the annotation nothing listens on 49983; a bad token annotation is refused', () => {

@@ -63,6 +63,34 @@ export function busyboxRoot(dir) {
   return dir;
 }
 
+/** The host's python3 (its binary, the libraries it loads, its standard
+ * library without tests) added to a busybox root: an image "with Python". */
+export function addPython(dir) {
+  const real = fs.realpathSync('/usr/bin/python3');
+  fs.mkdirSync(path.join(dir, 'usr/bin'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'usr/lib'), { recursive: true });
+  fs.copyFileSync(real, path.join(dir, 'usr/bin', path.basename(real)));
+  fs.chmodSync(path.join(dir, 'usr/bin', path.basename(real)), 0o755);
+  fs.symlinkSync(path.basename(real), path.join(dir, 'usr/bin/python3'));
+  const lib = `/usr/lib/${path.basename(real)}`;
+  ok('sh', ['-c', `cd /usr/lib && tar -c --exclude=test --exclude=dist-packages --exclude=site-packages --exclude=__pycache__ ${path.basename(lib)} | tar -C "${dir}/usr/lib" -x`]);
+  const sos = [real, ...fs.readdirSync(`${lib}/lib-dynload`).map((f) => `${lib}/lib-dynload/${f}`)];
+  for (const so of sos) {
+    for (const dep of (sh('ldd', [so]).stdout.match(/\s(\/\S+)\s\(/g) || []).map((m) => m.trim().split(' ')[0])) {
+      if (fs.existsSync(path.join(dir, dep))) continue;
+      fs.mkdirSync(path.join(dir, path.dirname(dep)), { recursive: true });
+      fs.copyFileSync(dep, path.join(dir, dep));
+    }
+  }
+  for (const loader of ['/lib64/ld-linux-x86-64.so.2']) {
+    if (!fs.existsSync(path.join(dir, loader)) && fs.existsSync(loader)) {
+      fs.mkdirSync(path.join(dir, path.dirname(loader)), { recursive: true });
+      fs.copyFileSync(loader, path.join(dir, loader));
+    }
+  }
+  return dir;
+}
+
 /** A bundle at dir from `runc spec` over root, with config edited by edit(config). */
 export function bundle(dir, root, edit = () => {}) {
   fs.mkdirSync(dir, { recursive: true });
@@ -89,9 +117,9 @@ export function podmanWorld(dir) {
 }
 
 /** The image "localhost/bb" in podman's store, from a busybox root. */
-export function importImage(podman, root) {
-  const tar = sh('tar', ['-C', root, '-c', '.'], { encoding: 'buffer', maxBuffer: 64 << 20 }).stdout;
-  const r = podman(['import', '-', 'localhost/bb'], { input: tar });
+export function importImage(podman, root, name = 'localhost/bb') {
+  const tar = sh('tar', ['-C', root, '-c', '.'], { encoding: 'buffer', maxBuffer: 256 << 20 }).stdout;
+  const r = podman(['import', '-', name], { input: tar });
   assert.equal(r.status, 0, r.stderr);
 }
 
