@@ -1000,6 +1000,20 @@ static int parent_sync(const abx_oci_create_params *p, int fd, pid_t child, pid_
                 return rc;
             continue;
         case SYNC_HOOKS: {
+            /* the init and its intermediate share this socket: the pid may come after */
+            while (*pid <= 0) {
+                sync_msg more;
+                if (sync_recv(fd, &more) < 0)
+                    return abx__error_set(err, ABX_EJAIL, "the container's init exited during setup");
+                if (more.kind == SYNC_ERR)
+                    return abx__error_set(err, ABX_EJAIL, "%s", more.text);
+                if (more.kind != SYNC_PID)
+                    return abx__error_set(err, ABX_EJAIL, "the container's init spoke out of turn");
+                *pid = more.value;
+                if ((rc = set_rlimits(*pid, &p->spec->process, err)) < 0 ||
+                    (rc = set_oom_score(*pid, &p->spec->process, err)) < 0)
+                    return rc;
+            }
             /* the namespaces exist, the process does not yet: its egress filter goes on now */
             if (p->egress_script && (rc = abx__oci_egress_apply(*pid, p->egress_script, err)) < 0)
                 return rc;
