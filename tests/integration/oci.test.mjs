@@ -101,6 +101,69 @@ test('the same bundle through create, start, state, kill and delete of runc and 
   assert.match(seen.abx, /^out:runc:0:\/\n/);
 });
 
+test('exec, ps, update, pause/resume, kill --all and run answer as runc\'s do', async () => {
+  const seen = {};
+  for (const name of Object.keys(RUNTIMES)) {
+    const cg = `/abxocitest-${name}-${process.pid}`;
+    const dir = bundle(path.join(work, `verbs-${name}`), rootfs, (c) => {
+      c.process.args = ['sleep', '100'];
+      c.linux.cgroupsPath = cg;
+    });
+    const log = [];
+    const out = fs.openSync('/dev/null', 'w');
+    assert.equal(rt(name, ['create', '--bundle', dir, 'v1'], { stdio: ['ignore', out, out] }).status, 0);
+    assert.equal(rt(name, ['start', 'v1']).status, 0);
+    const pid = JSON.parse(rt(name, ['state', 'v1']).stdout).pid;
+    log.push(`ps ${JSON.stringify(JSON.parse(rt(name, ['ps', '--format', 'json', 'v1']).stdout).map((p) => p === pid))}`);
+    const proc = path.join(work, `proc-${name}.json`);
+    fs.writeFileSync(proc, JSON.stringify({ args: ['sleep', '50'], cwd: '/', user: { uid: 0, gid: 0 }, env: ['PATH=/bin'] }));
+    const pidFile = path.join(work, `exec-${name}.pid`);
+    const d = rt(name, ['exec', '--detach', '--pid-file', pidFile, '--process', proc, 'v1'], { stdio: ['ignore', out, out] });
+    log.push(`exec --detach ${d.status} pidfile:${fs.existsSync(pidFile)}`);
+    const execPid = Number(fs.readFileSync(pidFile, 'utf8'));
+    const two = JSON.parse(rt(name, ['ps', '--format', 'json', 'v1']).stdout);
+    log.push(`ps after exec ${two.length} ${two.includes(execPid)}`);
+    const e = rt(name, ['exec', 'v1', 'sh', '-c', 'echo from-exec $(id -u); exit 4']);
+    log.push(`exec ${e.status} ${e.stdout}`);
+    const u = rt(name, ['update', '--resources', '-', 'v1'], { input: JSON.stringify({ memory: { limit: 64 << 20 }, pids: { limit: 50 } }) });
+    log.push(`update ${u.status} ${fs.readFileSync(`/sys/fs/cgroup/memory${cg}/memory.limit_in_bytes`, 'utf8').trim()} ${fs.readFileSync(`/sys/fs/cgroup/pids${cg}/pids.max`, 'utf8').trim()}`);
+    log.push(`pause ${rt(name, ['pause', 'v1']).status} ${JSON.parse(rt(name, ['state', 'v1']).stdout).status}`);
+    log.push(`resume ${rt(name, ['resume', 'v1']).status} ${JSON.parse(rt(name, ['state', 'v1']).stdout).status}`);
+    log.push(`kill --all ${rt(name, ['kill', '--all', 'v1', '9']).status}`);
+    let st = '';
+    for (let i = 0; i < 100 && st !== 'stopped'; i++) { st = JSON.parse(rt(name, ['state', 'v1']).stdout).status; await sleep(50); }
+    log.push(`state ${st}`);
+    log.push(`delete ${rt(name, ['delete', 'v1']).status} ${fs.existsSync(`/sys/fs/cgroup/memory${cg}`)}`);
+    const runDir = bundle(path.join(work, `run-${name}`), rootfs, (c) => { c.process.args = ['sh', '-c', 'echo ran; exit 9']; });
+    const r = rt(name, ['run', '--bundle', runDir, 'r1']);
+    log.push(`run ${r.status} ${r.stdout}`);
+    log.push(`after run ${rt(name, ['state', 'r1']).status}`);
+    fs.closeSync(out);
+    seen[name] = log;
+  }
+  assert.deepEqual(seen.abx, seen.runc);
+  assert.deepEqual(seen.abx, ['ps [true]', 'exec --detach 0 pidfile:true', 'ps after exec 2 true', 'exec 4 from-exec 0\n',
+    `update 0 ${64 << 20} 50`, 'pause 0 paused', 'resume 0 running', 'kill --all 0', 'state stopped', 'delete 0 false',
+    'run 9 ran\n', 'after run 1']);
+});
+
+test('--preserve-fds passes the caller\'s fds 3.. to the process, as runc does', async () => {
+  const seen = {};
+  for (const name of Object.keys(RUNTIMES)) {
+    const dir = bundle(path.join(work, `fds-${name}`), rootfs, (c) => {
+      c.process.args = ['sh', '-c', 'echo through-fd3 >&3; ls /proc/self/fd | sort -n | tr "\\n" " "'];
+    });
+    const outFile = path.join(work, `fds-${name}.out`), fd3File = path.join(work, `fds-${name}.fd3`);
+    const out = fs.openSync(outFile, 'w'), fd3 = fs.openSync(fd3File, 'w');
+    const r = rt(name, ['run', '--preserve-fds', '1', '--bundle', dir, 'f1'], { stdio: ['ignore', out, out, fd3] });
+    fs.closeSync(out);
+    fs.closeSync(fd3);
+    seen[name] = `${r.status} ${fs.readFileSync(outFile, 'utf8')} ${fs.readFileSync(fd3File, 'utf8')}`;
+  }
+  assert.equal(seen.abx, seen.runc);
+  assert.match(seen.abx, /^0 0 1 2 3 (\d+ )? through-fd3\n$/, 'fd 3 is there (4: ls\'s own listing)');
+});
+
 test('errors: a JSON log line for the shim, a bad config named, an id in use, an unknown container', () => {
   const log = path.join(work, 'err.log');
   const r = sh(abxOci, ['--root', path.join(work, 'state-abx'), '--log', log, '--log-format', 'json', 'state', 'nope']);
