@@ -720,6 +720,17 @@ static char *state_text(const container *c)
     return text;
 }
 
+/* Runs the hooks of kind with the state at status; their failures are
+ * the engine's to read in its log, not the verb's (as runc: poststart and
+ * poststop only warn). */
+static void run_hooks_as(container *c, const abx_oci_spec *spec, int kind, const char *status)
+{
+    c->status = status;
+    char *state = state_text(c);
+    abx__oci_hooks_run(spec->hooks[kind], spec->n_hooks[kind], state ? state : "{}", NULL);
+    free(state);
+}
+
 int abx_oci_start(const abx_oci_runtime *rt, const char *id, abx_error **err)
 {
     container c;
@@ -743,13 +754,8 @@ int abx_oci_start(const abx_oci_runtime *rt, const char *id, abx_error **err)
     close(fd);
     unlink(fifo);
     abx_oci_spec spec;
-    if (saved_spec(rt, &c, &spec, NULL) == 0) {
-        c.status = "running";
-        char *state = state_text(&c);
-        abx__oci_hooks_run(spec.hooks[ABX_OCI_HOOK_POSTSTART], spec.n_hooks[ABX_OCI_HOOK_POSTSTART],
-                           state ? state : "{}", NULL);
-        free(state);
-    }
+    if (saved_spec(rt, &c, &spec, NULL) == 0)
+        run_hooks_as(&c, &spec, ABX_OCI_HOOK_POSTSTART, "running");
     abx__oci_spec_free(&spec);
 out:
     container_free(&c);
@@ -820,11 +826,7 @@ int abx_oci_delete(const abx_oci_runtime *rt, const char *id, bool force, abx_er
             egress_table(id, table, sizeof table);
             abx__oci_egress_remove(net->path, table, NULL); /* the namespace outlives the container */
         }
-        c.status = "stopped";
-        char *state = state_text(&c);
-        abx__oci_hooks_run(spec.hooks[ABX_OCI_HOOK_POSTSTOP], spec.n_hooks[ABX_OCI_HOOK_POSTSTOP],
-                           state ? state : "{}", NULL);
-        free(state);
+        run_hooks_as(&c, &spec, ABX_OCI_HOOK_POSTSTOP, "stopped");
     }
     abx__oci_spec_free(&spec);
     remove_state(rt, id);

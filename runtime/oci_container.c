@@ -28,6 +28,7 @@
 #include "oci_container.h"
 #include "error_internal.h"
 #include "init_server.h"
+#include "rootfs.h"
 #include "seccomp_policy.h"
 #include "sysutil.h"
 
@@ -50,7 +51,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -215,16 +215,8 @@ static int touch_p(const char *path)
  * (a mount made in another user namespace keeps nosuid, nodev, noexec). */
 static int remount_bind(const char *path, unsigned long flags)
 {
-    struct statvfs sv;
-    if (statvfs(path, &sv) == 0) {
-        if (sv.f_flag & ST_NOSUID)
-            flags |= MS_NOSUID;
-        if (sv.f_flag & ST_NODEV)
-            flags |= MS_NODEV;
-        if (sv.f_flag & ST_NOEXEC)
-            flags |= MS_NOEXEC;
-    }
-    return mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | flags, NULL);
+    unsigned long locked = abx__rootfs_locked_flags(path) & (MS_NOSUID | MS_NODEV | MS_NOEXEC);
+    return mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | flags | locked, NULL);
 }
 
 /* ---- mounts ---- */

@@ -336,9 +336,7 @@ static void plan_proc(op_plan *p)
 
 /* ---- execution --------------------------------------------------------- */
 
-/* The flags the kernel locks on a mount that came from a more privileged
- * namespace: a remount must keep them or fail with EPERM. */
-static unsigned long locked_flags(const char *path)
+unsigned long abx__rootfs_locked_flags(const char *path)
 {
     struct statvfs sv;
     if (statvfs(path, &sv) < 0)
@@ -374,7 +372,8 @@ static int bind_at(const char *src, const char *target, unsigned long extra)
     }
     if (mount(src, target, NULL, MS_BIND | MS_SILENT, NULL) < 0)
         return -1;
-    return mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_SILENT | extra | locked_flags(target), NULL);
+    return mount(NULL, target, NULL,
+                 MS_REMOUNT | MS_BIND | MS_SILENT | extra | abx__rootfs_locked_flags(target), NULL);
 }
 
 /* Copies a small host file into the new tree (never following a symlink

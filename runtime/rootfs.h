@@ -22,4 +22,9 @@ typedef struct abx_rootfs_spec {
  * before any untrusted code exists. */
 int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen);
 
+/* The flags the kernel locks on the mount at path when it came from a more
+ * privileged namespace (nosuid, nodev, noexec, the atime ones, ro): a
+ * remount must keep them or fail with EPERM. 0 when path cannot be read. */
+unsigned long abx__rootfs_locked_flags(const char *path);
+
 #endif
