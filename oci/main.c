@@ -667,5 +667,18 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 1;
     }
+    if (cli.debug) { /* the engine's call, as it came */
+        char line[1024];
+        size_t used = 0;
+        for (int k = 0; k < argc && used + 2 < sizeof line; k++) {
+            /* an --env value may be a secret: never in the log */
+            bool secret = k > 0 && (strcmp(argv[k - 1], "--env") == 0 || strcmp(argv[k - 1], "-e") == 0);
+            const char *shown = secret                               ? "(value not logged)"
+                                : strncmp(argv[k], "--env=", 6) == 0 ? "--env=(value not logged)"
+                                                                     : argv[k];
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s", k ? " " : "", shown);
+        }
+        log_line(&cli, "debug", line);
+    }
     return verb(&cli, argv[i], argc - i - 1, argv + i + 1);
 }

@@ -368,7 +368,9 @@ static void setup_dev(const container_ctx *c)
             {"/proc/kcore", "/dev/core"},       {"pts/ptmx", "/dev/ptmx"}};
         for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
             char dest[PATH_MAX];
-            snprintf(dest, sizeof dest, "%s%s", c->root, links[i][1]);
+            /* resolved inside the root: an image's /dev may be a symlink */
+            if (resolve_in_root(c->root, links[i][1], dest, sizeof dest) < 0)
+                die(c->sync_fd, "linking %s: %s", links[i][1], strerror(errno));
             unlink(dest);
             if (symlink(links[i][0], dest) < 0 && errno != EEXIST)
                 die(c->sync_fd, "linking %s: %s", links[i][1], strerror(errno));

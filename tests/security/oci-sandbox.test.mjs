@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { probe, onExit, sleep } from '../lib/harness.mjs';
-import { abxOci, sh, ok, requireTools, workDir, busyboxRoot, podmanWorld, importImage } from '../lib/oci-world.mjs';
+import { abxOci, sh, ok, requireTools, workDir, busyboxRoot, bundle, podmanWorld, importImage } from '../lib/oci-world.mjs';
 
 const work = workDir('abx-oci-sandbox');
 let podman;
@@ -167,4 +167,25 @@ test('the egress policy: a denied address is unreachable, an allowed one reachab
     'run.abx.network.allow_out=*.example.com', 'localhost/bb', 'true']);
   assert.notEqual(wildcard.status, 0);
   assert.match(wildcard.stderr, /wildcard/);
+});
+
+test('a hostile image\'s symlinks never take the runtime outside the root (/dev and a mount destination)', () => {
+  const hostDir = path.join(work, 'host-side');
+  fs.mkdirSync(hostDir, { recursive: true });
+  const root = busyboxRoot(path.join(work, 'hostile-root'));
+  // the image's /dev and /data point at a host directory by absolute links
+  fs.rmSync(path.join(root, 'dev'), { recursive: true, force: true });
+  fs.symlinkSync(hostDir, path.join(root, 'dev'));
+  fs.symlinkSync(hostDir, path.join(root, 'data'));
+  const dir = bundle(path.join(work, 'hostile'), root, (c) => {
+    c.process.args = ['sh', '-c', 'ls /dev /data > /dev/null; true'];
+    c.mounts.push({ destination: '/data', type: 'tmpfs', source: 'tmpfs', options: ['size=1m'] });
+  });
+  const state = path.join(work, 'state-hostile');
+  const fd = fs.openSync('/dev/null', 'w');
+  const r = sh(abxOci, ['--root', state, 'run', '--bundle', dir, 'h1'], { stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  assert.deepEqual(fs.readdirSync(hostDir), [], `the runtime wrote into the host directory the image pointed at (exit ${r.status})`);
+  const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  assert.ok(!mounts.includes(hostDir), 'nothing was mounted on the host directory');
 });
