@@ -95,12 +95,12 @@ static int state_path(const abx_oci_runtime *rt, const char *id, const char *fil
 
 /* Writes path's content through a temporary file and a rename: a reader
  * sees the old file or the whole new one. */
-static int write_atomic(const char *path, const char *content, abx_error **err)
+static int write_atomic(const char *path, const char *content, mode_t mode, abx_error **err)
 {
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     unlink(tmp);
-    if (abx__create_file(tmp, content, 0644) < 0 || rename(tmp, path) < 0) {
+    if (abx__create_file(tmp, content, mode) < 0 || rename(tmp, path) < 0) {
         int saved = errno;
         unlink(tmp);
         return abx__error_errno(err, ABX_EIO, saved, path);
@@ -323,7 +323,7 @@ static int write_state(const abx_oci_runtime *rt, const char *id, const abx_oci_
     if (!text)
         return abx__error_set(err, ABX_ENOMEM, "state: out of memory");
     state_path(rt, id, "state.json", path, sizeof path);
-    int rc = write_atomic(path, text, err);
+    int rc = write_atomic(path, text, 0600, err); /* its annotations may hold the agent's token */
     free(text);
     return rc;
 }
@@ -334,7 +334,7 @@ static int write_pid_file(const char *path, pid_t pid, abx_error **err)
         return 0;
     char text[32];
     snprintf(text, sizeof text, "%d", (int)pid);
-    return write_atomic(path, text, err);
+    return write_atomic(path, text, 0644, err);
 }
 
 static void without_cap(abx_oci_process *proc, int cap);
@@ -592,8 +592,10 @@ static int load_bundle(const abx_oci_runtime *rt, const char *id, const char *bu
     if (rc == 0)
         rc = absolute_sources(spec, bundle, err);
     state_path(rt, id, "config.json", copy, sizeof copy);
-    if (rc == 0 && json_dump_file(config, copy, JSON_COMPACT) < 0)
+    char *text = rc == 0 ? json_dumps(config, JSON_COMPACT) : NULL;
+    if (rc == 0 && (!text || write_atomic(copy, text, 0600, NULL) < 0))
         rc = abx__error_errno(err, ABX_EIO, errno, "saving the config in the state directory");
+    free(text);
     json_decref(config);
     return rc;
 }
@@ -614,7 +616,7 @@ static int make_state_dir(const abx_oci_runtime *rt, const char *id, abx_error *
     if (abx__mkdir_exist_ok(root, 0711) < 0)
         return abx__error_errno(err, ABX_EIO, errno, root);
     state_path(rt, id, NULL, dir, sizeof dir);
-    if (mkdir(dir, 0711) < 0)
+    if (mkdir(dir, 0700) < 0) /* root's alone: a config's annotations may hold secrets */
         return errno == EEXIST ? abx__error_set(err, ABX_EINVAL, "container with id exists: %s", id)
                                : abx__error_errno(err, ABX_EIO, errno, dir);
     return 0;

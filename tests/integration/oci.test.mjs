@@ -456,7 +456,11 @@ test('the agent: without the annotation nothing listens on 49983; a bad token an
 });
 
 /** What the host has that a container could leave behind. */
-function hostFootprint(stateRoot) {
+// the cycles take their uid ranges from a pool of their own (abx's pool is
+// shared with every sandbox other test files start meanwhile)
+const POOL = { ABX_UID_POOL_BASE: String(3000000000 + (process.pid % 1000) * 4 * 65536), ABX_UID_POOL_SLOTS: '4' };
+
+function hostFootprint(stateRoot, prefix) {
   // the host's mounts a cycle could leave (under this test's directory or a state root; other test
   // files mount in the host's namespace concurrently, elsewhere)
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ').slice(3, 5).join(' '))
@@ -464,7 +468,7 @@ function hostFootprint(stateRoot) {
   const cgroups = [];
   for (const ctl of fs.readdirSync('/sys/fs/cgroup')) {
     const p = path.join('/sys/fs/cgroup', ctl, 'abx-oci');
-    if (fs.existsSync(p)) cgroups.push(...fs.readdirSync(p).filter((x) => fs.statSync(path.join(p, x)).isDirectory()).map((x) => `${ctl}/${x}`));
+    if (fs.existsSync(p)) cgroups.push(...fs.readdirSync(p).filter((x) => x.startsWith(prefix)).map((x) => `${ctl}/${x}`));
   }
   const procs = [];
   for (const pid of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
@@ -476,7 +480,9 @@ function hostFootprint(stateRoot) {
   }
   // the uid ranges of abx's pool held now (a range's lock file is flock'ed while in use)
   const slots = '/run/abx/uid-slots';
+  const first = Number(POOL.ABX_UID_POOL_BASE);
   const ranges = (fs.existsSync(slots) ? fs.readdirSync(slots) : [])
+    .filter((f) => Number(f) >= first && Number(f) < first + 4 * 65536)
     .filter((f) => sh('flock', ['-n', '-E', '75', path.join(slots, f), 'true']).status === 75);
   return JSON.stringify({ mounts, cgroups, procs, ranges, state: fs.existsSync(stateRoot) ? fs.readdirSync(stateRoot) : [] });
 }
@@ -489,20 +495,22 @@ test('cleanup: 200 create/delete cycles leave processes, mounts, cgroups, uid ra
     c.annotations = { 'run.abx.profile': 'sandbox' };
   });
   const stateRoot = path.join(work, 'state-cycle');
-  const before = hostFootprint(stateRoot);
+  const prefix = `cy${process.pid}-`;
+  const env = { ...process.env, ...POOL };
+  const before = hostFootprint(stateRoot, prefix);
   const fd = fs.openSync('/dev/null', 'w');
   const log = path.join(work, 'cycle.log');
   for (let i = 0; i < 200; i++) {
     // the container holds create's stdio: files, not pipes (a pipe would stay open)
     const dir = i % 2 ? sandboxed : plain;
-    const c = sh(abxOci, ['--root', stateRoot, '--log', log, 'create', '--bundle', dir, `cy${i}`], { stdio: ['ignore', fd, fd] });
+    const c = sh(abxOci, ['--root', stateRoot, '--log', log, 'create', '--bundle', dir, `${prefix}${i}`], { stdio: ['ignore', fd, fd], env });
     if (c.status !== 0) assert.fail(`cycle ${i}: ${fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : c.status}`);
-    const d = sh(abxOci, ['--root', stateRoot, 'delete', '--force', `cy${i}`]);
+    const d = sh(abxOci, ['--root', stateRoot, 'delete', '--force', `${prefix}${i}`], { env });
     assert.equal(d.status, 0, `cycle ${i}: ${d.stderr}`);
   }
   fs.closeSync(fd);
   // a range's holder leaves when its container's init is gone: give the last one a moment
-  let after = hostFootprint(stateRoot);
-  for (let i = 0; i < 50 && after !== before; i++) { await sleep(100); after = hostFootprint(stateRoot); }
+  let after = hostFootprint(stateRoot, prefix);
+  for (let i = 0; i < 50 && after !== before; i++) { await sleep(100); after = hostFootprint(stateRoot, prefix); }
   assert.equal(after, before);
 });
