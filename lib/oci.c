@@ -43,6 +43,7 @@
 #define CONFIG_MAX (16u << 20) /* a config.json past 16 MiB is refused */
 #define ID_MAX 200
 #define MAX_PIDS 65536
+#define START_WAIT_S 60 /* for the startContainer hooks and the exec, at most */
 
 const char *abx_oci_spec_version(void)
 {
@@ -752,6 +753,15 @@ int abx_oci_start(const abx_oci_runtime *rt, const char *id, abx_error **err)
         if (fd >= 0)
             close(fd);
         goto out;
+    }
+    /* the container's init holds the fifo's only reader until it execs
+     * the process (close-on-exec) or fails: then POLLERR here. The
+     * poststart hooks run after that, as the OCI spec orders them. */
+    struct pollfd gone = {fd, 0, 0};
+    for (int waited = 0; waited < START_WAIT_S * 10; waited++) {
+        int n = poll(&gone, 1, 100);
+        if (n > 0 && (gone.revents & (POLLERR | POLLHUP)))
+            break;
     }
     close(fd);
     unlink(fifo);

@@ -797,7 +797,8 @@ __attribute__((noreturn)) static void container_init(const container_ctx *c, int
     while (got < 0 && errno == EINTR);
     if (got != 1)
         _exit(1);
-    close(fifo_fd);
+    /* fifo_fd stays open (close-on-exec): its closing at the exec tells
+     * `start` the process runs, so that poststart hooks come after it */
     free(state);
     state = hook_state(c->p, "running", host_pid);
     if (abx__oci_hooks_run(spec->hooks[ABX_OCI_HOOK_START_CONTAINER],
