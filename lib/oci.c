@@ -538,6 +538,19 @@ static int write_private(const char *path, const char *text, abx_error **err)
     return 0;
 }
 
+/* Where the agent's commands and cells start: the process's cwd, but not
+ * "/" when the image has a /tmp (the code interpreter lists what a cell
+ * made under its cwd: never the whole root). */
+static const char *agent_workdir(const abx_oci_spec *spec)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s/tmp", spec->root_path);
+    struct stat st;
+    if (strcmp(spec->process.cwd, "/") == 0 && lstat(tmp, &st) == 0 && S_ISDIR(st.st_mode))
+        return "/tmp";
+    return spec->process.cwd;
+}
+
 /* Starts the agent (abx-shim attached to the container) in root/<id>/agent. */
 static int start_agent(const abx_oci_runtime *rt, const char *id, const abx_oci_spec *spec,
                        const agent_request *a, pid_t pid, const char *cgroup_path, abx_error **err)
@@ -552,8 +565,7 @@ static int start_agent(const abx_oci_runtime *rt, const char *id, const abx_oci_
         "timeout", ABX_TIMEOUT_MAX_S, "cpu_count", 1, "memory_mb", 1, "disk_size_mb", 1, "pids", 1,
         "template", "oci", "attach_pid", (int)pid, "attach_cgroup", cgroup_path, "listen", a->listen, "envs",
         env_map(&spec->process), "template_config", "uid", (int)spec->process.uid == 0 ? 0 : 1000, "workdir",
-        /* the code interpreter lists what a cell made under its cwd: never the whole root */
-        strcmp(spec->process.cwd, "/") == 0 ? "/tmp" : spec->process.cwd, "metadata", "oci_container", id);
+        agent_workdir(spec), "metadata", "oci_container", id);
     char *text = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     json_decref(cfg);
     if (!text)

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { abxOci, RUNC, sh, ok, requireTools, workDir, busyboxRoot, addPython, bundle, podmanWorld, importImage,
   containerdWorld, dockerWorld } from '../lib/oci-world.mjs';
-import { sleep } from '../lib/harness.mjs';
+import { sleep, root as repoRoot } from '../lib/harness.mjs';
 
 const work = workDir('abx-oci');
 const rootfs = path.join(work, 'rootfs');
@@ -410,6 +410,39 @@ test('the agent: run.abx.envd=true serves E2B\'s data plane inside the container
     try { return fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(cid); } catch { return false; }
   });
   assert.deepEqual(left, [], 'the agent ended with its container');
+});
+
+test('the agent: E2B\'s own SDK (e2b) drives the container through it: commands and files', () => {
+  const root = busyboxRoot(path.join(work, 'bashroot'));
+  // E2B's SDK runs commands as /bin/bash -l -c: busybox's sh stands in
+  fs.writeFileSync(path.join(root, 'bin/bash'), '#!/bin/sh\nexec /bin/sh "$@"\n', { mode: 0o755 });
+  importImage(podman, root, 'localhost/bbsh');
+  const token = 'e'.repeat(20) + 'F'.repeat(20);
+  const id = podman(['run', '-d', '--runtime', abxOci, '--network', 'none', ...ULIMITS, '--annotation', 'run.abx.envd=true',
+    '--annotation', `run.abx.envd.token=${token}`, 'localhost/bbsh', 'sleep', '1000']);
+  assert.equal(id.status, 0, id.stderr);
+  const cid = id.stdout.trim();
+  try {
+    const pid = Number(podman(['inspect', '-f', '{{.State.Pid}}', cid]).stdout);
+    const sdk = path.join(repoRoot, 'node_modules/e2b/dist/index.mjs');
+    const script = `
+      import { Sandbox } from ${JSON.stringify(sdk)};
+      const open = (t) => new Sandbox({ sandboxId: 'oci', envdAccessToken: t, sandboxUrl: 'http://127.0.0.1:49983', envdVersion: '0.6.4' });
+      const sbx = open(${JSON.stringify(token)});
+      const r = await sbx.commands.run('echo from-e2b; cat /proc/1/cmdline | tr "\\\\0" " "', { user: 'root' });
+      await sbx.files.write('/tmp/e2b.txt', 'written by the e2b sdk');
+      const back = await sbx.files.read('/tmp/e2b.txt');
+      let wrong = 'accepted';
+      try { await open('x'.repeat(40)).commands.run('true', { user: 'root' }); } catch (e) { wrong = e.name; }
+      console.log(JSON.stringify({ stdout: r.stdout, exitCode: r.exitCode, back, wrong }));`;
+    const r = sh('nsenter', ['-t', String(pid), '-n', process.execPath, '--input-type=module', '-e', script]);
+    assert.equal(r.status, 0, r.stderr);
+    const got = JSON.parse(r.stdout.trim().split('\n').pop());
+    assert.deepEqual(got, { stdout: 'from-e2b\nsleep 1000 ', exitCode: 0, back: 'written by the e2b sdk', wrong: 'AuthenticationError' });
+    assert.equal(podman(['exec', cid, 'cat', '/tmp/e2b.txt']).stdout, 'written by the e2b sdk');
+  } finally {
+    podman(['rm', '-f', '-t', '0', cid]);
+  }
 });
 
 test('the agent: the code interpreter on 49999 when the image has Python', () => {
