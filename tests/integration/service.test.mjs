@@ -441,7 +441,7 @@ test('sh abx.sh install into a DESTDIR: binaries, library, header, pkg-config, P
   const r = spawnSync('sh', [path.join(root, 'abx.sh'), 'install'], { env: { ...process.env, DESTDIR: dest }, encoding: 'utf8', timeout: 300000 });
   assert.equal(r.status, 0, r.stderr);
   const files = fs.readdirSync(dest, { recursive: true });
-  for (const want of [/^usr\/local\/bin\/abx$/, /^usr\/local\/libexec\/abx\/abx-shim$/, /^usr\/local\/lib\/.*libabx\.so\.0$/,
+  for (const want of [/^usr\/local\/bin\/abx$/, /^usr\/local\/bin\/abx-oci$/, /^usr\/local\/libexec\/abx\/abx-shim$/, /^usr\/local\/lib\/.*libabx\.so\.0$/,
     /^usr\/local\/include\/abx\/abx\.h$/, /^usr\/local\/lib\/.*pkgconfig\/abx\.pc$/,
     /^usr\/local\/lib\/python3\.\d+\/dist-packages\/agent_sandbox\/__init__\.py$/, /^usr\/local\/share\/doc\/abx\/security\.md$/,
     /^etc\/systemd\/system\/abx\.socket$/, /^etc\/systemd\/system\/abx\.service$/, /^usr\/lib\/tmpfiles\.d\/abx\.conf$/])
