@@ -457,7 +457,7 @@ static void write_sysctls(const container_ctx *c)
 /* A pseudo-terminal of the container's own devpts: the master goes over
  * the console socket, the slave becomes the process's stdio and
  * controlling terminal. Returns -1 with errno, *step naming the step. */
-static int setup_terminal(int console_fd, const char **step)
+static int setup_terminal(int console_fd, const abx_oci_process *proc, const char **step)
 {
     *step = "opening /dev/ptmx";
     int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -472,6 +472,10 @@ static int setup_terminal(int console_fd, const char **step)
     *step = "opening the pseudo-terminal's slave";
     int slave = open(name, O_RDWR | O_NOCTTY);
     if (slave < 0)
+        return -1;
+    struct winsize ws = {.ws_row = proc->console_rows, .ws_col = proc->console_cols};
+    *step = "setting the terminal's size";
+    if (ws.ws_row && ioctl(slave, TIOCSWINSZ, &ws) < 0)
         return -1;
     *step = "sending the pseudo-terminal over the console socket";
     if (abx__send_fd(console_fd, master) < 0)
@@ -785,7 +789,7 @@ __attribute__((noreturn)) static void container_init(const container_ctx *c, int
     if (lookup_program(&spec->process, program, sizeof program) < 0)
         die(fd, "exec: \"%s\": executable file not found in $PATH", spec->process.args[0]);
     const char *step;
-    if (console_fd >= 0 && setup_terminal(console_fd, &step) < 0)
+    if (console_fd >= 0 && setup_terminal(console_fd, &spec->process, &step) < 0)
         die(fd, "%s: %s", step, strerror(errno));
     if (sync_send(fd, SYNC_READY, 0, "ready") < 0)
         _exit(1);
@@ -1233,7 +1237,7 @@ int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_
             char program[PATH_MAX];
             if (lookup_program(p->process, program, sizeof program) < 0)
                 die(sv[1], "exec: \"%s\": executable file not found in $PATH", p->process->args[0]);
-            if (console_fd >= 0 && setup_terminal(console_fd, &step) < 0)
+            if (console_fd >= 0 && setup_terminal(console_fd, p->process, &step) < 0)
                 die(sv[1], "%s: %s", step, strerror(errno));
             if (!p->process->terminal)
                 setsid();

@@ -243,6 +243,13 @@ int abx__oci_process_parse(const json_t *process, abx_oci_process *p, abx_error 
     if (!json_is_object(process))
         return FIELD_ERR(err, "process must be an object");
     p->terminal = json_is_true(json_object_get(process, "terminal"));
+    const json_t *size = json_object_get(process, "consoleSize");
+    json_int_t rows = json_integer_value(json_object_get(size, "height")),
+               cols = json_integer_value(json_object_get(size, "width"));
+    if (rows > 0 && rows <= 65535 && cols > 0 && cols <= 65535) {
+        p->console_rows = (unsigned short)rows;
+        p->console_cols = (unsigned short)cols;
+    }
     const json_t *user = json_object_get(process, "user");
     if (user && !json_is_object(user))
         return FIELD_ERR(err, "process.user must be an object");

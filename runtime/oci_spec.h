@@ -71,6 +71,7 @@ enum abx_oci_hook_kind {
 
 typedef struct abx_oci_process {
     bool terminal;
+    unsigned short console_rows, console_cols; /* process.consoleSize; 0: the terminal's own */
     uint32_t uid, gid;
     gid_t *additional_gids;
     size_t n_additional_gids;
