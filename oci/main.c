@@ -11,6 +11,7 @@
 #include "abx/abx.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -336,27 +337,26 @@ static int cmd_list(oci_cli *cli, int argc, char **argv)
         abx_free(json);
         return 0;
     }
-    /* the table: one line each, the fields picked out of the JSON by the library's own order */
+    /* the table: one line each */
+    json_t *list = json_loads(json, 0, NULL);
     bool quiet = flag_on(&fs, "quiet");
     if (!quiet)
         printf("%-24s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED");
-    for (const char *p = strstr(json, "\"id\": \""); p; p = strstr(p + 1, "\"id\": \"")) {
-        const char *f[4] = {strstr(p, "\"pid\": "), strstr(p, "\"status\": \""), strstr(p, "\"bundle\": \""),
-                            strstr(p, "\"created\": \"")};
-        char id[256] = "", status[16] = "", bundle[512] = "", created[64] = "";
-        long pid = f[0] ? strtol(f[0] + 7, NULL, 10) : 0;
-        sscanf(p + 7, "%255[^\"]", id);
-        if (f[1])
-            sscanf(f[1] + 11, "%15[^\"]", status);
-        if (f[2])
-            sscanf(f[2] + 11, "%511[^\"]", bundle);
-        if (f[3])
-            sscanf(f[3] + 12, "%63[^\"]", created);
+    size_t k;
+    const json_t *c;
+    json_array_foreach(list, k, c)
+    {
+        const char *id = json_string_value(json_object_get(c, "id"));
         if (quiet)
-            printf("%s\n", id);
+            printf("%s\n", id ? id : "");
         else
-            printf("%-24s %-8ld %-10s %-40s %s\n", id, pid, status, bundle, created);
+            printf("%-24s %-8lld %-10s %-40s %s\n", id ? id : "",
+                   (long long)json_integer_value(json_object_get(c, "pid")),
+                   json_string_value(json_object_get(c, "status")) ?: "",
+                   json_string_value(json_object_get(c, "bundle")) ?: "",
+                   json_string_value(json_object_get(c, "created")) ?: "");
     }
+    json_decref(list);
     abx_free(json);
     return 0;
 }

@@ -79,6 +79,8 @@ test('the same bundle through create, start, state, kill and delete of runc and 
     assert.equal(s2.status, 'running', name);
     const list = rt(name, ['list', '--format', 'json']);
     assert.ok(JSON.parse(list.stdout).some((x) => x.id === 'c1'), `${name} list`);
+    assert.match(rt(name, ['list']).stdout, new RegExp(`^c1\\s+${pid}\\s+running\\s+${dir}\\s`, 'm'), `${name} list's table`);
+    assert.equal(rt(name, ['list', '-q']).stdout, 'c1\n');
     assert.notEqual(rt(name, ['delete', 'c1']).status, 0, `${name}: delete refuses a running container`);
     assert.equal(rt(name, ['kill', 'c1', 'KILL']).status, 0);
     let s3;
