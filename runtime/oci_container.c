@@ -1179,19 +1179,27 @@ static void join_container(pid_t target, int fd)
     } order[] = {{"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
                  {"net", CLONE_NEWNET},   {"pid", CLONE_NEWPID}, {"cgroup", CLONE_NEWCGROUP},
                  {"mnt", CLONE_NEWNS}};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    enum { N = sizeof order / sizeof order[0] };
+    /* every one opened first, while we are still the host's root: once in
+     * the container's user namespace, a container init that has not exec'd
+     * yet (not dumpable) no longer lets us open its others */
+    int fds[N];
+    for (size_t i = 0; i < N; i++) {
         char theirs[64], ours[64];
         snprintf(theirs, sizeof theirs, "/proc/%d/ns/%s", (int)target, order[i].name);
         snprintf(ours, sizeof ours, "/proc/self/ns/%s", order[i].name);
         struct stat a, b;
         if (stat(theirs, &a) < 0)
             die(fd, "the container's %s namespace: %s", order[i].name, strerror(errno));
-        if (stat(ours, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+        bool same = stat(ours, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+        fds[i] = same ? -1 : open_ns(theirs, fd);
+    }
+    for (size_t i = 0; i < N; i++) {
+        if (fds[i] < 0)
             continue;
-        int nsfd = open_ns(theirs, fd);
-        if (setns(nsfd, order[i].flag) < 0)
+        if (setns(fds[i], order[i].flag) < 0)
             die(fd, "joining the container's %s namespace: %s", order[i].name, strerror(errno));
-        close(nsfd);
+        close(fds[i]);
     }
 }
 

@@ -189,3 +189,41 @@ test('a hostile image\'s symlinks never take the runtime outside the root (/dev 
   const mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8');
   assert.ok(!mounts.includes(hostDir), 'nothing was mounted on the host directory');
 });
+
+test('the agent under the sandbox profile: its commands are the container\'s root, a uid of the pool, under both filters', () => {
+  const token = 's'.repeat(36);
+  const r = podman([...BASE, ...PROFILE, '--network', 'none', '-d', '--annotation', 'run.abx.envd=true', '--annotation',
+    `run.abx.envd.token=${token}`, 'localhost/bb', 'sleep', '1000']);
+  assert.equal(r.status, 0, r.stderr);
+  const id = r.stdout.trim();
+  try {
+    const pid = Number(podman(['inspect', '-f', '{{.State.Pid}}', id]).stdout);
+    const body = Buffer.from(JSON.stringify({ process: { cmd: '/bin/sh', args: ['-c',
+      'id -u; cat /proc/self/uid_map; grep -E "^(Seccomp_filters|CapEff)" /proc/self/status'] } }));
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    body.copy(frame, 5);
+    const file = path.join(work, 'agent.frame');
+    fs.writeFileSync(file, frame);
+    const got = sh('nsenter', ['-t', String(pid), '-n', 'curl', '-s', '--max-time', '10', '-H', `X-Access-Token: ${token}`,
+      '-H', 'Content-Type: application/connect+json', '--data-binary', `@${file}`, 'http://127.0.0.1:49983/process.Process/Start'],
+    { encoding: 'latin1' });
+    let out = '';
+    const buf = Buffer.from(got.stdout, 'latin1');
+    for (let at = 0; at + 5 <= buf.length;) {
+      const len = buf.readUInt32BE(at + 1);
+      const ev = JSON.parse(buf.subarray(at + 5, at + 5 + len).toString('utf8')).event || {};
+      if (ev.data?.stdout) out += Buffer.from(ev.data.stdout, 'base64').toString('utf8');
+      at += 5 + len;
+    }
+    const [uid, map, caps, filters] = out.trim().split('\n');
+    const containerMap = fs.readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim();
+    assert.equal(uid, '0');
+    assert.equal(map.trim().split(/\s+/).join(' '), containerMap.split(/\s+/).join(' '), 'the container\'s own mapping');
+    assert.ok(Number(map.trim().split(/\s+/)[1]) >= 1000000000, 'root there is a host uid of abx\'s pool');
+    assert.match(filters, /Seccomp_filters:\s+[1-9]/);
+    assert.match(caps, /CapEff:\s+0+$/, 'the agent\'s commands run without capabilities');
+  } finally {
+    podman(['rm', '-f', '-t', '0', id]);
+  }
+});
