@@ -244,6 +244,10 @@ const CASES = {
   '--pids-limit': ['--pids-limit', '20', 'localhost/bb', 'sh', '-c', 'n=0; for i in $(seq 1 40); do sleep 3 & n=$((n+1)); done 2>/dev/null; echo $(ls /proc | grep -c "^[0-9]")'],
   'an OOM kill under --memory': ['--memory', '32m', '--memory-swap', '32m', 'localhost/bb', 'sh', '-c', 'a=x; while true; do a="$a$a"; done'],
   'a missing program': ['localhost/bb', 'nosuchprogram'],
+  '--cpuset-cpus and --cpus': ['--cpuset-cpus', '0', '--cpus', '0.5', 'localhost/bb', 'sh', '-c',
+    'cat /sys/fs/cgroup/cpuset/cpuset.cpus /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us'],
+  '--memory-reservation and --cpu-shares': ['--memory-reservation', '16m', '--cpu-shares', '512', 'localhost/bb', 'sh', '-c',
+    'cat /sys/fs/cgroup/memory/memory.soft_limit_in_bytes /sys/fs/cgroup/cpu/cpu.shares'],
 };
 
 test('Podman --runtime: output and exit status equal to runc\'s, case by case', () => {
@@ -264,6 +268,8 @@ test('Podman --runtime: output and exit status equal to runc\'s, case by case', 
   assert.equal(podmanRun('abx', CASES['a missing program']).status, 127);
   assert.ok(Number(podmanRun('abx', CASES['--pids-limit']).out) <= 20, 'the pids limit holds');
   assert.match(podmanRun('abx', CASES['NoNewPrivs and Seccomp']).out, /NoNewPrivs:\s+1\nSeccomp:\s+2/);
+  assert.equal(podmanRun('abx', CASES['--cpuset-cpus and --cpus']).out, '0\n50000\n100000\n', 'the container\'s own cgroup, as set');
+  assert.equal(podmanRun('abx', CASES['--memory-reservation and --cpu-shares']).out, `${16 << 20}\n512\n`);
 });
 
 test('Podman --runtime: run -d, exec, pause/unpause, top, kill, wait, rm', () => {
