@@ -1249,6 +1249,9 @@ int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_
                 die(sv[1], "%s: %s", step, strerror(errno));
             if (!p->process->terminal)
                 setsid();
+            sync_msg go; /* its rlimits and OOM score set */
+            if (sync_recv(sv[1], &go) < 0 || go.kind != SYNC_GO)
+                _exit(1);
             sync_send(sv[1], SYNC_READY, 0, "ready");
             become_process(p->process, filter, p->profile.sandbox, p->preserve_fds);
         }
@@ -1263,16 +1266,25 @@ int abx__oci_container_exec(const abx_oci_exec_params *p, pid_t *pid, int *exit_
         rc = rc < 0 ? rc : abx__error_set(err, ABX_EJAIL, "the exec's intermediate process is gone");
         goto out;
     }
+    /* the intermediate's pid and the process's messages share the socket,
+     * in either order: the pid first (its rlimits set, then "go"), then
+     * the process's ready */
     sync_msg m;
-    while (rc == 0 && sync_recv(sv[0], &m) == 0 && m.kind != SYNC_READY) {
+    bool ready = false;
+    while (rc == 0 && !ready && sync_recv(sv[0], &m) == 0) {
         if (m.kind == SYNC_ERR)
             rc = abx__error_set(err, ABX_EJAIL, "%s", m.text);
-        else if (m.kind == SYNC_PID) {
+        else if (m.kind == SYNC_READY)
+            ready = true;
+        else if (m.kind == SYNC_PID && *pid <= 0) {
             *pid = m.value;
-            if ((rc = set_rlimits(*pid, p->process, err)) == 0)
-                rc = set_oom_score(*pid, p->process, err);
+            if ((rc = set_rlimits(*pid, p->process, err)) == 0 &&
+                (rc = set_oom_score(*pid, p->process, err)) == 0 && sync_send(sv[0], SYNC_GO, 0, "go") < 0)
+                rc = abx__error_set(err, ABX_EJAIL, "the exec's process is gone");
         }
     }
+    if (rc == 0 && !ready)
+        rc = abx__error_set(err, ABX_EJAIL, "the exec's process ended before it started");
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
         ;
     if (rc == 0 && *pid <= 0)
@@ -1361,12 +1373,17 @@ int abx__oci_agent_init(pid_t target, const char *cgroup_path, abx_jail *jail, a
         rc = abx__error_set(err, ABX_EJAIL, "the agent's intermediate process is gone");
     sync_msg m;
     pid_t init = 0;
-    while (rc == 0 && sync_recv(sv[0], &m) == 0 && m.kind != SYNC_READY) {
+    bool ready = false; /* the pid (from the intermediate) and ready (from the init) come in either order */
+    while (rc == 0 && (init <= 0 || !ready) && sync_recv(sv[0], &m) == 0) {
         if (m.kind == SYNC_ERR)
             rc = abx__error_set(err, ABX_EJAIL, "the agent: %s", m.text);
         else if (m.kind == SYNC_PID)
             init = m.value;
+        else if (m.kind == SYNC_READY)
+            ready = true;
     }
+    if (rc == 0 && !ready)
+        rc = abx__error_set(err, ABX_EJAIL, "the agent's init ended before it served");
     if (rc == 0 && init <= 0)
         rc = abx__error_set(err, ABX_EJAIL, "the agent's init did not start");
     close(sv[0]);
