@@ -27,7 +27,7 @@ const char cmd_mcp_help[] =
     "       abx mcp deploy [--name N] [--region R] [--template T] [--memory MB] [--timeout S]\n"
     "                      [--auth-token-file F | --generate-token] [--sandbox-api-key K]\n"
     "                      [--no-session-affinity] [--custom-domain D] [--output-dir DIR]\n"
-    "       abx mcp install --target cursor|claude|vscode|claude-code [--json]\n"
+    "       abx mcp install --target cursor|claude|vscode|claude-code|gemini|windsurf|copilot [--json]\n"
     "       abx mcp status [--json]\n"
     "\n"
     "start    serve the MCP tools on stdin/stdout (newline-delimited JSON-RPC;\n"
@@ -61,10 +61,14 @@ const char cmd_mcp_help[] =
     "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
     "         .vscode/mcp.json in the current directory (servers, type stdio),\n"
     "         Claude Code .mcp.json in the current directory (mcpServers, type\n"
-    "         stdio; as `claude mcp add --scope project`).\n"
+    "         stdio; as `claude mcp add --scope project`), Gemini CLI\n"
+    "         ~/.gemini/settings.json, Windsurf ~/.codeium/windsurf/mcp_config.json\n"
+    "         (mcpServers), Copilot CLI ~/.copilot/mcp-config.json (mcpServers,\n"
+    "         type local, tools *).\n"
     "         The API key (ABX_SANDBOX_API_KEY, or config core.api_key) is\n"
-    "         written for Cursor and Claude only, and only when configured;\n"
-    "         never into a project's file. Other entries and the file's mode\n"
+    "         written into the user's own files only (Cursor, Claude, Gemini,\n"
+    "         Windsurf, Copilot), and only when configured; never into a\n"
+    "         project's file. Other entries and the file's mode\n"
     "         are kept; a file that is not strict JSON is left untouched (E8021,\n"
     "         naming the line); the file is replaced atomically.\n"
     "status   server name, transport, tools, whether an API key is configured,\n"
@@ -73,17 +77,22 @@ const char cmd_mcp_help[] =
 typedef struct ide_target {
     const char *name;
     const char *label;
-    const char *section; /* mcpServers or servers */
-    bool api_key;        /* may carry the API key */
+    const char *section;   /* mcpServers or servers */
+    bool api_key;          /* may carry the API key */
+    const char *home_file; /* the user's file under $HOME, or NULL (found otherwise) */
+    const char *type;      /* the entry's "type", where the client wants one; NULL: none */
 } ide_target;
 
 /* Project-scoped files (VS Code's .vscode/mcp.json, Claude Code's .mcp.json)
  * live in the current directory and are often committed: never a key there. */
 static const ide_target targets[] = {
-    {"cursor", "Cursor", "mcpServers", true},
-    {"claude", "Claude Desktop", "mcpServers", true},
-    {"vscode", "VS Code", "servers", false},
-    {"claude-code", "Claude Code", "mcpServers", false},
+    {"cursor", "Cursor", "mcpServers", true, ".cursor/mcp.json", NULL},
+    {"claude", "Claude Desktop", "mcpServers", true, NULL, NULL},
+    {"vscode", "VS Code", "servers", false, NULL, "stdio"},
+    {"claude-code", "Claude Code", "mcpServers", false, NULL, "stdio"},
+    {"gemini", "Gemini CLI", "mcpServers", true, ".gemini/settings.json", NULL},
+    {"windsurf", "Windsurf", "mcpServers", true, ".codeium/windsurf/mcp_config.json", NULL},
+    {"copilot", "Copilot CLI", "mcpServers", true, ".copilot/mcp-config.json", "local"},
 };
 
 static int target_path(const ide_target *t, char *out, size_t len)
@@ -98,9 +107,9 @@ static int target_path(const ide_target *t, char *out, size_t len)
     }
     if (!home)
         return -1;
-    if (strcmp(t->name, "cursor") == 0) {
-        snprintf(out, len, "%s/.cursor/mcp.json", home);
-        return 0;
+    if (t->home_file) {
+        int n = snprintf(out, len, "%s/%s", home, t->home_file);
+        return n < 0 || (size_t)n >= len ? -1 : 0;
     }
 #ifdef __APPLE__
     snprintf(out, len, "%s/Library/Application Support/Claude/claude_desktop_config.json", home);
@@ -214,7 +223,9 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         if (strcmp(targets[i].name, target_name) == 0)
             t = &targets[i];
     if (!t)
-        return cli_fail(ctx, ABX_EINVAL, "--target: expected cursor, claude, vscode or claude-code");
+        return cli_fail(
+            ctx, ABX_EINVAL,
+            "--target: expected cursor, claude, vscode, claude-code, gemini, windsurf or copilot");
     char path[PATH_MAX + 64], self[PATH_MAX];
     if (target_path(t, path, sizeof path) < 0)
         return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)",
@@ -246,8 +257,11 @@ static int mcp_install(cli_ctx *ctx, const char *target_name)
         json_object_set_new(doc, t->section, section);
     }
     json_t *entry = json_pack("{s:s, s:[s, s]}", "command", self, "args", "mcp", "start");
-    if (strcmp(t->name, "vscode") == 0 || strcmp(t->name, "claude-code") == 0)
-        json_object_set_new(entry, "type", json_string("stdio"));
+    if (t->type)
+        json_object_set_new(entry, "type", json_string(t->type));
+    if (strcmp(t->name, "copilot") ==
+        0) /* Copilot CLI offers a server's tools only where "tools" names them */
+        json_object_set_new(entry, "tools", json_pack("[s]", "*"));
     char *key = t->api_key ? api_key() : NULL;
     if (key) {
         json_object_set_new(entry, "env", json_pack("{s:s}", "ABX_SANDBOX_API_KEY", key));

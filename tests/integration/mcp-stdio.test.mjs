@@ -574,6 +574,17 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   assert.equal(r.status, 0, r.stderr);
   const cc = JSON.parse(fs.readFileSync(path.join(ws, '.mcp.json'), 'utf8'));
   assert.deepEqual(cc.mcpServers['agent-sandbox'], { command: abx, args: ['mcp', 'start'], type: 'stdio' });
+  // Gemini CLI, Windsurf, Copilot CLI: the user's own files, with the key
+  for (const [target, file, extra] of [['gemini', '.gemini/settings.json', {}], ['windsurf', '.codeium/windsurf/mcp_config.json', {}],
+    ['copilot', '.copilot/mcp-config.json', { type: 'local', tools: ['*'] }]]) {
+    r = runAbx(['mcp', 'install', '--target', target], { env: e, cwd: ws });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(!r.stdout.includes(SECRET));
+    const doc = JSON.parse(fs.readFileSync(path.join(fakeHome, file), 'utf8'));
+    assert.deepEqual(doc.mcpServers['agent-sandbox'],
+      { command: abx, args: ['mcp', 'start'], ...extra, env: { ABX_SANDBOX_API_KEY: SECRET } }, target);
+    assert.equal(fs.statSync(path.join(fakeHome, file)).mode & 0o777, 0o600, `${target}: a new file holding the key is 0600`);
+  }
   // without a configured key, no env block
   const noKey = { ...e, ABX_SANDBOX_API_KEY: '', ABX_HOME: path.join(fakeHome, 'abxhome') };
   fs.rmSync(path.join(fakeHome, '.cursor', 'mcp.json'));
@@ -595,6 +606,7 @@ test('mcp install merges into IDE configs, keeps other entries, refuses non-JSON
   assert.equal(st.installations.claude.installed, true);
   assert.equal(st.installations.vscode.installed, true);
   assert.equal(st.installations.cursor.installed, false);
+  for (const target of ['gemini', 'windsurf', 'copilot']) assert.equal(st.installations[target].installed, true, target);
   const table = runAbx(['mcp', 'status'], { env: e, cwd: ws });
   assert.match(table.stdout, /transport\s+stdio/);
   assert.ok(!table.stdout.includes(SECRET));
