@@ -1108,7 +1108,13 @@ char *abx_oci_features(void)
         "AARCH64\","
         "\"SCMP_ARCH_ARM\"]},"
         "\"apparmor\":{\"enabled\":true},\"selinux\":{\"enabled\":false}},"
-        "\"annotations\":{}}";
+        "\"annotations\":{\"run.abx.profile\":\"sandbox | none\",\"run.abx.network.allow_out\":\"addresses, "
+        "CIDRs, "
+        "names (sandbox profile)\",\"run.abx.network.deny_out\":\"addresses, CIDRs, names (sandbox "
+        "profile)\","
+        "\"run.abx.envd\":\"true | false\",\"run.abx.envd.token\":\"32-79 "
+        "characters\",\"run.abx.envd.listen\":"
+        "\"IPv4:PORT\"}}";
     json_t *j = json_loads(features, 0, NULL);
     return dumps(j);
 }

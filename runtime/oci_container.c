@@ -699,7 +699,13 @@ int abx__oci_hooks_run(const abx_oci_hook *hooks, size_t n, const char *state_js
             _exit(127);
         }
         close(in[0]);
-        abx__write_all_nosigpipe(in[1], state_json, strlen(state_json));
+        /* the state fits the pipe (made large enough, up to the kernel's
+         * pipe-max-size): a hook that never reads its stdin cannot hold the
+         * runtime here past its timeout; what does not fit is cut */
+        size_t len = strlen(state_json);
+        fcntl(in[1], F_SETPIPE_SZ, (int)(len < (1u << 20) ? len + 1 : 1u << 20));
+        fcntl(in[1], F_SETFL, O_NONBLOCK);
+        (void)!write(in[1], state_json, len);
         close(in[1]);
         int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (h->timeout_s > 0 && pidfd >= 0) {

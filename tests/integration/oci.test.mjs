@@ -48,6 +48,8 @@ test('--version, spec, features and checkpoint answer as engines expect', () => 
   const features = JSON.parse(ok(abxOci, ['features']));
   assert.ok(features.hooks.includes('createContainer'));
   assert.equal(features.linux.seccomp.enabled, true);
+  for (const a of ['run.abx.profile', 'run.abx.network.allow_out', 'run.abx.envd', 'run.abx.envd.token', 'run.abx.envd.listen'])
+    assert.ok(a in features.annotations, `features names ${a}`);
   const cp = sh(abxOci, ['checkpoint', 'x']);
   assert.notEqual(cp.status, 0);
   assert.match(cp.stderr, /E8004.*not supported/);
@@ -220,6 +222,22 @@ test('hooks run in order, each given the state, and poststop at delete', async (
   assert.equal(state.id, 'h1');
   assert.equal(state.bundle, dir);
   assert.ok(state.pid > 0);
+});
+
+test('a hook that never reads its state is still held to its timeout (a large state included)', () => {
+  const dir = bundle(path.join(work, 'slowhook'), rootfs, (c) => {
+    c.process.args = ['true'];
+    c.annotations = { big: 'x'.repeat(3 << 20) }; // past any pipe's size
+    c.hooks = { createRuntime: [{ path: '/bin/sleep', args: ['sleep', '30'], timeout: 1 }] };
+  });
+  const t0 = Date.now();
+  const fd = fs.openSync('/dev/null', 'w');
+  const r = rt('abx', ['--log', path.join(work, 'slowhook.log'), 'create', '--bundle', dir, 'sh1'], { stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  assert.equal(r.status, 1);
+  assert.ok(Date.now() - t0 < 15000, `create took ${Date.now() - t0} ms: the hook's 1 s timeout did not hold`);
+  assert.match(fs.readFileSync(path.join(work, 'slowhook.log'), 'utf8'), /did not end within its timeout/);
+  assert.equal(rt('abx', ['state', 'sh1']).status, 1, 'nothing is left of the failed create');
 });
 
 /** One podman run under runtime: {status, out}. */
