@@ -287,3 +287,20 @@ long mcp_unb64(const char *text, char **out)
 {
     return abx__b64_decode(text, out);
 }
+
+bool mcp_looks_binary(const char *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    size_t n = len < 8192 ? len : 8192, invalid = 0;
+    for (size_t i = 0; i < n;) {
+        if (p[i] == 0)
+            return true;
+        size_t seq = abx__utf8_seq(p + i, n - i);
+        if (seq == 0 && n - i < 4 && n < len) /* cut by the window, not by the file */
+            break;
+        if (seq == 0)
+            invalid++;
+        i += seq ? seq : 1;
+    }
+    return invalid > 8 && invalid * 4 > n;
+}

@@ -11,6 +11,12 @@
  * len exceeds max, keeps the last max bytes behind a marker naming the
  * total, and sets *truncated. */
 json_t *mcp_text(const char *data, size_t len, size_t max, int *truncated);
+/* Whether data (the start of a file) is binary rather than text: it holds
+ * a NUL byte, or over a quarter of its bytes (and more than 8) are not
+ * UTF-8, so that Latin-1 text with a few accents still reads as text (a
+ * sequence cut by the window's end does not count). Looks at the first
+ * 8 KiB. */
+bool mcp_looks_binary(const char *data, size_t len);
 /* The output policy every tool follows (docs/mcp-tools.md): a stream of at
  * most `limit` bytes is shown whole; a longer one as its first limit/2 and
  * last limit/2 bytes around a marker saying how many bytes were left out

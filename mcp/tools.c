@@ -21,6 +21,8 @@
 #include "bounds.h"
 #include "kernel.h"
 #include "text.h"
+#include "render.h"
+#include "hints.h"
 #include "tools_json.h"
 #include "netpolicy.h"
 
@@ -37,6 +39,7 @@
 #define TRANSFER_MAX ABX_BOUND_TRANSFER
 #define IMAGE_INLINE_MAX (2u << 20)
 #define MAX_ENVS 256
+#define RESULT_FIELDS_MAX (16u << 10) /* a result's fields and notes beside its streams */
 
 /* ---- the tool list -------------------------------------------------------- */
 
@@ -67,20 +70,16 @@ static json_t *resolve_refs(json_t *node, json_t *defs)
 }
 
 /* A success shape, or {"error": ...}: structuredContent of either kind
- * validates (the SDK checks it on errors too). */
+ * validates (the SDK checks it on errors too). The error's shape and a
+ * default sandbox's sandbox_replaced are the same for every tool: they are
+ * documented once (docs/mcp-tools.md), not repeated fifteen times here. */
 static json_t *output_schema(json_t *declared, json_t *defs)
 {
     json_t *success = resolve_refs(declared, defs);
-    json_t *props = json_deep_copy(json_object_get(success, "properties"));
     json_t *required = json_object_get(success, "required");
-    json_object_set_new(props, "error", json_deep_copy(json_object_get(defs, "error")));
-    /* any result made on the default sandbox may say it replaced an ended one */
-    json_object_set_new(props, "sandbox_replaced",
-                        json_pack("{s:s, s:s}", "type", "boolean", "description",
-                                  "True when the default sandbox had ended and this call ran in a new one"));
-    json_object_set_new(props, "sandbox_replaced_reason", json_pack("{s:s}", "type", "string"));
-    json_t *schema = json_pack("{s:s, s:o, s:[{s:O}, {s:[s]}]}", "type", "object", "properties", props,
-                               "anyOf", "required", required ? required : json_array(), "required", "error");
+    json_t *schema = json_pack("{s:s, s:O, s:[{s:O}, {s:[s]}]}", "type", "object", "properties",
+                               json_object_get(success, "properties"), "anyOf", "required",
+                               required ? required : json_array(), "required", "error");
     json_decref(success);
     return schema;
 }
@@ -120,15 +119,15 @@ static void describe_languages(char *out, size_t len)
         size_t used = strlen(to);
         snprintf(to + used, sizeof yes - used, "%s%s", used ? ", " : "", l[i].lang);
     }
-    snprintf(out, len, "(This host: %s run%s%s%s.)", yes[0] ? yes : "none", no[0] ? "; " : "", no,
-             no[0] ? " are not installed and answer a tool error" : "");
+    snprintf(out, len, "(This host runs %s%s%s.)", yes[0] ? yes : "none", no[0] ? "; not installed: " : "",
+             no);
 }
 
 static void describe_tools(char *out, size_t len)
 {
     static const char *const tools[] = {"python3", "pip3", "node", "npm",     "git", "curl", "wget",  "make",
                                         "gcc",     "g++",  "jq",   "sqlite3", "rg",  "zip",  "unzip", "tar"};
-    size_t used = (size_t)snprintf(out, len, "(This host: the sandbox has bash, coreutils");
+    size_t used = (size_t)snprintf(out, len, "(This host has bash, coreutils");
     for (size_t i = 0; i < sizeof tools / sizeof tools[0] && used < len; i++)
         if (sandbox_has(tools[i]))
             used += (size_t)snprintf(out + used, len - used, ", %s", tools[i]);
@@ -161,13 +160,10 @@ static json_t *described(json_t *description)
         limit = MCP_OUTPUT_LIMIT_DEFAULT;
     char policy[512], limit_text[24], langs[256], tools[512];
     snprintf(limit_text, sizeof limit_text, "%zu", limit);
-    snprintf(
-        policy, sizeof policy,
-        "each stream up to %zu bytes is shown whole; a longer one as its first and last %zu bytes around a "
-        "note saying how many bytes were left out and which file in the sandbox holds all of it "
-        "(stdout_path, stderr_path: read it with read_file offset/length, or grep it). stdout_bytes and "
-        "stderr_bytes count everything written.",
-        limit, limit / 2);
+    snprintf(policy, sizeof policy,
+             "A stream over %zu bytes shows its first and last halves; stdout_path or stderr_path then "
+             "holds all of it.",
+             limit);
     describe_languages(langs, sizeof langs);
     describe_tools(tools, sizeof tools);
     json_t *a = with_value(description, "{output_policy}", policy);
@@ -198,6 +194,22 @@ static void bounds_from_constants(json_t *tool)
         json_object_set_new(length, "maximum", json_integer(ABX_BOUND_TRANSFER));
 }
 
+/* Claude Code's anthropic/maxResultSizeChars for a tool whose output the
+ * output limit bounds (outputLimited in tools.json): both streams at the
+ * limit, in structuredContent and in the text, with room for the notes and
+ * the other fields. Other tools' results are small, or (download_file,
+ * read_file with length) as large as ABX_BOUND_MCP_RESULT, which a client
+ * should keep out of a model's context. */
+static json_t *result_size_meta(json_t *t)
+{
+    if (!json_is_true(json_object_get(t, "outputLimited")))
+        return NULL;
+    size_t limit = MCP_OUTPUT_LIMIT_DEFAULT;
+    if (mcp_output_limit_get(&limit, NULL) < 0)
+        limit = MCP_OUTPUT_LIMIT_DEFAULT;
+    return json_pack("{s:I}", "anthropic/maxResultSizeChars", (json_int_t)(4 * limit + RESULT_FIELDS_MAX));
+}
+
 static void build_tools(void)
 {
     json_t *doc = json_loads(tools_json, 0, NULL);
@@ -218,12 +230,15 @@ static void build_tools(void)
             json_object_set_new(json_object_get(props, "cpu"), "maximum", json_integer(max.cpu_count));
             json_object_set_new(json_object_get(props, "memory"), "maximum", json_integer(max.memory_mb));
         }
-        json_t *tool = json_pack("{s:O, s:O, s:o, s:O, s:o, s:O}", "name", json_object_get(t, "name"),
-                                 "title", json_object_get(t, "title"), "description",
-                                 described(json_object_get(t, "description")), "inputSchema",
+        /* no title: the name says it, and every byte here is a model's context */
+        json_t *tool = json_pack("{s:O, s:o, s:O, s:o, s:O}", "name", json_object_get(t, "name"),
+                                 "description", described(json_object_get(t, "description")), "inputSchema",
                                  json_object_get(t, "inputSchema"), "outputSchema",
                                  output_schema(json_object_get(t, "outputSchema"), defs), "annotations",
                                  json_object_get(t, "annotations"));
+        json_t *meta = result_size_meta(t);
+        if (meta)
+            json_object_set_new(tool, "_meta", meta);
         json_array_append_new(list, tool);
     }
     json_decref(doc);
@@ -257,45 +272,17 @@ bool mcp_tool_exists(const char *name)
 
 /* ---- results --------------------------------------------------------------- */
 
-/* A copy of v whose strings longer than ABX_BOUND_RESULT_TEXT_STRING are
- * replaced by a note: the text copy of a result never repeats large text. */
-static json_t *elide_long_strings(json_t *v)
-{
-    if (json_is_string(v) && json_string_length(v) > ABX_BOUND_RESULT_TEXT_STRING) {
-        char note[96];
-        snprintf(note, sizeof note, "(%zu bytes: in structuredContent)", json_string_length(v));
-        return json_string(note);
-    }
-    if (json_is_object(v)) {
-        json_t *o = json_object();
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x) json_object_set_new(o, k, elide_long_strings(x));
-        return o;
-    }
-    if (json_is_array(v)) {
-        json_t *a = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x) json_array_append_new(a, elide_long_strings(x));
-        return a;
-    }
-    return json_incref(v);
-}
-
 static json_t *tool_error(int code, const char *field);
+static json_t *too_big(const char *field, const char *what, size_t limit, const char *instead);
 
-/* structuredContent and its text copy (without long strings), after
- * optional extra blocks (images, whose bytes the text copy then leaves out
- * too). A result too large for a client to take (ABX_BOUND_MCP_RESULT) is
- * an E8018 tool error instead. Takes both; blocks is an array or NULL. */
+/* structuredContent and its text for a model (render.c: the same facts,
+ * without repeating long strings), after optional extra blocks (images,
+ * whose bytes the text then only names). A result too large for a client
+ * to take (ABX_BOUND_MCP_RESULT) is an E8018 tool error instead. Takes
+ * both; blocks is an array or NULL. */
 static json_t *result_with(json_t *structured, json_t *blocks)
 {
-    json_t *shown = elide_long_strings(structured);
-    if (blocks && json_object_get(shown, "content_base64"))
-        json_object_set_new(shown, "content_base64", json_string("(sent once, as the image content)"));
-    char *text = json_dumps(shown, JSON_COMPACT);
-    json_decref(shown);
+    char *text = mcp_render_text(structured, blocks != NULL);
     size_t size = json_dumpb(structured, NULL, 0, JSON_COMPACT) + (text ? strlen(text) : 0);
     size_t i;
     json_t *b;
@@ -304,7 +291,8 @@ static json_t *result_with(json_t *structured, json_t *blocks)
         free(text);
         json_decref(structured);
         json_decref(blocks);
-        return tool_error(ABX_ETOOBIG, "result");
+        return too_big("result", "the result", ABX_BOUND_MCP_RESULT,
+                       "read the file in parts (read_file offset and length) or make the output smaller");
     }
     json_t *content = blocks ? blocks : json_array();
     json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
@@ -325,7 +313,7 @@ static json_t *tool_error_hinted(int code, const char *field, const char *messag
         code = -code;
     json_t *e = json_pack("{s:s, s:s, s:i, s:s, s:s}", "code", abx_err_name(code), "category",
                           abx_err_category(code), "http_status", abx_err_http_status(code), "message",
-                          message ? message : abx_strerror(code), "hint", hint ? hint : abx_err_hint(code));
+                          message ? message : abx_strerror(code), "hint", hint ? hint : mcp_hint(code));
     if (field)
         json_object_set_new(e, "field", json_string(field));
     json_t *r = result_with(json_pack("{s:o}", "error", e), NULL);
@@ -341,6 +329,27 @@ static json_t *tool_error_with(int code, const char *field, const char *message)
 static json_t *tool_error(int code, const char *field)
 {
     return tool_error_with(code, field, NULL);
+}
+
+/* Whether result r is a tool error of code. */
+static bool is_code(json_t *r, int code)
+{
+    if (!json_is_true(json_object_get(r, "isError")))
+        return false;
+    const char *name = json_string_value(
+        json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code"));
+    return name && strcmp(name, abx_err_name(code)) == 0;
+}
+
+/* E8018 naming the limit: "WHAT is over the N bytes (M MiB) LIMIT; INSTEAD". */
+static json_t *too_big(const char *field, const char *what, size_t limit, const char *instead)
+{
+    char message[400];
+    snprintf(message, sizeof message, "%s is over the limit of %zu bytes (%.1f MiB) one call takes", what,
+             limit, (double)limit / (1u << 20));
+    char hint[300];
+    snprintf(hint, sizeof hint, "Send or ask for less: %s.", instead);
+    return tool_error_hinted(ABX_ETOOBIG, field, message, hint);
 }
 
 /* A libabx failure. To a session with a tenant (an HTTP token) only its code
@@ -422,6 +431,17 @@ static bool arg_id(mcp_call *c, const char **out, arg_fail *f)
     return true;
 }
 
+/* user: who runs a command inside the sandbox, "user" (the default) or
+ * "root" (root of the sandbox's own user namespace, no host user). */
+static bool arg_user(mcp_call *c, const char **out, arg_fail *f)
+{
+    if (!arg_string(c, "user", false, "user", out, f))
+        return false;
+    if (strcmp(*out, "user") != 0 && strcmp(*out, "root") != 0)
+        return fail_arg(f, "user", "must be \"user\" or \"root\"");
+    return true;
+}
+
 /* envs: {string: string} with variable-name keys, as NULL-terminated
  * "K=V" strings in *pairs (caller frees with free_pairs). */
 static bool arg_envs(mcp_call *c, const char *name, char ***pairs, arg_fail *f)
@@ -476,10 +496,7 @@ static json_t *invalid(arg_fail *f)
     char message[640];
     snprintf(message, sizeof message, "%s %s", f->field ? f->field : "arguments",
              f->rule[0] ? f->rule : "is not valid");
-    return tool_error_hinted(
-        ABX_EINVAL, f->field ? f->field : "arguments", message,
-        "Fix the argument named in field as the message says; the tool's inputSchema gives "
-        "every argument's type and range.");
+    return tool_error_with(ABX_EINVAL, f->field ? f->field : "arguments", message);
 }
 
 /* ---- progress, logging, cancellation ----------------------------------------- */
@@ -602,6 +619,62 @@ static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp
         mcp_call_log(c, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
     }
     return rc;
+}
+
+/* ---- a failure for want of a network ---------------------------------------- */
+
+/* Whether output reads like a name lookup or a connection that failed (as
+ * they do in a sandbox without network: curl, wget, pip, npm, apt,
+ * Python, Node, git). */
+static bool looks_offline(const char *text, size_t len)
+{
+    static const char *const signs[] = {
+        "Temporary failure in name resolution",
+        "Temporary failure resolving",
+        "Could not resolve host",
+        "Name or service not known",
+        "Network is unreachable",
+        "getaddrinfo EAI_AGAIN",
+        "getaddrinfo ENOTFOUND",
+        "Failed to establish a new connection",
+        "unable to resolve host address",
+        "No address associated with hostname",
+    };
+    for (size_t i = 0; text && i < sizeof signs / sizeof signs[0]; i++)
+        if (memmem(text, len, signs[i], strlen(signs[i])))
+            return true;
+    return false;
+}
+
+/* The note (a new string) for a result that failed like that (exit_code
+ * not 0), or NULL: whether the sandbox has no network at all or only the
+ * hosts its egress lists name, and which create_sandbox arguments give it
+ * one. Reads the sandbox's network from libabx (the caller holds b). */
+static json_t *offline_note(mcp_sandbox *b, int exit_code, const char *o, size_t olen, const char *e,
+                            size_t elen)
+{
+    if (exit_code == 0 || !(looks_offline(o, olen) || looks_offline(e, elen)))
+        return NULL;
+    abx_sandbox_info info;
+    memset(&info, 0, sizeof info);
+    abx_error *err = NULL;
+    bool none = true;
+    if (abx_sandbox_get_info(b->handle, &info, &err) == 0 && info.network_json) {
+        json_t *net = json_loads(info.network_json, 0, NULL);
+        const char *mode = json_string_value(json_object_get(net, "mode"));
+        none = !mode || strcmp(mode, "none") == 0;
+        json_decref(net);
+    }
+    abx_error_free(err);
+    abx_sandbox_info_clear(&info);
+    return json_string(
+        none ? "This sandbox has no network, so the lookup or connection failed. Create one that "
+               "has: create_sandbox with allow_internet_access true (the public internet), or "
+               "network.allow_out naming the hosts (e.g. [\"pypi.org\", "
+               "\"files.pythonhosted.org\"]); then run this there."
+             : "This sandbox reaches only what its egress lists allow, and this host was not "
+               "among them. Create a sandbox whose network.allow_out names it (or with "
+               "allow_internet_access true); then run this there.");
 }
 
 /* create_sandbox's allow_internet_access and network {allow_out, deny_out}
@@ -762,6 +835,9 @@ static json_t *tool_run_code(mcp_call *c)
     mcp_code_result r;
     progress(c, "running");
     rc = mcp_run_code(b, &req, &r, &err);
+    json_t *note =
+        rc == 0 ? offline_note(b, r.exit_code, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len)
+                : NULL;
     mcp_session_release(c->session, b);
     if (rc == -ABX_ECMDNOTFOUND && (strcmp(lang, "typescript") == 0 || strcmp(lang, "r") == 0)) {
         abx_error_free(err);
@@ -808,6 +884,8 @@ static json_t *tool_run_code(mcp_call *c)
         json_object_set_new(out, "state_reset", json_true());
         json_object_set_new(out, "state_reset_reason", json_string(reason));
     }
+    if (note)
+        json_object_set_new(out, "network_note", note);
     json_t *images = json_array();
     json_object_set_new(out, "results", rich_results(r.results, images));
     mcp_code_result_clear(&r);
@@ -821,12 +899,12 @@ static json_t *tool_run_code(mcp_call *c)
 static json_t *tool_run_command(mcp_call *c)
 {
     arg_fail f = {0};
-    const char *command, *id, *cwd;
+    const char *command, *id, *cwd, *user;
     long long timeout;
     if (!arg_string(c, "command", true, NULL, &command, &f) ||
         (!*command && !fail_arg(&f, "command", "must not be empty")) || !arg_id(c, &id, &f) ||
         !arg_string(c, "cwd", false, NULL, &cwd, &f) ||
-        (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) ||
+        (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) || !arg_user(c, &user, &f) ||
         !arg_int(c, "timeout", ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, 60, &timeout, false, &f))
         return invalid(&f);
     mcp_sandbox *b = NULL;
@@ -836,6 +914,7 @@ static json_t *tool_run_command(mcp_call *c)
         return failure_of(c, err, rc);
     abx_exec_options o = {.cwd = cwd,
                           .default_cwd = "/app",
+                          .user = user,
                           .timeout_s = (unsigned)timeout,
                           .keep_output = true,
                           .on_stdout = c->progress_token ? on_output : NULL,
@@ -846,6 +925,9 @@ static json_t *tool_run_command(mcp_call *c)
     abx_exec_result r;
     progress(c, "running");
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
+    json_t *note =
+        rc == 0 ? offline_note(b, r.exit_code, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len)
+                : NULL;
     mcp_session_release(c->session, b);
     if (rc < 0)
         return failure_of(c, err, rc);
@@ -860,6 +942,8 @@ static json_t *tool_run_command(mcp_call *c)
         (json_int_t)r.stderr_total);
     json_object_set_new(out, "truncated", json_boolean(t_out || t_err));
     set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
+    if (note)
+        json_object_set_new(out, "network_note", note);
     abx_exec_result_clear(&r);
     return ok(out);
 }
@@ -919,6 +1003,14 @@ static json_t *tool_read_file(mcp_call *c)
     if (rc < 0) {
         abx_free(head);
         return failure_of(c, err, rc);
+    }
+    if (mcp_looks_binary(head, head_len)) {
+        abx_free(head);
+        abx_free(tail);
+        return tool_error_hinted(ABX_EINVAL, "path",
+                                 "the file is binary, not text (it holds NUL bytes or is not UTF-8)",
+                                 "Read its bytes with download_file (base64; an image comes back as one you "
+                                 "can see), or convert it first with run_command (xxd, file, strings).");
     }
     json_t *content;
     unsigned long long shown = head_len + tail_len;
@@ -1112,10 +1204,10 @@ static json_t *tool_set_sandbox_timeout(mcp_call *c)
 static json_t *tool_start_background_task(mcp_call *c)
 {
     arg_fail f = {0};
-    const char *command, *cwd, *id;
+    const char *command, *cwd, *id, *user;
     char **envs = NULL;
     if (!arg_string(c, "command", true, NULL, &command, &f) ||
-        (!*command && !fail_arg(&f, "command", "must not be empty")) ||
+        (!*command && !fail_arg(&f, "command", "must not be empty")) || !arg_user(c, &user, &f) ||
         !arg_string(c, "cwd", false, NULL, &cwd, &f) ||
         (cwd && !*cwd && !fail_arg(&f, "cwd", "must not be empty")) || !arg_envs(c, "envs", &envs, &f) ||
         !arg_id(c, &id, &f)) {
@@ -1129,7 +1221,7 @@ static json_t *tool_start_background_task(mcp_call *c)
         free_pairs(envs);
         return failure_of(c, err, rc);
     }
-    abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .envs = (const char *const *)envs};
+    abx_exec_options o = {.cwd = cwd, .default_cwd = "/app", .user = user, .envs = (const char *const *)envs};
     int pid = 0;
     rc = abx_sandbox_start_background(b->handle, command, &o, &pid, &err);
     mcp_session_release(c->session, b);
@@ -1267,14 +1359,16 @@ static json_t *tool_upload_file(mcp_call *c)
         return invalid(&f);
     /* a cheap bound first (padding aside), the exact size after decoding */
     if (strlen(b64) / 4 * 3 > TRANSFER_MAX + 2)
-        return tool_error(ABX_ETOOBIG, "content_base64");
+        return too_big("content_base64", "the decoded content", TRANSFER_MAX,
+                       "split the file and upload the parts, then join them with run_command (cat)");
     char *data = NULL;
     long n = mcp_unb64(b64, &data);
     if (n < 0)
         return invalid(&(arg_fail){"content_base64", "must be base64 (RFC 4648)"});
     if ((size_t)n > TRANSFER_MAX) {
         free(data);
-        return tool_error(ABX_ETOOBIG, "content_base64");
+        return too_big("content_base64", "the decoded content", TRANSFER_MAX,
+                       "split the file and upload the parts, then join them with run_command (cat)");
     }
     json_t *r = write_bytes(c, id, path, data, (size_t)n);
     free(data);
@@ -1304,6 +1398,12 @@ static json_t *tool_download_file(mcp_call *c)
     char *data = NULL;
     size_t len = 0;
     json_t *failure = read_bytes(c, id, path, TRANSFER_MAX, &data, &len);
+    if (failure && is_code(failure, ABX_ETOOBIG)) {
+        json_decref(failure);
+        return too_big("path", "the file", TRANSFER_MAX,
+                       "read a part with read_file offset and length, or split it with run_command "
+                       "(split -b 7M FILE FILE.part-) and download the parts");
+    }
     if (failure)
         return failure;
     char *b64 = mcp_b64(data, len);
@@ -1347,12 +1447,7 @@ static const tool_entry handlers[] = {
 /* A tool error saying the sandbox is gone (E8002) or not running (E8016). */
 static bool failed_as_gone(json_t *r)
 {
-    if (!json_is_true(json_object_get(r, "isError")))
-        return false;
-    const char *code = json_string_value(
-        json_object_get(json_object_get(json_object_get(r, "structuredContent"), "error"), "code"));
-    return code && (strcmp(code, abx_err_name(ABX_ENOTFOUND)) == 0 ||
-                    strcmp(code, abx_err_name(ABX_ENOTRUNNING)) == 0);
+    return is_code(r, ABX_ENOTFOUND) || is_code(r, ABX_ENOTRUNNING);
 }
 
 /* A result made on a new default sandbox that replaced one which had ended
@@ -1368,9 +1463,7 @@ static json_t *note_replaced(json_t *r)
         json_string("the default sandbox had ended (timed out or killed from outside); this call "
                     "ran in a new one, without the old one's files and state"));
     json_t *content = json_object_get(r, "content");
-    json_t *shown = elide_long_strings(sc);
-    char *text = json_dumps(shown, JSON_COMPACT);
-    json_decref(shown);
+    char *text = mcp_render_text(sc, json_array_size(content) > 1);
     size_t last = json_array_size(content) - 1;
     json_array_set_new(content, last, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
     free(text);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { assertModelText } from '../lib/model-text.mjs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -42,14 +43,9 @@ async function connect(args = []) {
   };
 }
 
-// The text copy of structuredContent leaves out strings over 64 KiB (so no
-// large text is sent twice: base/bounds.h ABX_BOUND_RESULT_TEXT_STRING).
-const elided = (v) => (typeof v === 'string' && Buffer.byteLength(v) > 65536 ? `(${Buffer.byteLength(v)} bytes: in structuredContent)`
-  : Array.isArray(v) ? v.map(elided) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, elided(x)])) : v);
-
 function ok(r) {
   assert.notEqual(r.isError, true, JSON.stringify(r).slice(0, 2000));
-  assert.deepEqual(JSON.parse(r.content.at(-1).text), elided(r.structuredContent), 'text content mirrors structuredContent');
+  assertModelText(r); // the text block: written for a model, the same facts
   return r.structuredContent;
 }
 
@@ -252,8 +248,7 @@ test('run_command, files, list_files, background tasks, upload and download', as
     const dl = await s.call('download_file', { path: '/app/pixel.png' });
     const d = dl.structuredContent;
     // the bytes are sent once: as the image; the text mirrors the rest
-    const text = JSON.parse(dl.content.find((c) => c.type === 'text').text);
-    assert.deepEqual({ ...text, content_base64: d.content_base64 }, d);
+    assertModelText(dl);
     assert.ok(!dl.content.find((c) => c.type === 'text').text.includes(png.toString('base64')), 'the image was sent twice');
     assert.equal(Buffer.from(d.content_base64, 'base64').compare(png), 0);
     assert.equal(d.size, png.length);

@@ -40,17 +40,22 @@ export function render(tools) {
     'Generated from what `abx mcp start` sends in `tools/list` (`node scripts/gen-mcp-docs.mjs > docs/mcp-tools.md`);',
     'a test fails when this page and the server disagree.',
     '',
-    'Every tool returns `structuredContent` (described by its `outputSchema`) and the same JSON as text content.',
-    'A failure is a result with `isError: true` and `structuredContent.error` = `{code, category, http_status,',
-    'message, hint, field?}`: a stable `E8xxx` code (see [errors.md](errors.md)), static texts only, and for a',
-    'validation failure the name of the argument (never its value). Calls without `sandbox_id` use the session\'s',
-    'default sandbox; see the session rules in the README.',
+    'Every tool returns `structuredContent` (described by its `outputSchema`) and a text block written for a model:',
+    'the same facts as lines (`key: value`; a stream or a file\'s text verbatim between `<stdout>` and `</stdout>`),',
+    'never escaped JSON. A failure is a result with `isError: true` and `structuredContent.error` =',
+    '`{code, category, http_status, message, hint, field?}`: a stable `E8xxx` code (see [errors.md](errors.md)),',
+    'static texts only, a hint in terms of tools and arguments, and for a validation failure the name of the',
+    'argument (never its value). Calls without `sandbox_id` use the session\'s default sandbox (see the session rules',
+    'in the README); a result made on a new default because the old one had ended carries `sandbox_replaced: true`',
+    'and `sandbox_replaced_reason`. A command that failed for want of a network carries `network_note`, naming the',
+    '`create_sandbox` arguments that give one. Tools whose results the output limit bounds say so to clients in',
+    '`_meta` (`anthropic/maxResultSizeChars`).',
     '',
   ];
   for (const t of tools) {
     // what the sandbox runs and has differs between hosts: shown as a placeholder
-    const description = t.description.replace(/\(This host: [^)]*\)/g, '(This host: what the sandbox runs and has, found when the server starts.)');
-    out.push(`## ${t.name}`, '', `**${t.title}.** ${description}`, '');
+    const description = t.description.replace(/\(This host [^)]*\)/g, '(What this host runs and has, found when the server starts.)');
+    out.push(`## ${t.name}`, '', description, '');
     const a = t.annotations || {};
     out.push(`Annotations: read-only ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, open-world ${a.openWorldHint}.`, '');
     const props = t.inputSchema.properties || {};
