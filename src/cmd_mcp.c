@@ -1,11 +1,13 @@
-/* cmd_mcp.c: `abx mcp start | install | status`.
- * start serves the fifteen tools on STDIO (mcp/transport_stdio.c); install merges an
- * agent-sandbox entry into an IDE's MCP configuration; status reports both. */
+/* cmd_mcp.c: `abx mcp start | serve | deploy | install | status`.
+ * start serves the fifteen tools on STDIO (mcp/transport_stdio.c), serve on
+ * HTTP; install (src/mcp_install.c) merges an agent-sandbox entry into an
+ * MCP client's configuration; status reports the server and every client. */
 #include "cli.h"
 #include "server.h"
 #include "transport_stdio.h"
 #include "transport_http.h"
 #include "mcp_deploy.h"
+#include "mcp_install.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SERVER_NAME "agent-sandbox"
+#define SERVER_NAME MCP_SERVER_NAME
 
 const char cmd_mcp_help[] =
     "Usage: abx mcp start [--template T] [--provider P]\n"
@@ -27,7 +29,8 @@ const char cmd_mcp_help[] =
     "       abx mcp deploy [--name N] [--region R] [--template T] [--memory MB] [--timeout S]\n"
     "                      [--auth-token-file F | --generate-token] [--sandbox-api-key K]\n"
     "                      [--no-session-affinity] [--custom-domain D] [--output-dir DIR]\n"
-    "       abx mcp install --target cursor|claude|vscode|claude-code|gemini|windsurf|copilot [--json]\n"
+    "       abx mcp install --target cursor|claude|vscode|claude-code|codex|gemini|windsurf|copilot\n"
+    "                       [--scope user|project] [--json]\n"
     "       abx mcp status [--json]\n"
     "\n"
     "start    serve the MCP tools on stdin/stdout (newline-delimited JSON-RPC;\n"
@@ -57,255 +60,28 @@ const char cmd_mcp_help[] =
     "         (written to DIR/auth-token, mode 0600, printed masked) or\n"
     "         $ABX_MCP_AUTH_TOKEN; session affinity on unless --no-session-affinity.\n"
     "install  merge an 'agent-sandbox' entry (this abx's absolute path, args\n"
-    "         mcp start) into the IDE's configuration: Cursor ~/.cursor/mcp.json,\n"
-    "         Claude Desktop claude_desktop_config.json (mcpServers), VS Code\n"
-    "         .vscode/mcp.json in the current directory (servers, type stdio),\n"
-    "         Claude Code .mcp.json in the current directory (mcpServers, type\n"
-    "         stdio; as `claude mcp add --scope project`), Gemini CLI\n"
-    "         ~/.gemini/settings.json, Windsurf ~/.codeium/windsurf/mcp_config.json\n"
-    "         (mcpServers), Copilot CLI ~/.copilot/mcp-config.json (mcpServers,\n"
-    "         type local, tools *).\n"
+    "         mcp start) into an MCP client's configuration, in its own format\n"
+    "         and place (docs/mcp-clients.md). --scope user (the user's own file)\n"
+    "         or project (a file in the current directory) where the client has\n"
+    "         both; without it, the scope marked *:\n"
+    "           cursor       *~/.cursor/mcp.json | .cursor/mcp.json (mcpServers)\n"
+    "           claude       *claude_desktop_config.json (mcpServers)\n"
+    "           vscode        Code/User/mcp.json | *.vscode/mcp.json (servers, stdio)\n"
+    "           claude-code   ~/.claude.json | *.mcp.json (mcpServers, stdio)\n"
+    "           codex        *~/.codex/config.toml ($CODEX_HOME) | .codex/config.toml\n"
+    "                         ([mcp_servers.agent-sandbox], TOML)\n"
+    "           gemini       *~/.gemini/settings.json | .gemini/settings.json\n"
+    "           windsurf     *~/.codeium/windsurf/mcp_config.json\n"
+    "           copilot      *~/.copilot/mcp-config.json (type local, tools *)\n"
     "         The API key (ABX_SANDBOX_API_KEY, or config core.api_key) is\n"
-    "         written into the user's own files only (Cursor, Claude, Gemini,\n"
-    "         Windsurf, Copilot), and only when configured; never into a\n"
-    "         project's file. Other entries and the file's mode\n"
-    "         are kept; a file that is not strict JSON is left untouched (E8021,\n"
-    "         naming the line); the file is replaced atomically.\n"
+    "         written into user files only, and only when configured; never\n"
+    "         into a project's file, never printed. Other entries, comments of\n"
+    "         a TOML file and the file's mode are kept; the file is replaced\n"
+    "         atomically. A file that is not strict JSON (JSONC) or valid TOML\n"
+    "         is left byte for byte untouched: E8021 names the line, and the\n"
+    "         entry to add by hand is printed.\n"
     "status   server name, transport, tools, whether an API key is configured,\n"
-    "         and the install state in each IDE.\n";
-
-typedef struct ide_target {
-    const char *name;
-    const char *label;
-    const char *section;   /* mcpServers or servers */
-    bool api_key;          /* may carry the API key */
-    const char *home_file; /* the user's file under $HOME, or NULL (found otherwise) */
-    const char *type;      /* the entry's "type", where the client wants one; NULL: none */
-} ide_target;
-
-/* Project-scoped files (VS Code's .vscode/mcp.json, Claude Code's .mcp.json)
- * live in the current directory and are often committed: never a key there. */
-static const ide_target targets[] = {
-    {"cursor", "Cursor", "mcpServers", true, ".cursor/mcp.json", NULL},
-    {"claude", "Claude Desktop", "mcpServers", true, NULL, NULL},
-    {"vscode", "VS Code", "servers", false, NULL, "stdio"},
-    {"claude-code", "Claude Code", "mcpServers", false, NULL, "stdio"},
-    {"gemini", "Gemini CLI", "mcpServers", true, ".gemini/settings.json", NULL},
-    {"windsurf", "Windsurf", "mcpServers", true, ".codeium/windsurf/mcp_config.json", NULL},
-    {"copilot", "Copilot CLI", "mcpServers", true, ".copilot/mcp-config.json", "local"},
-};
-
-static int target_path(const ide_target *t, char *out, size_t len)
-{
-    const char *home = getenv("HOME");
-    if (strcmp(t->name, "vscode") == 0 || strcmp(t->name, "claude-code") == 0) {
-        char cwd[PATH_MAX - 32];
-        if (!getcwd(cwd, sizeof cwd))
-            return -1;
-        int n = snprintf(out, len, "%s/%s", cwd, t->name[0] == 'v' ? ".vscode/mcp.json" : ".mcp.json");
-        return n < 0 || (size_t)n >= len ? -1 : 0;
-    }
-    if (!home)
-        return -1;
-    if (t->home_file) {
-        int n = snprintf(out, len, "%s/%s", home, t->home_file);
-        return n < 0 || (size_t)n >= len ? -1 : 0;
-    }
-#ifdef __APPLE__
-    snprintf(out, len, "%s/Library/Application Support/Claude/claude_desktop_config.json", home);
-#else
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    if (xdg && *xdg)
-        snprintf(out, len, "%s/Claude/claude_desktop_config.json", xdg);
-    else
-        snprintf(out, len, "%s/.config/Claude/claude_desktop_config.json", home);
-#endif
-    return 0;
-}
-
-/* The configured API key, or NULL. Never printed. */
-static char *api_key(void)
-{
-    const char *env = getenv("ABX_SANDBOX_API_KEY");
-    if (env && *env)
-        return strdup(env);
-    char *v = NULL, *key = NULL;
-    if (abx_config_get("core.api_key", &v, NULL) == 0 && v && *v)
-        key = strdup(v);
-    if (v)
-        explicit_bzero(v, strlen(v));
-    abx_free(v);
-    return key;
-}
-
-static int mkdir_parents(const char *path)
-{
-    char dir[PATH_MAX + 96];
-    snprintf(dir, sizeof dir, "%s", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
-/* Replaces path with doc. A file that exists keeps its mode (a 0644
- * config stays 0644); a new one is 0600 (it may hold an API key). */
-static int write_atomically(const char *path, json_t *doc)
-{
-    char tmp[PATH_MAX + 96];
-    snprintf(tmp, sizeof tmp, "%s.abx-tmp", path);
-    if (mkdir_parents(path) < 0)
-        return -1;
-    struct stat st;
-    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0600;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || fchmod(fd, mode) < 0) {
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        return -1;
-    }
-    char *text = json_dumps(doc, JSON_INDENT(2));
-    size_t n = text ? strlen(text) : 0;
-    int rc = text && write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 && fsync(fd) == 0 ? 0 : -1;
-    free(text);
-    if (close(fd) < 0)
-        rc = -1;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -1;
-    if (rc < 0)
-        unlink(tmp);
-    return rc;
-}
-
-/* Loads an IDE config: absent -> a new object; not strict JSON or not an
- * object -> NULL (left untouched), with *bad_line the line where strict
- * JSON stopped (0 when it is JSON but not an object). */
-static json_t *load_config(const char *path, bool *exists, int *bad_line)
-{
-    *bad_line = 0;
-    *exists = access(path, F_OK) == 0;
-    if (!*exists)
-        return json_object();
-    json_error_t jerr;
-    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!doc)
-        *bad_line = jerr.line > 0 ? jerr.line : 1;
-    if (!json_is_object(doc)) {
-        json_decref(doc);
-        return NULL;
-    }
-    return doc;
-}
-
-/* What stops sandboxes here for this user (cli_host_checks), as one line in
- * out; false when nothing does. The IDE runs abx as this user: say it
- * before the IDE's first call fails. */
-static bool host_problems(char *out, size_t len)
-{
-    bool works = false;
-    json_t *checks = cli_host_checks(&works);
-    cli_host_failures(checks, out, len);
-    json_decref(checks);
-    return !works;
-}
-
-static int mcp_install(cli_ctx *ctx, const char *target_name)
-{
-    const ide_target *t = NULL;
-    for (size_t i = 0; target_name && i < sizeof targets / sizeof targets[0]; i++)
-        if (strcmp(targets[i].name, target_name) == 0)
-            t = &targets[i];
-    if (!t)
-        return cli_fail(
-            ctx, ABX_EINVAL,
-            "--target: expected cursor, claude, vscode, claude-code, gemini, windsurf or copilot");
-    char path[PATH_MAX + 64], self[PATH_MAX];
-    if (target_path(t, path, sizeof path) < 0)
-        return cli_fail(ctx, ABX_ECONFIG, "cannot tell where the %s configuration lives (HOME unset)",
-                        t->label);
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return cli_fail(ctx, ABX_ESYS, "cannot find this abx executable's path");
-    self[n] = '\0';
-    bool exists;
-    int bad_line;
-    json_t *doc = load_config(path, &exists, &bad_line);
-    if (!doc && bad_line)
-        return cli_fail(
-            ctx, ABX_ECONFIG,
-            "the %s configuration is not strict JSON (line %d: comments and trailing commas are not "
-            "JSON): left untouched",
-            t->label, bad_line);
-    if (!doc)
-        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration is not a JSON object: left untouched",
-                        t->label);
-    json_t *section = json_object_get(doc, t->section);
-    if (section && !json_is_object(section)) {
-        json_decref(doc);
-        return cli_fail(ctx, ABX_ECONFIG, "the %s configuration's \"%s\" is not an object: left untouched",
-                        t->label, t->section);
-    }
-    if (!section) {
-        section = json_object();
-        json_object_set_new(doc, t->section, section);
-    }
-    json_t *entry = json_pack("{s:s, s:[s, s]}", "command", self, "args", "mcp", "start");
-    if (t->type)
-        json_object_set_new(entry, "type", json_string(t->type));
-    if (strcmp(t->name, "copilot") ==
-        0) /* Copilot CLI offers a server's tools only where "tools" names them */
-        json_object_set_new(entry, "tools", json_pack("[s]", "*"));
-    char *key = t->api_key ? api_key() : NULL;
-    if (key) {
-        json_object_set_new(entry, "env", json_pack("{s:s}", "ABX_SANDBOX_API_KEY", key));
-        explicit_bzero(key, strlen(key));
-        free(key);
-        key = (char *)1;
-    }
-    json_object_set_new(section, SERVER_NAME, entry);
-    int rc = write_atomically(path, doc);
-    json_decref(doc);
-    if (rc < 0)
-        return cli_fail(ctx, ABX_EIO, "writing the %s configuration: %s", t->label, strerror(errno));
-    json_t *tools = mcp_tools_list();
-    char problems[1024];
-    bool blocked = host_problems(problems, sizeof problems);
-    if (blocked)
-        fprintf(stderr,
-                "abx mcp install: warning: as this user (uid %u), sandboxes cannot be made on this host: %s. "
-                "%s will start abx, but its tool calls will fail (E8007) until this is fixed; `abx doctor` "
-                "says more.\n",
-                (unsigned)geteuid(), problems, t->label);
-    if (ctx->json) {
-        json_t *names = json_array();
-        size_t i;
-        json_t *tool;
-        json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
-        json_t *out = json_pack("{s:s, s:s, s:s, s:o, s:b, s:b}", "target", t->name, "path", path, "server",
-                                SERVER_NAME, "tools", names, "api_key_written", key != NULL, "sandboxes_work",
-                                !blocked);
-        if (blocked)
-            json_object_set_new(out, "host_problems", json_string(problems));
-        cli_print_json(out);
-    } else {
-        printf("MCP Server config written to %s\n\nRegistered tools:\n", path);
-        size_t i;
-        json_t *tool;
-        json_array_foreach(tools, i, tool)
-            printf("  \u2022 %-22s \u2014 %s\n", json_string_value(json_object_get(tool, "name")),
-                   json_string_value(json_object_get(tool, "title")));
-        printf("\nPlease restart %s to apply changes.\n", t->label);
-    }
-    json_decref(tools);
-    return 0;
-}
+    "         and the install state of every client above, in each scope.\n";
 
 static int mcp_status(cli_ctx *ctx)
 {
@@ -313,39 +89,26 @@ static int mcp_status(cli_ctx *ctx)
     size_t i;
     json_t *tool;
     json_array_foreach(tools, i, tool) json_array_append(names, json_object_get(tool, "name"));
-    char *key = api_key();
-    json_t *installs = json_object();
-    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
-        char path[PATH_MAX + 64];
-        bool installed = false, exists = false;
-        int bad_line = 0;
-        if (target_path(&targets[k], path, sizeof path) == 0) {
-            json_t *doc = load_config(path, &exists, &bad_line);
-            installed =
-                exists && json_object_get(json_object_get(doc, targets[k].section), SERVER_NAME) != NULL;
-            json_decref(doc);
-        } else {
-            path[0] = '\0';
-        }
-        json_object_set_new(installs, targets[k].name,
-                            json_pack("{s:s, s:b}", "path", path, "installed", installed));
-    }
+    char *key = getenv("ABX_SANDBOX_API_KEY");
+    char *configured = NULL;
+    bool have_key = (key && *key) ||
+                    (abx_config_get("core.api_key", &configured, NULL) == 0 && configured && *configured);
+    if (configured)
+        explicit_bzero(configured, strlen(configured));
+    abx_free(configured);
+    json_t *installs = mcp_install_state();
     char problems[1024];
-    bool blocked = host_problems(problems, sizeof problems);
+    bool blocked = mcp_host_problems(problems, sizeof problems);
     json_t *doc =
         json_pack("{s:s, s:s, s:I, s:o, s:b, s:o, s:b}", "server", SERVER_NAME, "transport", "stdio",
                   "tool_count", (json_int_t)json_array_size(names), "tools", names, "api_key_configured",
-                  key != NULL, "installations", installs, "sandboxes_work", !blocked);
+                  have_key, "installations", installs, "sandboxes_work", !blocked);
     if (blocked)
         json_object_set_new(doc, "host_problems", json_string(problems));
     char sock[108];
     bool through = abx_service_socket(sock, sizeof sock), up = abx_service_reachable(sock);
     json_object_set_new(doc, "service",
                         json_pack("{s:s, s:b, s:b}", "socket", sock, "used", through, "reachable", up));
-    if (key) {
-        explicit_bzero(key, strlen(key));
-        free(key);
-    }
     json_decref(tools);
     if (ctx->json) {
         cli_print_json(doc);
@@ -362,12 +125,12 @@ static int mcp_status(cli_ctx *ctx)
            through          ? " (this user's sandboxes go through it)"
            : geteuid() == 0 ? " (root goes direct)"
                             : "");
-    printf("\n%-10s %-10s %s\n", "IDE", "INSTALLED", "CONFIG");
+    printf("\n%-12s %-10s %-8s %s\n", "CLIENT", "INSTALLED", "SCOPE", "CONFIG");
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(doc, "installations"), k, v)
-        printf("%-10s %-10s %s\n", k, json_is_true(json_object_get(v, "installed")) ? "yes" : "no",
-               json_string_value(json_object_get(v, "path")));
+        printf("%-12s %-10s %-8s %s\n", k, json_is_true(json_object_get(v, "installed")) ? "yes" : "no",
+               json_string_value(json_object_get(v, "scope")), json_string_value(json_object_get(v, "path")));
     json_decref(doc);
     return 0;
 }
@@ -386,7 +149,7 @@ static int mcp_start(cli_ctx *ctx, const char *template_name)
         return cli_fail_error(ctx, err, rc);
     fprintf(stderr, "abx mcp: serving %s on stdio (template %s)\n", SERVER_NAME, template_name);
     char problems[1024];
-    if (host_problems(problems, sizeof problems)) /* said once, at start */
+    if (mcp_host_problems(problems, sizeof problems)) /* said once, at start */
         fprintf(stderr,
                 "abx mcp: warning: sandboxes cannot be made here as uid %u: %s; tool calls will fail "
                 "until this is fixed (abx doctor)\n",
@@ -533,7 +296,7 @@ static int mcp_serve(cli_ctx *ctx, const char *listen, const char *token_file, u
 int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL], *template_name = NULL, *target = NULL, *listen = NULL,
-                                         *token_file = NULL;
+                                         *token_file = NULL, *scope = NULL;
     const char *allow[33] = {NULL};
     size_t npos = 0, nallow = 0;
     unsigned ttl = 1800, max_sessions = 256;
@@ -553,6 +316,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
         {"--output-dir", CLI_STRING, &d.output_dir, 0, 0, NULL, 0, NULL},
         {"--template", CLI_STRING, &template_name, 0, 0, NULL, 0, NULL},
         {"--target", CLI_STRING, &target, 0, 0, NULL, 0, NULL},
+        {"--scope", CLI_STRING, &scope, 0, 0, NULL, 0, NULL},
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
         {"--auth-token-file", CLI_STRING, &token_file, 0, 0, NULL, 0, NULL},
         {"--session-ttl", CLI_UINT, &ttl, 1, 604800, NULL, 0, NULL},
@@ -578,7 +342,7 @@ int cmd_mcp(cli_ctx *ctx, int argc, char **argv)
     if (strcmp(pos[0], "serve") == 0)
         return mcp_serve(ctx, listen, token_file, ttl, max_sessions, allow, template_name, no_auth);
     if (strcmp(pos[0], "install") == 0)
-        return mcp_install(ctx, target);
+        return mcp_install(ctx, target, scope);
     if (strcmp(pos[0], "status") == 0)
         return mcp_status(ctx);
     return cli_fail(ctx, ABX_EUSAGE, "unknown 'abx mcp' command (start, serve, deploy, install, status)");
