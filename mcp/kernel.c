@@ -35,13 +35,11 @@ static bool is_kernel_language(const char *lang)
 
 /* ---- languages without a kernel ------------------------------------------ */
 
-/* 1 when the sandbox has the program, 0 when not, or the error of a
- * sandbox that cannot run the check at all (E8004 from a provider that runs
- * no commands: not "not installed"). */
-static int has_program(mcp_sandbox *b, const char *name, abx_error **err)
+/* 1 when check (a shell command) succeeds in the sandbox, 0 when not, or
+ * the error of a sandbox that cannot run it at all (E8004 from a provider
+ * that runs no commands: not "not installed"). */
+static int sandbox_succeeds(mcp_sandbox *b, const char *cmd, abx_error **err)
 {
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
     abx_exec_result r;
     const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
     abx_error *e = NULL;
@@ -58,6 +56,30 @@ static int has_program(mcp_sandbox *b, const char *name, abx_error **err)
     abx_error_free(e);
     return found;
 }
+
+static int has_program(mcp_sandbox *b, const char *name, abx_error **err)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    return sandbox_succeeds(b, cmd, err);
+}
+
+/* TypeScript on node with the typescript module (Debian's node-typescript,
+ * in code-interpreter-v1): the cell is transpiled (types erased, ES2022,
+ * ES modules: import and top-level await work) to a hidden module in the
+ * working directory, so that imports resolve from there, and run. */
+static const char ts_on_node[] =
+    "const "
+    "ts=require('typescript'),fs=require('fs'),path=require('path'),os=require('os'),url=require('url');"
+    "const "
+    "out=ts.transpileModule(process.argv[1],{fileName:'cell.ts',compilerOptions:{target:ts.ScriptTarget."
+    "ES2022,module:ts.ModuleKind.ESNext,esModuleInterop:true}}).outputText;"
+    "let file=path.join(process.cwd(),`.abx-cell-${process.pid}.mjs`);"
+    "try{fs.writeFileSync(file,out,{mode:0o600,flag:'wx'})}catch{file=path.join(os.tmpdir(),"
+    "`.abx-cell-${process.pid}.mjs`);fs.writeFileSync(file,out,{mode:0o600,flag:'wx'})}"
+    "import(url.pathToFileURL(file).href).catch((e)=>{console.error(e&&e.stack||String(e));process.exitCode="
+    "1})"
+    ".finally(()=>{try{fs.unlinkSync(file)}catch{}});";
 
 static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_result *out, abx_error **err)
 {
@@ -97,13 +119,19 @@ static int run_oneshot(mcp_sandbox *b, const mcp_code_request *req, mcp_code_res
                 return found;
             runner = found ? ts_runners[i] : NULL;
         }
-        if (!runner)
+        int on_node =
+            runner ? 0 : sandbox_succeeds(b, "node -e \"require.resolve('typescript')\" 2>/dev/null", err);
+        if (on_node < 0)
+            return on_node;
+        if (!runner && !on_node)
             return abx__error_set(
                 err, ABX_ECMDNOTFOUND,
-                "language typescript: no TypeScript runtime (tsx, ts-node, deno or bun) in the sandbox");
-        argv[0] = runner;
-        argv[1] = strcmp(runner, "deno") == 0 ? "eval" : "-e";
-        argv[2] = req->code;
+                "language typescript: no TypeScript runtime (tsx, ts-node, deno, bun, or node "
+                "with the typescript module) in the sandbox");
+        argv[0] = runner ? runner : "node";
+        argv[1] = runner && strcmp(runner, "deno") == 0 ? "eval" : "-e";
+        argv[2] = runner ? req->code : ts_on_node;
+        argv[3] = runner ? NULL : req->code;
     }
     abx_exec_options o = {.cwd = req->cwd,
                           .timeout_s = req->timeout_s,

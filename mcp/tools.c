@@ -119,8 +119,8 @@ static void describe_languages(char *out, size_t len)
         size_t used = strlen(to);
         snprintf(to + used, sizeof yes - used, "%s%s", used ? ", " : "", l[i].lang);
     }
-    snprintf(out, len, "(This host runs %s%s%s.)", yes[0] ? yes : "none", no[0] ? "; not installed: " : "",
-             no);
+    snprintf(out, len, "(On base, this host runs %s%s%s.)", yes[0] ? yes : "none",
+             no[0] ? "; not installed: " : "", no);
 }
 
 static void describe_tools(char *out, size_t len)
@@ -646,14 +646,14 @@ static bool looks_offline(const char *text, size_t len)
     return false;
 }
 
-/* The note (a new string) for a result that failed like that (exit_code
- * not 0), or NULL: whether the sandbox has no network at all or only the
+/* The note (a new string) for a result whose output failed like that
+ * (whatever its exit code: a notebook's "!pip install" leaves the cell's
+ * at 0), or NULL: whether the sandbox has no network at all or only the
  * hosts its egress lists name, and which create_sandbox arguments give it
  * one. Reads the sandbox's network from libabx (the caller holds b). */
-static json_t *offline_note(mcp_sandbox *b, int exit_code, const char *o, size_t olen, const char *e,
-                            size_t elen)
+static json_t *offline_note(mcp_sandbox *b, const char *o, size_t olen, const char *e, size_t elen)
 {
-    if (exit_code == 0 || !(looks_offline(o, olen) || looks_offline(e, elen)))
+    if (!(looks_offline(o, olen) || looks_offline(e, elen)))
         return NULL;
     abx_sandbox_info info;
     memset(&info, 0, sizeof info);
@@ -835,18 +835,21 @@ static json_t *tool_run_code(mcp_call *c)
     mcp_code_result r;
     progress(c, "running");
     rc = mcp_run_code(b, &req, &r, &err);
-    json_t *note =
-        rc == 0 ? offline_note(b, r.exit_code, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len)
-                : NULL;
+    json_t *note = rc == 0 ? offline_note(b, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len) : NULL;
     mcp_session_release(c->session, b);
     if (rc == -ABX_ECMDNOTFOUND && (strcmp(lang, "typescript") == 0 || strcmp(lang, "r") == 0)) {
         abx_error_free(err);
-        return tool_error_with(
+        bool r_lang = strcmp(lang, "r") == 0;
+        return tool_error_hinted(
             ABX_ECMDNOTFOUND, "language",
-            strcmp(lang, "r") == 0
-                ? "language r needs Rscript in the sandbox, and it is not installed"
-                : "language typescript needs a TypeScript runtime (tsx, ts-node, deno or bun) "
-                  "in the sandbox, and none is installed");
+            r_lang ? "language r needs R (Rscript) in the sandbox, and this sandbox's template has none"
+                   : "language typescript needs a TypeScript runtime (tsx, ts-node, deno, bun, or node with "
+                     "the typescript module) in the sandbox, and this one has none",
+            r_lang
+                ? "Install R as root (run_command with user \"root\": apt-get install -y r-base-core, "
+                  "which needs network), or run the code as python or javascript."
+                : "Use the code-interpreter-v1 template (create_sandbox), which has TypeScript, or install "
+                  "one (run_command with user \"root\": npm install -g tsx, which needs network).");
     }
     if (rc < 0)
         return failure_of(c, err, rc);
@@ -925,9 +928,7 @@ static json_t *tool_run_command(mcp_call *c)
     abx_exec_result r;
     progress(c, "running");
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
-    json_t *note =
-        rc == 0 ? offline_note(b, r.exit_code, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len)
-                : NULL;
+    json_t *note = rc == 0 ? offline_note(b, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len) : NULL;
     mcp_session_release(c->session, b);
     if (rc < 0)
         return failure_of(c, err, rc);

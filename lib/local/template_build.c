@@ -73,8 +73,21 @@ static const char code_interpreter_recipe[] =
     "FROM debian:bookworm-slim\n"
     "RUN apt-get install -y --no-install-recommends python3 python3-numpy python3-pandas python3-matplotlib "
     "\\\n"
-    "    python3-pil python3-pip nodejs fonts-dejavu-core ca-certificates procps curl && apt-get clean\n"
-    "ENV MPLBACKEND=Agg PYTHONUNBUFFERED=1\n";
+    "    python3-pil python3-pip python3-venv nodejs npm node-typescript fonts-dejavu-core ca-certificates "
+    "\\\n"
+    "    procps curl && apt-get clean\n"
+    "ENV MPLBACKEND=Agg PYTHONUNBUFFERED=1 PIP_BREAK_SYSTEM_PACKAGES=1 NPM_CONFIG_UPDATE_NOTIFIER=false \\\n"
+    "    NPM_CONFIG_FUND=false\n";
+
+/* The digest of a built-in recipe's text, as template.json keeps it. */
+static int recipe_digest(const char *recipe, char out[ABX_DIGEST_HEX])
+{
+    abx_digest *d = abx__digest_new();
+    if (!d)
+        return -1;
+    abx__digest_add_str(d, recipe);
+    return abx__digest_finish(d, out);
+}
 
 const char *abx__template_builtin_recipe(const char *name)
 {
@@ -1180,6 +1193,9 @@ static int finish(build *b, json_t **info, abx_error **err)
                                    : "Dockerfile");
     json_t *doc = json_pack("{s:s, s:s, s:o, s:{s:s, s:i}}", "source", shown, "kind", "build", "config",
                             config, "build", "key", b->key, "steps", (int)b->df.n);
+    char recipe[ABX_DIGEST_HEX];
+    if (b->o->dockerfile_text && recipe_digest(b->o->dockerfile_text, recipe) == 0)
+        json_object_set_new(json_object_get(doc, "build"), "recipe", json_string(recipe));
     return abx__template_install(b->o->name, staging, doc, true, info, err);
 }
 
@@ -1319,12 +1335,28 @@ int abx__template_build(const template_build_request *o, json_t **info, abx_erro
     return rc;
 }
 
+/* Whether the built-in template name was built from recipe as it is now
+ * (template.json's build.recipe): an older abx's template lacks what this
+ * one's recipe adds (npm, TypeScript), so it is built again. */
+static bool builtin_current(const char *name, const char *recipe)
+{
+    char root[1024], want[ABX_DIGEST_HEX];
+    if (abx__template_root(name, root, sizeof root) < 0 || recipe_digest(recipe, want) < 0)
+        return false;
+    json_t *doc = abx__template_document(name);
+    const char *have = json_string_value(json_object_get(json_object_get(doc, "build"), "recipe"));
+    bool same = have && strcmp(have, want) == 0;
+    json_decref(doc);
+    return same;
+}
+
 int abx__template_ensure_builtin(const char *name, abx_error **err)
 {
     char root[1024];
     const char *recipe = abx__template_builtin_recipe(name);
-    if (!recipe || abx__template_root(name, root, sizeof root) == 0)
+    if (!recipe || builtin_current(name, recipe))
         return 0;
+    bool stale = abx__template_root(name, root, sizeof root) == 0;
     const char *host = getenv("ABX_CODE_INTERPRETER");
     if (host && strcmp(host, "host") == 0)
         return 0; /* the host's /usr with its kernels, as before templates */
@@ -1334,14 +1366,14 @@ int abx__template_ensure_builtin(const char *name, abx_error **err)
     int rc = lock_builtin(name, &lock, err); /* another build of it: wait, then use what it made */
     if (rc < 0)
         return rc;
-    if (abx__template_root(name, root, sizeof root) == 0) {
+    if (builtin_current(name, recipe)) {
         close(lock);
         return 0;
     }
     fprintf(stderr,
-            "abx: building the %s template (first use: a minimal Debian with python3, numpy, pandas, "
-            "matplotlib and node; a minute or two, once per machine)...\n",
-            name);
+            "abx: building the %s template (%s: a minimal Debian with python3, pip, numpy, pandas, "
+            "matplotlib, node, npm and TypeScript; a minute or two, once per machine)...\n",
+            name, stale ? "its recipe changed since it was built" : "first use");
     template_build_request o = {.name = name, .dockerfile_text = recipe, .context = "/"};
     rc = build_template(&o, NULL, err);
     if (rc == 0)

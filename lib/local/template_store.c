@@ -144,6 +144,14 @@ static json_t *describe(const char *name, const char *dir)
     return doc;
 }
 
+json_t *abx__template_document(const char *name)
+{
+    char dir[600];
+    if (!storable(name) || templates_dir(dir, sizeof dir, false, NULL) < 0)
+        return NULL;
+    return describe(name, dir);
+}
+
 json_t *abx__template_config(const char *name)
 {
     char dir[600];

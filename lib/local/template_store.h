@@ -44,6 +44,8 @@ int abx__template_import(const char *name, const char *source, json_t **info, ab
 /* The template's config (template.json's "config", the caller's
  * reference), or NULL when it has none. */
 json_t *abx__template_config(const char *name);
+/* The whole template.json of name (a new reference), or NULL. */
+json_t *abx__template_document(const char *name);
 /* A staging directory for template name (templates/.partial-PID-NAME-X/,
  * with rootfs/ in it, empty): fill rootfs, then abx__template_install or
  * abx__template_discard. Leftovers of dead processes are removed here. */

@@ -118,13 +118,50 @@ function rewriteImports(code, ast) {
   for (const at of starts.sort((a, b) => b - a)) out = out.slice(0, at) + '__abxImport' + out.slice(at + 'import'.length);
   return out;
 }
-sandbox.__abxImport = (spec) => import(/^\.\.?\//.test(spec) ? require('url').pathToFileURL(path.resolve(cwd, spec)).href : spec);
+// A relative specifier is the cell directory's; a bare one (a package) is
+// looked up from there too (its node_modules), as require would.
+sandbox.__abxImport = (spec) => {
+  const toUrl = (file) => require('url').pathToFileURL(file).href;
+  if (/^\.\.?\//.test(spec)) return import(toUrl(path.resolve(cwd, spec)));
+  if (!/^[a-z]+:/.test(spec) && !require('module').isBuiltin?.(spec)) {
+    try { return import(toUrl(createRequire(path.join(cwd, '[cell]')).resolve(spec))); } catch { /* as written */ }
+  }
+  return import(spec);
+};
+
+// Static import declarations (a module's syntax, which a cell is not)
+// become dynamic imports with the same bindings: import d, { a, b as c }
+// from 'x' is const __abxM0 = await import('x'), d = __abxM0.default,
+// { a, b: c } = __abxM0. The cell then has top-level await.
+function staticImports(code) {
+  let ast;
+  try { ast = acorn.parse(code, { ...PARSE, sourceType: 'module' }); } catch { return null; }
+  const imports = ast.body.filter((n) => n.type === 'ImportDeclaration');
+  if (!imports.length) return null;
+  let out = code;
+  imports.sort((a, b) => b.start - a.start).forEach((n, i) => {
+    const m = `__abxM${i}`;
+    const parts = [`${m} = await import(${JSON.stringify(n.source.value)})`];
+    const named = [];
+    for (const sp of n.specifiers) {
+      if (sp.type === 'ImportDefaultSpecifier') parts.push(`${sp.local.name} = ${m}.default`);
+      else if (sp.type === 'ImportNamespaceSpecifier') parts.push(`${sp.local.name} = ${m}`);
+      else {
+        const imported = sp.imported.type === 'Identifier' ? sp.imported.name : JSON.stringify(sp.imported.value);
+        named.push(imported === sp.local.name ? imported : `${imported}: ${sp.local.name}`);
+      }
+    }
+    if (named.length) parts.push(`{ ${named.join(', ')} } = ${m}`);
+    out = out.slice(0, n.start) + `const ${parts.join(', ')};` + out.slice(n.end);
+  });
+  return out;
+}
 
 function rewrite(code) {
   if (!acorn) return { source: code, async: false };
   let ast;
   try {
-    ast = acorn.parse(code, PARSE);
+    try { ast = acorn.parse(code, PARSE); } catch (e) { const c = staticImports(code); if (!c) throw e; code = c; ast = acorn.parse(code, PARSE); }
     if (!MAIN_LOADER) {
       code = rewriteImports(code, ast);
       ast = acorn.parse(code, PARSE);
@@ -231,6 +268,15 @@ async function runCell(req) {
   return value;
 }
 
+// How long timers a cell set keep their output in the cell's reply
+// (docs/mcp-tools.md): the reply waits for them up to GRACE_MS.
+const GRACE_MS = 500;
+const timers = () => (process.getActiveResourcesInfo ? process.getActiveResourcesInfo().filter((r) => r === 'Timeout' || r === 'Immediate').length : 0);
+async function grace(before) {
+  const deadline = Date.now() + GRACE_MS;
+  while (timers() > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 async function serveOne(req) {
   const env = req.env || {};
   const savedEnv = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
@@ -238,6 +284,7 @@ async function serveOne(req) {
   const before = snapshot(req.cwd || process.cwd());
   results = [];
   let result = null, code = 0, error = null;
+  const timersBefore = timers();
   try {
     const value = await runCell(req);
     if (value !== undefined) { result = inspect(value); results.push({ text: result, is_main_result: true }); }
@@ -245,6 +292,7 @@ async function serveOne(req) {
     code = e && e.name === 'KeyboardInterrupt' ? 130 : 1;
     error = { name: (e && e.name) || 'Error', value: e && e.message !== undefined ? String(e.message) : inspect(e), traceback: e && e.bare ? '' : cleanStack(e) };
   }
+  await grace(timersBefore);
   for (const [k, v] of Object.entries(savedEnv)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
   const after = snapshot(cwd);
   const files = [...after.keys()].sort().filter((p) => before.get(p) !== after.get(p))

@@ -37,6 +37,7 @@ os.dup2(null_fd, 0)
 os.close(null_fd)
 sys.stdin = open(os.devnull, "r")
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("PIP_BREAK_SYSTEM_PACKAGES", "1")  # a sandbox is its own system: pip may install into it
 namespace = {"__name__": "__main__", "__builtins__": builtins}
 saved_files = []
 cell_results = []  # this cell's results, in order
@@ -145,6 +146,217 @@ sys.meta_path.insert(0, PyplotHook())
 builtins.display = display
 
 
+# ---- notebook habits ----------------------------------------------------------
+# What IPython accepts beyond Python, turned into Python before the cell is
+# parsed: "!cmd" (and "x = !cmd", which captures its lines), line magics
+# "%pip", "%conda", "%timeit", "%time", "%cd", "%env", "%pwd", and cell
+# magics "%%bash", "%%sh", "%%timeit", "%%time", "%%writefile", "%%capture".
+# {name} and $name in a shell command are the cell's variables, as IPython
+# expands them. Top-level await runs on one event loop kept across cells.
+
+import re, shlex, subprocess, threading, time, timeit as timeit_module
+
+SHELL_LINE = re.compile(r"^(\s*)(?:([A-Za-z_][\w, ]*?)\s*=\s*)?!(.*)$")
+MAGIC_LINE = re.compile(r"^(\s*)(?:([A-Za-z_][\w, ]*?)\s*=\s*)?%([A-Za-z_]\w*)(.*)$")
+LINE_MAGICS = ("pip", "conda", "timeit", "time", "cd", "env", "pwd", "who", "ls", "system", "sx")
+CELL_MAGICS = ("bash", "sh", "timeit", "time", "writefile", "capture", "python", "python3")
+
+
+class UsageError(Exception):
+    """A magic abx does not run (IPython's name for it)."""
+
+
+class ShellLines(list):
+    """The lines of a captured "!cmd", as IPython's SList: .n joined by newlines, .s by spaces."""
+
+    @property
+    def n(self):
+        return "\n".join(self)
+
+    @property
+    def s(self):
+        return " ".join(self)
+
+    nlstr = n
+    spstr = s
+
+
+def expand(command):
+    """{name} and $name as the cell's variables (others left as written)."""
+    def value(m):
+        name = m.group(1) or m.group(2)
+        return str(namespace[name]) if name in namespace else m.group(0)
+    return re.sub(r"\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)", value, command)
+
+
+def abx_shell(command, capture=False):
+    command = expand(command)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if capture:
+        done = subprocess.run(["/bin/bash", "-c", command], stdout=subprocess.PIPE, text=True, errors="replace")
+        namespace["_exit_code"] = done.returncode
+        return ShellLines(done.stdout.splitlines())
+    done = subprocess.run(["/bin/bash", "-c", command])
+    namespace["_exit_code"] = done.returncode
+    return None
+
+
+def pip_install(args):
+    """%pip / %conda: pip of this kernel's interpreter (conda is not installed here)."""
+    words = shlex.split(expand(args))
+    return abx_shell(" ".join(shlex.quote(w) for w in [sys.executable, "-m", "pip"] + words))
+
+
+def best_of(stmt, setup="pass"):
+    """%timeit's figures: loops chosen so one run takes 0.2 s, seven runs."""
+    timer = timeit_module.Timer(stmt, setup, globals=namespace)
+    number, _ = timer.autorange()
+    runs = [t / number for t in timer.repeat(repeat=7, number=number)]
+    mean = sum(runs) / len(runs)
+    std = (sum((r - mean) ** 2 for r in runs) / len(runs)) ** 0.5
+
+    def unit(t):
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "\u00b5s"), (1e-9, "ns")):
+            if t >= scale:
+                return "%.3g %s" % (t / scale, name)
+        return "%.3g ns" % (t / 1e-9)
+    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of 7 runs, %d loop%s each)"
+          % (unit(mean), unit(std), number, "" if number == 1 else "s"))
+
+
+def time_it(code_text):
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        run_cell(code_text, notebook=False)
+    finally:
+        wall = time.perf_counter() - start
+        print("CPU times: total: %.3g s\nWall time: %.3g s" % (time.process_time() - cpu, wall))
+
+
+def line_magic(name, args):
+    args = args.strip()
+    if name in ("pip", "conda"):
+        if name == "conda":
+            print("conda is not installed in this sandbox: installing with pip instead")
+            args = " ".join(w for w in args.split() if w not in ("-y", "--yes"))
+        return pip_install(args)
+    if name == "timeit":
+        return best_of(args)
+    if name == "time":
+        return time_it(args)
+    if name == "cd":
+        os.chdir(os.path.expanduser(expand(args) or "~"))
+        print(os.getcwd())
+        return None
+    if name == "pwd":
+        return os.getcwd()
+    if name == "env":
+        if not args:
+            return dict(os.environ)
+        if "=" in args:
+            k, v = args.split("=", 1)
+            os.environ[k.strip()] = expand(v.strip())
+            return None
+        return os.environ.get(args)
+    if name == "who":
+        print("  ".join(sorted(k for k in namespace if not k.startswith("_") and k not in ("In", "Out"))))
+        return None
+    if name == "ls":
+        return abx_shell("ls " + args)
+    if name in ("system", "sx"):
+        return abx_shell(args, capture=True)
+    raise UsageError("line magic %%%s is not available here; abx runs %s"
+                     % (name, ", ".join("%" + m for m in LINE_MAGICS)))
+
+
+class Capture:
+    def __init__(self, stdout, stderr):
+        self.stdout, self.stderr = stdout, stderr
+
+    def show(self):
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+
+    def __repr__(self):
+        return "<captured output: %d bytes of stdout, %d of stderr>" % (len(self.stdout), len(self.stderr))
+
+
+def cell_magic(name, args, body):
+    """A cell that starts with %%name: the rest of the cell is the magic's."""
+    if name in ("bash", "sh"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        done = subprocess.run(["/bin/bash" if name == "bash" else "/bin/sh", "-c", body])
+        if done.returncode:
+            raise SystemExit(done.returncode)
+        return None
+    if name == "timeit":
+        return best_of(body, args.strip() or "pass")
+    if name == "time":
+        return time_it(body)
+    if name in ("python", "python3"):
+        return run_cell(body)
+    if name == "writefile":
+        words = shlex.split(args)
+        append = "-a" in words or "--append" in words
+        path = [w for w in words if not w.startswith("-")]
+        if not path:
+            raise ValueError("%%writefile needs a file name")
+        with open(path[0], "a" if append else "w") as f:
+            f.write(body)
+        print("%s %s" % ("Appending to" if append else "Writing", path[0]))
+        return None
+    if name == "capture":
+        out, err = io.StringIO(), io.StringIO()
+        real = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = out, err
+        try:
+            run_cell(body)
+        finally:
+            sys.stdout, sys.stderr = real
+        target = args.strip().split()
+        if target and target[0].isidentifier():
+            namespace[target[0]] = Capture(out.getvalue(), err.getvalue())
+        return None
+    raise UsageError("cell magic %%%%%s is not available here; abx runs %s"
+                     % (name, ", ".join("%%" + m for m in CELL_MAGICS)))
+
+
+def notebook_source(code):
+    """The cell as Python: None when it is a cell magic (run by run_cell)."""
+    lines = code.split("\n")
+    out = []
+    for line in lines:
+        m = SHELL_LINE.match(line)
+        if m and not line.lstrip().startswith("!="):
+            indent, target, command = m.groups()
+            call = "__abx_shell__(%r, capture=%s)" % (command, bool(target))
+            out.append("%s%s%s" % (indent, target + " = " if target else "", call))
+            continue
+        m = MAGIC_LINE.match(line)
+        if m:
+            indent, target, name, args = m.groups()
+            out.append("%s%s__abx_magic__(%r, %r)" % (indent, target + " = " if target else "", name, args))
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+namespace["__abx_shell__"] = abx_shell
+namespace["__abx_magic__"] = line_magic
+loop = None  # the event loop top-level await runs on, made at the first await
+
+
+def run_awaitable(value):
+    global loop
+    import asyncio
+    if loop is None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    return loop.run_until_complete(value)
+
+
 # ---- a cell --------------------------------------------------------------------
 
 def snapshot(root):
@@ -163,15 +375,39 @@ def snapshot(root):
     return seen
 
 
-def run_cell(code):
-    tree = ast.parse(code, "<cell>", "exec")
+TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+CO_COROUTINE = 0x80
+
+
+def run_code_object(code_obj):
+    """Runs compiled cell code; code with top-level await is a coroutine."""
+    value = eval(code_obj, namespace)
+    if code_obj.co_flags & CO_COROUTINE:
+        value = run_awaitable(value)
+    return value
+
+
+def run_cell(code, notebook=True):
+    stripped = code.lstrip("\n")
+    if notebook and stripped.startswith("%%"):
+        first, _, body = stripped.partition("\n")
+        name, _, args = first[2:].partition(" ")
+        value = cell_magic(name.strip(), args, body)
+        flush_figures()
+        return value
+    try:
+        tree = ast.parse(code, "<cell>", "exec")  # Python as written is never rewritten
+    except SyntaxError:
+        if not notebook:
+            raise
+        tree = ast.parse(notebook_source(code), "<cell>", "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<cell>", "exec"), namespace)
+    run_code_object(compile(tree, "<cell>", "exec", flags=TOP_LEVEL_AWAIT))
     value = None
     if last is not None:
-        value = eval(compile(last, "<cell>", "eval"), namespace)
+        value = run_code_object(compile(last, "<cell>", "eval", flags=TOP_LEVEL_AWAIT))
     flush_figures()
     if value is not None:
         namespace["_"] = value
@@ -188,6 +424,8 @@ KERNEL_FILE = os.path.abspath(__file__)
 def error_of(etype, value, tb):
     """E2B's error: name, value, and the traceback without the kernel's frames."""
     frames = [f for f in traceback.extract_tb(tb) if f.filename != KERNEL_FILE]
+    if issubclass(etype, SyntaxError):
+        frames = []  # the parser's own frames say nothing about the cell
     text = "".join(traceback.format_exception_only(etype, value))
     if frames:
         text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) + text
@@ -266,6 +504,27 @@ def between_cells():
     os.dup2(late_err.fileno(), 2)
 
 
+GRACE_S = 0.5  # how long output of a cell's threads and tasks is still the cell's (docs/mcp-tools.md)
+
+
+def grace(threads_before):
+    """Waits up to GRACE_S for the threads this cell started and the tasks it
+    left on the event loop, so that what they print right after the cell's
+    last statement comes with this cell rather than the next."""
+    deadline = time.monotonic() + GRACE_S
+    try:
+        if loop is not None and not loop.is_closed():
+            import asyncio
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=GRACE_S))
+        for t in threading.enumerate():
+            if t not in threads_before and t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+    except (Exception, KeyboardInterrupt):
+        pass
+
+
 def serve_one(req):
     cwd = req.get("cwd") or os.getcwd()
     try:
@@ -287,6 +546,7 @@ def serve_one(req):
     del cell_results[:]
     results_size[0] = 0
     result, code, error = None, 0, None
+    threads_before = set(threading.enumerate())
     try:
         result = run_cell(req.get("code", ""))
     except SystemExit as e:
@@ -297,6 +557,7 @@ def serve_one(req):
     except BaseException:
         code = 1
         error = error_of(*sys.exc_info())
+    grace(threads_before)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -478,7 +478,7 @@ test('tool descriptions tell a model what the sandbox runs and has, its director
   try {
     const { tools } = await c.listTools();
     const by = Object.fromEntries(tools.map((t) => [t.name, t.description]));
-    assert.match(by.run_code, /\(This host runs python, javascript, shell[;.]/);
+    assert.match(by.run_code, /\(On base, this host runs python, javascript, shell[;.]/);
     assert.match(by.run_code, /Runs in \/app/);
     assert.match(by.run_code, /A stream over 32768 bytes shows its first and last halves/);
     assert.match(by.run_command, /\(This host has bash, coreutils, python3/);
@@ -582,21 +582,29 @@ test('kernels as a model expects them: JS top-level await, import(), redeclared 
     assert.equal(r.exit_code, 1);
     assert.match(r.stderr, /TypeError: bad value\n\s+at boom/);
     assert.ok(!/node_kernel|node:internal|node:vm/.test(r.stderr), r.stderr);
+    // a timer that fires within the grace period (0.5 s) belongs to its cell; a later one to the next
     r = await run('javascript', 'setTimeout(() => console.log("from a timer"), 50); "returned"');
     assert.equal(r.result, "'returned'");
-    await new Promise((res) => setTimeout(res, 300));
+    assert.equal(r.stdout, 'from a timer\n', 'output printed right after the cell was not the cell\'s');
+    r = await run('javascript', 'setTimeout(() => console.log("from a later timer"), 1500); "returned"');
+    assert.equal(r.stdout, '');
+    await new Promise((res) => setTimeout(res, 1800));
     r = await run('javascript', '1');
-    assert.equal(r.stdout, 'from a timer\n', 'output printed after the cell was lost');
+    assert.equal(r.stdout, 'from a later timer\n', 'output printed after the cell was lost');
     const t0 = Date.now();
     r = await run('python', 'name = input("name? ")', { timeout: 30 });
     assert.ok(Date.now() - t0 < 10000, 'input() blocked');
     assert.equal(r.exit_code, 1);
     assert.match(r.stderr, /EOFError: input\(\) is not available/);
     assert.ok(!/python_kernel/.test(r.stderr), r.stderr);
+    // within the grace period a thread's output is its cell's; later, the next cell's
     r = await run('python', 'import threading\nthreading.Timer(0.05, lambda: print("from a thread")).start()\n"returned"');
-    await new Promise((res) => setTimeout(res, 300));
-    r = await run('python', '1');
     assert.equal(r.stdout, 'from a thread\n');
+    r = await run('python', 'import threading\nthreading.Timer(1.5, lambda: print("from a later thread")).start()\n"returned"');
+    assert.equal(r.stdout, '');
+    await new Promise((res) => setTimeout(res, 1800));
+    r = await run('python', '1');
+    assert.equal(r.stdout, 'from a later thread\n');
     // a subprocess does not read the kernel's own channel
     r = await run('python', 'import subprocess\nsubprocess.run(["cat"], capture_output=True, timeout=10).stdout');
     assert.equal(r.result, "b''");

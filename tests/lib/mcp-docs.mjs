@@ -49,12 +49,15 @@ export function render(tools) {
     'in the README); a result made on a new default because the old one had ended carries `sandbox_replaced: true`',
     'and `sandbox_replaced_reason`. A command that failed for want of a network carries `network_note`, naming the',
     '`create_sandbox` arguments that give one. Tools whose results the output limit bounds say so to clients in',
-    '`_meta` (`anthropic/maxResultSizeChars`).',
+    '`_meta` (`anthropic/maxResultSizeChars`). `run_code` accepts notebook habits (`!cmd`, `x = !cmd`, `%pip`, `%conda`,',
+    '`%timeit`, `%time`, `%cd`, `%env`, `%%bash`, `%%sh`, `%%timeit`, `%%time`, `%%writefile`, `%%capture`, top-level',
+    '`await`, JavaScript `import`), and what a cell\'s threads, tasks and timers print up to 0.5 s after its last',
+    'statement still comes with that cell (later output, with the next one).',
     '',
   ];
   for (const t of tools) {
     // what the sandbox runs and has differs between hosts: shown as a placeholder
-    const description = t.description.replace(/\(This host [^)]*\)/g, '(What this host runs and has, found when the server starts.)');
+    const description = t.description.replace(/\((?:This host|On base, this host) [^)]*\)/g, '(What this host runs and has, found when the server starts.)');
     out.push(`## ${t.name}`, '', description, '');
     const a = t.annotations || {};
     out.push(`Annotations: read-only ${a.readOnlyHint}, destructive ${a.destructiveHint}, idempotent ${a.idempotentHint}, open-world ${a.openWorldHint}.`, '');
