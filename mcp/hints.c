@@ -68,9 +68,9 @@ static const mcp_hint_row rows[] = {
     {ABX_ENOEXEC, "Make the file executable (run_command: chmod +x FILE) or run it through its interpreter "
                   "(sh FILE, python3 FILE)."},
     {ABX_EBUILD, "A template build step failed; the message has its output."},
-    {ABX_EQUOTA,
-     "This account's sandbox quota is reached: kill sandboxes you no longer need (list_sandboxes, "
-     "kill_sandbox), then retry."},
+    {ABX_EQUOTA, "This account's sandbox quota (the operator's [limits] sandboxes_per_tenant) is reached: "
+                 "kill sandboxes you no longer need (list_sandboxes, kill_sandbox) and retry, or ask the "
+                 "user to raise it."},
     {ABX_ENETPOLICY, "Ask for public addresses or domain names in network.allow_out: the server's host, its "
                      "private ranges and metadata addresses stay closed unless its operator opens them."},
     {ABX_ESERVICE, "The server cannot reach its machine's abx service." TELL_USER},
