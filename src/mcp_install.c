@@ -121,7 +121,7 @@ static int client_path(const mcp_client *t, config_scope s, char *out, size_t le
 /* ---- reading and writing a file ------------------------------------------- */
 
 /* The file's bytes (the caller frees), *exists false and "" when it is
- * absent; NULL when it cannot be read or is over CONFIG_MAX. */
+ * absent; NULL with errno when it cannot be read (EFBIG: over CONFIG_MAX). */
 static char *read_config(const char *path, size_t *len, bool *exists)
 {
     *len = 0;
@@ -136,7 +136,9 @@ static char *read_config(const char *path, size_t *len, bool *exists)
         *len += (size_t)n;
     close(fd);
     if (!text || n < 0 || *len > CONFIG_MAX) {
+        int e = !text ? ENOMEM : n < 0 ? errno : EFBIG;
         free(text);
+        errno = e;
         return NULL;
     }
     text[*len] = '\0';
@@ -504,7 +506,7 @@ int mcp_install(cli_ctx *ctx, const char *target, const char *scope_arg)
     char *text = read_config(path, &len, &exists);
     if (!text)
         return cli_fail(ctx, ABX_EIO, "reading the %s configuration %s: %s", t->label, path,
-                        errno ? strerror(errno) : "over 4 MiB");
+                        errno == EFBIG ? "larger than the 4 MiB abx reads" : strerror(errno));
     char *key = scope == SCOPE_USER ? api_key() : NULL; /* never into a project's file */
     char why[200] = "", *next = NULL;
     if (t->format == FORMAT_JSON) {
