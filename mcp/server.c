@@ -5,14 +5,12 @@
  *
  * Session states:
  *   NEW          -> initialize answered            -> READY
- *   READY        tools/list, tools/call, ping, logging/setLevel served; each call
- *                runs on its own thread (at most MAX_INFLIGHT at once), so
- *                a slow call never blocks a ping or another call
- *   any          -> mcp_server_shutdown             -> ENDED (calls
- *                cancelled and awaited, the session's sandboxes destroyed)
- * Errors: malformed JSON -32700, wrong shapes -32600, unknown methods
- * -32601, bad params and unknown tools -32602; an id that cannot be read
- * is omitted, never sent as null.
+ *   READY        tools/list, tools/call, resources/read (and their lists), ping,
+ *                logging/setLevel served; each call and read runs on its own thread (at most MAX_INFLIGHT at
+ * once), so a slow call never blocks a ping or another call any          -> mcp_server_shutdown -> ENDED
+ * (calls cancelled and awaited, the session's sandboxes destroyed) Errors: malformed JSON -32700, wrong
+ * shapes -32600, unknown methods -32601, bad params and unknown tools -32602; an id that cannot be read is
+ * omitted, never sent as null.
  */
 #include "server.h"
 #include "text.h"
@@ -161,23 +159,39 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
         if (strcmp(asked, supported_versions[i]) == 0)
             version = supported_versions[i];
     snprintf(s->version, sizeof s->version, "%s", version);
+    json_t *capabilities = json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+    if (s->tools->read_resource)
+        json_object_set_new(capabilities, "resources",
+                            json_pack("{s:b, s:b}", "subscribe", 0, "listChanged", 0));
     return json_pack(
-        "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities",
-        "tools", "listChanged", 0, "logging", "serverInfo", "name", s->name, "version", abx_version(),
-        "title", "abx agent sandbox", "instructions",
+        "{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities", capabilities,
+        "serverInfo", "name", s->name, "version", abx_version(), "title", "abx agent sandbox", "instructions",
         "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
         "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
         "creates are destroyed when it ends.");
 }
 
+/* A request answered on its own thread: tools/call, or resources/read
+ * (resource true: target is the URI). */
 typedef struct call_job {
     mcp_server *srv;
     mcp_call call;
     json_t *id;
     json_t *params;
     json_t *args; /* the arguments object (an empty one when none came) */
-    char name[130];
+    bool resource;
+    char *target; /* the tool's name or the resource's URI; owned */
 } call_job;
+
+static void call_job_free(call_job *j)
+{
+    json_decref(j->id);
+    json_decref(j->params);
+    json_decref(j->args);
+    json_decref(j->call.rpc_error);
+    free(j->target);
+    free(j);
+}
 
 /* One tool call's thread. It stays counted in the server's calls until its
  * very last use of the server: mcp_server_shutdown waits for that count to
@@ -187,14 +201,18 @@ typedef struct call_job {
 static void *call_thread(void *arg)
 {
     call_job *j = arg;
-    json_t *result = j->srv->tools->call(&j->call, j->name);
+    json_t *result = j->resource ? j->srv->tools->read_resource(&j->call, j->target)
+                                 : j->srv->tools->call(&j->call, j->target);
     mcp_server *s = j->srv;
     bool dropped = atomic_load(&j->call.cancelled) != 0;
     /* a cancelled request gets no response */
-    if (!dropped && result)
-        send_result(&j->call.sink, j->id, result);
-    else
+    if (dropped)
         json_decref(result);
+    else if (result)
+        send_result(&j->call.sink, j->id, result);
+    else if (j->call.rpc_error)
+        send_msg(&j->call.sink,
+                 json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", j->id, "error", j->call.rpc_error));
     sink_done(&j->call.sink);
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->ncalls; i++) {
@@ -205,46 +223,18 @@ static void *call_thread(void *arg)
     }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu); /* the last touch of the server */
-    json_decref(j->id);
-    json_decref(j->params);
-    json_decref(j->args);
-    free(j);
+    call_job_free(j);
     return NULL;
 }
 
-static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+/* Runs job j on its own thread, counted among the calls in flight; answers
+ * an error at once when the server is full or ending. Takes j. */
+static void start_job(mcp_server *s, call_job *j, const mcp_sink *sink)
 {
-    const char *name = json_string_value(json_object_get(params, "name"));
-    json_t *args = json_object_get(params, "arguments");
-    if (!name) {
-        send_error(sink, id, -32602, "Invalid params: name must be a string");
-        sink_done(sink);
-        return;
-    }
-    if (!s->tools->exists(name)) {
-        send_error(sink, id, -32602, "Unknown tool");
-        sink_done(sink);
-        return;
-    }
-    if (args && !json_is_object(args) && !json_is_null(args)) {
-        send_error(sink, id, -32602, "Invalid params: arguments must be an object");
-        sink_done(sink);
-        return;
-    }
-    call_job *j = calloc(1, sizeof *j);
-    if (!j) {
-        send_error(sink, id, -32603, "Internal error");
-        sink_done(sink);
-        return;
-    }
     j->srv = s;
-    j->id = json_incref(id);
-    j->params = json_incref(params);
-    snprintf(j->name, sizeof j->name, "%s", name);
     j->call.session = &s->session;
-    j->args = args && json_is_object(args) ? json_incref(args) : json_object();
     j->call.args = j->args;
-    j->call.progress_token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    j->call.progress_token = json_object_get(json_object_get(j->params, "_meta"), "progressToken");
     j->call.sink = *sink;
     pthread_mutex_lock(&s->mu);
     j->call.log_level = s->log_level;
@@ -253,12 +243,9 @@ static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink
         s->calls[s->ncalls++] = (inflight){j->id, &j->call};
     pthread_mutex_unlock(&s->mu);
     if (full) {
-        send_error(sink, id, -32603, "Server busy: too many tool calls in flight");
+        send_error(sink, j->id, -32603, "Server busy: too many tool calls in flight");
         sink_done(sink);
-        json_decref(j->id);
-        json_decref(j->params);
-        json_decref(j->args);
-        free(j);
+        call_job_free(j);
         return;
     }
     pthread_attr_t attr;
@@ -270,14 +257,65 @@ static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink
         pthread_mutex_lock(&s->mu);
         s->ncalls--;
         pthread_mutex_unlock(&s->mu);
-        send_error(sink, id, -32603, "Internal error");
+        send_error(sink, j->id, -32603, "Internal error");
         sink_done(sink);
-        json_decref(j->id);
-        json_decref(j->params);
-        json_decref(j->args);
-        free(j);
+        call_job_free(j);
     }
     pthread_attr_destroy(&attr);
+}
+
+/* A job for request id (params and args referenced); NULL on ENOMEM, with
+ * the error sent. */
+static call_job *new_job(json_t *id, json_t *params, json_t *args, const char *target, bool resource,
+                         const mcp_sink *sink)
+{
+    call_job *j = calloc(1, sizeof *j);
+    char *t = strdup(target);
+    if (!j || !t) {
+        free(j);
+        free(t);
+        send_error(sink, id, -32603, "Internal error");
+        sink_done(sink);
+        return NULL;
+    }
+    j->id = json_incref(id);
+    j->params = json_incref(params);
+    j->args = args ? json_incref(args) : json_object();
+    j->target = t;
+    j->resource = resource;
+    return j;
+}
+
+static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    const char *bad = !name                     ? "Invalid params: name must be a string"
+                      : !s->tools->exists(name) ? "Unknown tool"
+                      : args && !json_is_object(args) && !json_is_null(args)
+                          ? "Invalid params: arguments must be an object"
+                          : NULL;
+    if (bad) {
+        send_error(sink, id, -32602, bad);
+        sink_done(sink);
+        return;
+    }
+    call_job *j = new_job(id, params, json_is_object(args) ? args : NULL, name, false, sink);
+    if (j)
+        start_job(s, j, sink);
+}
+
+static void resources_read(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    if (!uri || json_string_length(json_object_get(params, "uri")) > 8192) {
+        send_error(sink, id, -32602, "Invalid params: uri must be a string of at most 8192 bytes");
+        sink_done(sink);
+        return;
+    }
+    call_job *j = new_job(id, params, NULL, uri, true, sink);
+    if (j)
+        start_job(s, j, sink);
 }
 
 static void cancel_request(mcp_server *s, json_t *params)
@@ -324,6 +362,13 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
     } else if (strcmp(method, "tools/call") == 0) {
         tools_call(s, id, params, sink);
         return; /* the call's thread finishes the sink */
+    } else if (strcmp(method, "resources/read") == 0 && s->tools->read_resource) {
+        resources_read(s, id, params, sink);
+        return; /* the read's thread finishes the sink */
+    } else if (strcmp(method, "resources/list") == 0 && s->tools->read_resource) {
+        send_result(sink, id, json_pack("{s:[]}", "resources")); /* files are reached through links */
+    } else if (strcmp(method, "resources/templates/list") == 0 && s->tools->read_resource) {
+        send_result(sink, id, json_pack("{s:o}", "resourceTemplates", s->tools->resource_templates()));
     } else if (strcmp(method, "logging/setLevel") == 0) {
         int level = mcp_log_level_from_name(json_string_value(json_object_get(params, "level")));
         if (level < 0) {

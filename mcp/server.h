@@ -24,6 +24,10 @@ typedef struct mcp_toolset {
     json_t *(*list)(void); /* tools/list; caller owns */
     bool (*exists)(const char *name);
     json_t *(*call)(struct mcp_call *call, const char *name); /* a CallToolResult */
+    /* resources/read of uri: a ReadResourceResult, or NULL with
+     * call->rpc_error set. NULL: no resources capability. */
+    json_t *(*read_resource)(struct mcp_call *call, const char *uri);
+    json_t *(*resource_templates)(void); /* resources/templates/list's; caller owns */
 } mcp_toolset;
 
 typedef struct mcp_server_config {

@@ -17,6 +17,7 @@
  * stack trace, and a validation error names its field without echoing it.
  */
 #include "tools.h"
+#include "resources.h"
 #include "parse.h"
 #include "bounds.h"
 #include "kernel.h"
@@ -277,10 +278,11 @@ static json_t *too_big(const char *field, const char *what, size_t limit, const 
 
 /* structuredContent and its text for a model (render.c: the same facts,
  * without repeating long strings), after optional extra blocks (images,
- * whose bytes the text then only names). A result too large for a client
- * to take (ABX_BOUND_MCP_RESULT) is an E8018 tool error instead. Takes
- * both; blocks is an array or NULL. */
-static json_t *result_with(json_t *structured, json_t *blocks)
+ * whose bytes the text then only names) and before optional resource_link
+ * blocks. A result too large for a client to take (ABX_BOUND_MCP_RESULT)
+ * is an E8018 tool error instead. Takes all three; blocks and links are
+ * arrays or NULL. */
+static json_t *result_linked(json_t *structured, json_t *blocks, json_t *links)
 {
     char *text = mcp_render_text(structured, blocks != NULL);
     size_t size = json_dumpb(structured, NULL, 0, JSON_COMPACT) + (text ? strlen(text) : 0);
@@ -291,13 +293,69 @@ static json_t *result_with(json_t *structured, json_t *blocks)
         free(text);
         json_decref(structured);
         json_decref(blocks);
+        json_decref(links);
         return too_big("result", "the result", ABX_BOUND_MCP_RESULT,
                        "read the file in parts (read_file offset and length) or make the output smaller");
     }
     json_t *content = blocks ? blocks : json_array();
     json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
     free(text);
+    if (links)
+        json_array_extend(content, links);
+    json_decref(links);
     return json_pack("{s:o, s:o}", "content", content, "structuredContent", structured);
+}
+
+static json_t *result_with(json_t *structured, json_t *blocks)
+{
+    return result_linked(structured, blocks, NULL);
+}
+
+/* Appends a resource_link to the whole of an output stream the result
+ * shows in part (links: an array, created when NULL). */
+static void link_output(json_t **links, const char *id, const char *stream, const char *path,
+                        unsigned long long total)
+{
+    char description[160];
+    snprintf(description, sizeof description, "The whole %s (%llu bytes); the result shows a part of it.",
+             stream, total);
+    json_t *link = mcp_resource_link(id, path, stream, description, "text/plain", (long long)total);
+    if (!link)
+        return;
+    if (!*links)
+        *links = json_array();
+    json_array_append_new(*links, link);
+}
+
+/* The resource_links of a run: each stream saved whole, each file the code
+ * produced (output_files). NULL when there are none. */
+static json_t *run_links(const char *id, json_t *out, const char *stdout_path, const char *stderr_path,
+                         json_t *files)
+{
+    json_t *links = NULL;
+    if (stdout_path && *stdout_path)
+        link_output(&links, id, "stdout", stdout_path,
+                    (unsigned long long)json_integer_value(json_object_get(out, "stdout_bytes")));
+    if (stderr_path && *stderr_path)
+        link_output(&links, id, "stderr", stderr_path,
+                    (unsigned long long)json_integer_value(json_object_get(out, "stderr_bytes")));
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *name = json_string_value(json_object_get(f, "name"));
+        json_t *size = json_object_get(f, "size");
+        json_t *link = path ? mcp_resource_link(id, path, name ? name : path, "A file the code wrote.", NULL,
+                                                json_is_integer(size) ? json_integer_value(size) : -1)
+                            : NULL;
+        if (!link)
+            continue;
+        if (!links)
+            links = json_array();
+        json_array_append_new(links, link);
+    }
+    return links;
 }
 
 static json_t *ok(json_t *structured)
@@ -836,6 +894,8 @@ static json_t *tool_run_code(mcp_call *c)
     progress(c, "running");
     rc = mcp_run_code(b, &req, &r, &err);
     json_t *note = rc == 0 ? offline_note(b, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len) : NULL;
+    char box_id[sizeof b->id];
+    snprintf(box_id, sizeof box_id, "%s", b->id);
     mcp_session_release(c->session, b);
     if (rc == -ABX_ECMDNOTFOUND && (strcmp(lang, "typescript") == 0 || strcmp(lang, "r") == 0)) {
         abx_error_free(err);
@@ -875,6 +935,8 @@ static json_t *tool_run_code(mcp_call *c)
     set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)r.stdout_total));
     json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)r.stderr_total));
+    json_t *links = run_links(box_id, out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL,
+                              json_object_get(out, "output_files"));
     if (r.kernel_died)
         json_object_set_new(out, "kernel_died", json_true());
     if (r.state_reset) {
@@ -896,7 +958,7 @@ static json_t *tool_run_code(mcp_call *c)
         json_decref(images);
         images = NULL;
     }
-    return result_with(out, images);
+    return result_linked(out, images, links);
 }
 
 static json_t *tool_run_command(mcp_call *c)
@@ -929,6 +991,8 @@ static json_t *tool_run_command(mcp_call *c)
     progress(c, "running");
     rc = abx_sandbox_exec(b->handle, command, &o, &r, &err);
     json_t *note = rc == 0 ? offline_note(b, r.stdout_data, r.stdout_len, r.stderr_data, r.stderr_len) : NULL;
+    char box_id[sizeof b->id];
+    snprintf(box_id, sizeof box_id, "%s", b->id);
     mcp_session_release(c->session, b);
     if (rc < 0)
         return failure_of(c, err, rc);
@@ -945,8 +1009,9 @@ static json_t *tool_run_command(mcp_call *c)
     set_saved_paths(out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL);
     if (note)
         json_object_set_new(out, "network_note", note);
+    json_t *links = run_links(box_id, out, t_out ? r.stdout_path : NULL, t_err ? r.stderr_path : NULL, NULL);
     abx_exec_result_clear(&r);
-    return ok(out);
+    return result_linked(out, NULL, links);
 }
 
 /* Reads at most MAX bytes of PATH from the sandbox ID names (the default
@@ -1526,4 +1591,5 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
     return NULL;
 }
 
-const mcp_toolset mcp_abx_tools = {mcp_tools_list, mcp_tool_exists, mcp_tools_call};
+const mcp_toolset mcp_abx_tools = {mcp_tools_list, mcp_tool_exists, mcp_tools_call, mcp_resources_read,
+                                   mcp_resource_templates};

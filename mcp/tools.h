@@ -19,6 +19,9 @@ typedef struct mcp_call {
     mcp_sink sink;
     int log_level; /* the server's, at the call's start */
     pthread_mutex_t *send_mu;
+    /* set (owned by the server) by a method that answers a JSON-RPC error
+     * ({code, message}) instead of a result */
+    json_t *rpc_error;
 } mcp_call;
 
 /* Runs tool name; returns a CallToolResult, or NULL when there is no such

@@ -100,7 +100,7 @@ static json_t *call(mcp_call *c, const char *name)
     return json_pack("{s:o}", "content", content);
 }
 
-static const mcp_toolset test_tools = {list, exists, call};
+static const mcp_toolset test_tools = {.list = list, .exists = exists, .call = call};
 
 int main(int argc, char **argv)
 {

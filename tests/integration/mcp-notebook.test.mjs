@@ -93,3 +93,16 @@ test('the default template has pip and npm, usable by the user and as root', { t
   r = await cmd('id -u && touch /usr/local/lib/abx-root-can-write && echo ok', 'root');
   assert.equal(r.stdout, '0\nok\n');
 });
+
+test('a file the code writes is a resource_link, read back with resources/read', { timeout: 900000 }, async () => {
+  const r = await run('with open("report.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")\nprint("written")');
+  assert.notEqual(r.isError, true, JSON.stringify(r).slice(0, 800));
+  const file = r.structuredContent.output_files.find((f) => f.name === 'report.csv');
+  assert.ok(file, JSON.stringify(r.structuredContent.output_files));
+  const link = r.content.find((b) => b.type === 'resource_link' && b.name === 'report.csv');
+  assert.ok(link, JSON.stringify(r.content));
+  assert.equal(decodeURIComponent(new URL(link.uri).pathname), file.path);
+  assert.equal(link.size, 8);
+  const read = await c.readResource({ uri: link.uri });
+  assert.equal(read.contents[0].text, 'a,b\n1,2\n');
+});

@@ -1,5 +1,6 @@
 /* test-mcp-text.c: what a model reads of an MCP result: the text block
- * (mcp/render.c) and the hints of tool errors (mcp/hints.c). */
+ * (mcp/render.c), the hints of tool errors (mcp/hints.c) and the
+ * sandbox://ID/PATH URIs of resource links (mcp/resources.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include "abx/abx.h"
 #include "hints.h"
 #include "render.h"
+#include "resources.h"
 #include "bounds.h"
 
 #include <stdlib.h>
@@ -120,6 +122,37 @@ static void test_deep_nesting_ends(void **state)
     json_decref(top);
 }
 
+/* A URI encodes the id's ":" and the path's odd bytes, and parses back. */
+static void test_resource_uri_round_trip(void **state)
+{
+    (void)state;
+    char *uri = mcp_resource_uri("local:abc", "/tmp/a b/%x\xc3\xa9");
+    assert_string_equal(uri, "sandbox://local%3Aabc/tmp/a%20b/%25x%C3%A9");
+    char id[32], path[64];
+    assert_true(mcp_resource_parse(uri, id, sizeof id, path, sizeof path));
+    assert_string_equal(id, "local:abc");
+    assert_string_equal(path, "/tmp/a b/%x\xc3\xa9");
+    free(uri);
+    assert_null(mcp_resource_uri("local:abc", "relative"));
+    assert_null(mcp_resource_uri("", "/x"));
+}
+
+/* Hostile URIs: another scheme, no id, no path, bad or NUL escapes, a
+ * query, parts longer than their buffers. */
+static void test_resource_uri_rejects(void **state)
+{
+    (void)state;
+    char id[8], path[8];
+    static const char *const bad[] = {"file:///etc/passwd",   "sandbox:///etc",  "sandbox://abc",
+                                      "sandbox://a/%zz",      "sandbox://a/%0",  "sandbox://a/%00",
+                                      "sandbox://a/x?y",      "sandbox://a/x#y", "sandbox://abcdefgh/x",
+                                      "sandbox://a/abcdefgh", "SANDBOX://a/x",   ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(mcp_resource_parse(bad[i], id, sizeof id, path, sizeof path));
+    assert_false(mcp_resource_parse(NULL, id, sizeof id, path, sizeof path));
+    assert_true(mcp_resource_parse("sandbox://abcdefg/abcdef", id, sizeof id, path, sizeof path));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +162,8 @@ int main(void)
         cmocka_unit_test(test_an_error_reads_as_one_sentence_and_its_hint),
         cmocka_unit_test(test_long_strings_and_images_are_named_not_repeated),
         cmocka_unit_test(test_deep_nesting_ends),
+        cmocka_unit_test(test_resource_uri_round_trip),
+        cmocka_unit_test(test_resource_uri_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
