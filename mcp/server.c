@@ -17,6 +17,7 @@
 #include "bounds.h"
 #include "parse.h"
 #include "session.h"
+#include "tasks.h"
 #include "tools.h"
 
 #include <pthread.h>
@@ -41,6 +42,7 @@ struct mcp_server {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     mcp_session session;
+    mcp_tasks tasks;
     char name[64];
     bool initialized;
     bool ended;
@@ -91,6 +93,7 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
         return -ABX_ENOMEM;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    mcp_tasks_init(&s->tasks);
     snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
     s->tools = cfg && cfg->tools ? cfg->tools : &mcp_abx_tools;
     s->log_level = 8; /* nothing is sent until the client sets a level */
@@ -129,6 +132,7 @@ void mcp_server_shutdown(mcp_server *s)
         if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) != 0)
             break;
     pthread_mutex_unlock(&s->mu);
+    mcp_tasks_end(&s->tasks);
     mcp_session_end(&s->session);
 }
 
@@ -163,6 +167,10 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
     if (s->tools->read_resource)
         json_object_set_new(capabilities, "resources",
                             json_pack("{s:b, s:b}", "subscribe", 0, "listChanged", 0));
+    if (s->tools->runs_as_task)
+        json_object_set_new(
+            capabilities, "tasks",
+            json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call"));
     return json_pack(
         "{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities", capabilities,
         "serverInfo", "name", s->name, "version", abx_version(), "title", "abx agent sandbox", "instructions",
@@ -171,16 +179,24 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
         "creates are destroyed when it ends.");
 }
 
-/* A request answered on its own thread: tools/call, or resources/read
- * (resource true: target is the URI). */
+/* What a job's thread does with its target. */
+typedef enum job_kind {
+    JOB_TOOL,        /* tools/call of the tool named target */
+    JOB_RESOURCE,    /* resources/read of the URI target */
+    JOB_TASK_RESULT, /* tasks/result of the task target: waits for its end */
+} job_kind;
+
+/* A request answered on its own thread. A tool call run as a task (task_id
+ * set) answers nothing itself: its result goes to the task table. */
 typedef struct call_job {
     mcp_server *srv;
     mcp_call call;
     json_t *id;
     json_t *params;
     json_t *args; /* the arguments object (an empty one when none came) */
-    bool resource;
-    char *target; /* the tool's name or the resource's URI; owned */
+    job_kind kind;
+    char task_id[33];
+    char *target; /* the tool's name, the resource's URI or the task's id; owned */
 } call_job;
 
 static void call_job_free(call_job *j)
@@ -201,9 +217,23 @@ static void call_job_free(call_job *j)
 static void *call_thread(void *arg)
 {
     call_job *j = arg;
-    json_t *result = j->resource ? j->srv->tools->read_resource(&j->call, j->target)
-                                 : j->srv->tools->call(&j->call, j->target);
     mcp_server *s = j->srv;
+    json_t *result = NULL;
+    if (j->kind == JOB_RESOURCE) {
+        result = s->tools->read_resource(&j->call, j->target);
+    } else if (j->kind == JOB_TASK_RESULT) {
+        int code = 0;
+        const char *message = NULL;
+        result = mcp_tasks_result(&s->tasks, j->target, &j->call.cancelled, &code, &message);
+        if (!result)
+            j->call.rpc_error = json_pack("{s:i, s:s}", "code", code, "message", message);
+    } else {
+        result = s->tools->call(&j->call, j->target);
+    }
+    if (j->task_id[0]) {
+        mcp_tasks_finish(&s->tasks, j->task_id, result);
+        result = NULL;
+    }
     bool dropped = atomic_load(&j->call.cancelled) != 0;
     /* a cancelled request gets no response */
     if (dropped)
@@ -227,46 +257,55 @@ static void *call_thread(void *arg)
     return NULL;
 }
 
-/* Runs job j on its own thread, counted among the calls in flight; answers
- * an error at once when the server is full or ending. Takes j. */
-static void start_job(mcp_server *s, call_job *j, const mcp_sink *sink)
+/* Runs job j on its own thread, counted among the calls in flight (a
+ * task's call under no request id: notifications/cancelled does not reach
+ * it, tasks/cancel does). Returns NULL (j is then the thread's), or the
+ * reason it could not start (j is still the caller's; nothing was sent). */
+static const char *start_job(mcp_server *s, call_job *j)
 {
     j->srv = s;
     j->call.session = &s->session;
     j->call.args = j->args;
-    j->call.progress_token = json_object_get(json_object_get(j->params, "_meta"), "progressToken");
-    j->call.sink = *sink;
     pthread_mutex_lock(&s->mu);
     j->call.log_level = s->log_level;
     bool full = s->ncalls >= MAX_INFLIGHT || s->ended;
     if (!full)
-        s->calls[s->ncalls++] = (inflight){j->id, &j->call};
+        s->calls[s->ncalls++] = (inflight){j->task_id[0] ? NULL : j->id, &j->call};
     pthread_mutex_unlock(&s->mu);
-    if (full) {
-        send_error(sink, j->id, -32603, "Server busy: too many tool calls in flight");
-        sink_done(sink);
-        call_job_free(j);
-        return;
-    }
+    if (full)
+        return "Server busy: too many tool calls in flight";
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 512 * 1024);
     pthread_t t;
-    if (pthread_create(&t, &attr, call_thread, j) != 0) {
+    int rc = pthread_create(&t, &attr, call_thread, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
         pthread_mutex_lock(&s->mu);
         s->ncalls--;
         pthread_mutex_unlock(&s->mu);
-        send_error(sink, j->id, -32603, "Internal error");
-        sink_done(sink);
-        call_job_free(j);
+        return "Internal error";
     }
-    pthread_attr_destroy(&attr);
+    return NULL;
+}
+
+/* Starts j answering on sink; an error answers at once. */
+static void start_answering(mcp_server *s, call_job *j, json_t *id, const mcp_sink *sink)
+{
+    j->call.sink = *sink;
+    j->call.progress_token = json_object_get(json_object_get(j->params, "_meta"), "progressToken");
+    const char *failed = start_job(s, j);
+    if (failed) {
+        call_job_free(j);
+        send_error(sink, id, -32603, failed);
+        sink_done(sink);
+    }
 }
 
 /* A job for request id (params and args referenced); NULL on ENOMEM, with
  * the error sent. */
-static call_job *new_job(json_t *id, json_t *params, json_t *args, const char *target, bool resource,
+static call_job *new_job(json_t *id, json_t *params, json_t *args, const char *target, job_kind kind,
                          const mcp_sink *sink)
 {
     call_job *j = calloc(1, sizeof *j);
@@ -282,27 +321,81 @@ static call_job *new_job(json_t *id, json_t *params, json_t *args, const char *t
     j->params = json_incref(params);
     j->args = args ? json_incref(args) : json_object();
     j->target = t;
-    j->resource = resource;
+    j->kind = kind;
     return j;
+}
+
+/* Where a task's call sends what it would have streamed: nowhere (its
+ * request was answered with the task). */
+static void send_nowhere(void *ctx, const char *json, size_t len)
+{
+    (void)ctx;
+    (void)json;
+    (void)len;
+}
+
+static const mcp_sink no_sink = {send_nowhere, NULL, NULL};
+
+/* The task's TTL a client asked for (0: none asked). */
+static unsigned ttl_asked(json_t *task)
+{
+    json_t *ttl = json_object_get(task, "ttl");
+    double ms = json_is_number(ttl) ? json_number_value(ttl) : 0;
+    if (!(ms >= 1)) /* NaN too */
+        return 0;
+    return ms >= MCP_TASK_TTL_MAX_MS ? MCP_TASK_TTL_MAX_MS : (unsigned)ms;
+}
+
+/* tools/call with params.task: the task answers at once (CreateTaskResult)
+ * and the call runs on, its result kept for tasks/result. Takes j. */
+static void start_task(mcp_server *s, call_job *j, json_t *id, json_t *task, const mcp_sink *sink)
+{
+    j->call.sink = no_sink;
+    json_t *created = mcp_tasks_create(&s->tasks, ttl_asked(task), &j->call.cancelled, j->task_id);
+    const char *failed = created ? start_job(s, j) : "Server busy: too many tasks working";
+    if (failed && created) /* the task lets go of the call's flag before the call goes */
+        mcp_tasks_finish(&s->tasks, j->task_id, NULL);
+    if (failed)
+        call_job_free(j);
+    if (failed) {
+        json_decref(created);
+        send_error(sink, id, -32603, failed);
+    } else {
+        send_result(sink, id,
+                    json_pack("{s:o, s:{s:s}}", "task", created, "_meta",
+                              "io.modelcontextprotocol/model-immediate-response",
+                              "The call runs as a task; its result comes when it ends."));
+    }
+    sink_done(sink);
 }
 
 static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
+    json_t *task = json_object_get(params, "task");
+    bool as_task = task && !json_is_null(task);
+    int code = -32602;
     const char *bad = !name                     ? "Invalid params: name must be a string"
                       : !s->tools->exists(name) ? "Unknown tool"
                       : args && !json_is_object(args) && !json_is_null(args)
                           ? "Invalid params: arguments must be an object"
-                          : NULL;
+                      : as_task && !json_is_object(task) ? "Invalid params: task must be an object"
+                                                         : NULL;
+    if (!bad && as_task && !(s->tools->runs_as_task && s->tools->runs_as_task(name))) {
+        code = -32601;
+        bad = "Method not found: this tool does not run as a task (its execution.taskSupport is forbidden)";
+    }
     if (bad) {
-        send_error(sink, id, -32602, bad);
+        send_error(sink, id, code, bad);
         sink_done(sink);
         return;
     }
-    call_job *j = new_job(id, params, json_is_object(args) ? args : NULL, name, false, sink);
-    if (j)
-        start_job(s, j, sink);
+    call_job *j = new_job(id, params, json_is_object(args) ? args : NULL, name, JOB_TOOL, sink);
+    if (j && as_task)
+        start_task(s, j, id, task, sink);
+    else if (j)
+        start_answering(s, j, id, sink);
 }
 
 static void resources_read(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
@@ -313,9 +406,38 @@ static void resources_read(mcp_server *s, json_t *id, json_t *params, const mcp_
         sink_done(sink);
         return;
     }
-    call_job *j = new_job(id, params, NULL, uri, true, sink);
+    call_job *j = new_job(id, params, NULL, uri, JOB_RESOURCE, sink);
     if (j)
-        start_job(s, j, sink);
+        start_answering(s, j, id, sink);
+}
+
+/* tasks/get, tasks/cancel, tasks/list answer at once; tasks/result waits
+ * on its own thread. */
+static void tasks_method(mcp_server *s, const char *method, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    const char *task_id = json_string_value(json_object_get(params, "taskId"));
+    int code = -32602;
+    const char *message = "Invalid params: taskId must be a string";
+    json_t *r = NULL;
+    if (strcmp(method, "tasks/list") == 0) {
+        json_t *cursor = json_object_get(params, "cursor");
+        message = "Invalid params: unknown cursor";
+        r = cursor && !json_is_null(cursor) ? NULL : mcp_tasks_list(&s->tasks);
+    } else if (task_id && strcmp(method, "tasks/result") == 0) {
+        call_job *j = new_job(id, params, NULL, task_id, JOB_TASK_RESULT, sink);
+        if (j)
+            start_answering(s, j, id, sink);
+        return;
+    } else if (task_id && strcmp(method, "tasks/get") == 0) {
+        r = mcp_tasks_get(&s->tasks, task_id, &code, &message);
+    } else if (task_id) {
+        r = mcp_tasks_cancel(&s->tasks, task_id, &code, &message);
+    }
+    if (r)
+        send_result(sink, id, r);
+    else
+        send_error(sink, id, code, message);
+    sink_done(sink);
 }
 
 static void cancel_request(mcp_server *s, json_t *params)
@@ -369,6 +491,11 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
         send_result(sink, id, json_pack("{s:[]}", "resources")); /* files are reached through links */
     } else if (strcmp(method, "resources/templates/list") == 0 && s->tools->read_resource) {
         send_result(sink, id, json_pack("{s:o}", "resourceTemplates", s->tools->resource_templates()));
+    } else if (s->tools->runs_as_task &&
+               (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/result") == 0 ||
+                strcmp(method, "tasks/cancel") == 0 || strcmp(method, "tasks/list") == 0)) {
+        tasks_method(s, method, id, params, sink);
+        return;
     } else if (strcmp(method, "logging/setLevel") == 0) {
         int level = mcp_log_level_from_name(json_string_value(json_object_get(params, "level")));
         if (level < 0) {

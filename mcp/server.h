@@ -28,6 +28,9 @@ typedef struct mcp_toolset {
      * call->rpc_error set. NULL: no resources capability. */
     json_t *(*read_resource)(struct mcp_call *call, const char *uri);
     json_t *(*resource_templates)(void); /* resources/templates/list's; caller owns */
+    /* Whether tools/call of name may run as a task (execution.taskSupport
+     * optional). NULL: no tasks capability. */
+    bool (*runs_as_task)(const char *name);
 } mcp_toolset;
 
 typedef struct mcp_server_config {

@@ -240,6 +240,8 @@ static void build_tools(void)
         json_t *meta = result_size_meta(t);
         if (meta)
             json_object_set_new(tool, "_meta", meta);
+        if (json_object_get(t, "execution")) /* a call that may outlive a request: a task */
+            json_object_set(tool, "execution", json_object_get(t, "execution"));
         json_array_append_new(list, tool);
     }
     json_decref(doc);
@@ -1591,5 +1593,17 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
     return NULL;
 }
 
-const mcp_toolset mcp_abx_tools = {mcp_tools_list, mcp_tool_exists, mcp_tools_call, mcp_resources_read,
-                                   mcp_resource_templates};
+/* run_code and run_command: execution.taskSupport optional in tools.json. */
+static bool runs_as_task(const char *name)
+{
+    json_t *execution = json_object_get(find_tool(name), "execution");
+    const char *support = json_string_value(json_object_get(execution, "taskSupport"));
+    return support && (strcmp(support, "optional") == 0 || strcmp(support, "required") == 0);
+}
+
+const mcp_toolset mcp_abx_tools = {.list = mcp_tools_list,
+                                   .exists = mcp_tool_exists,
+                                   .call = mcp_tools_call,
+                                   .read_resource = mcp_resources_read,
+                                   .resource_templates = mcp_resource_templates,
+                                   .runs_as_task = runs_as_task};

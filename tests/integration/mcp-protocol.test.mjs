@@ -2,12 +2,14 @@
 // through the official SDK client over STDIO and HTTP and the raw wire:
 // resource_link blocks for whole outputs and produced files, read back with
 // resources/read (sandbox://ID/PATH) under the tenant rule (another
-// tenant's sandbox reads as one that does not exist).
+// tenant's sandbox reads as one that does not exist); tasks for run_code
+// and run_command calls that outlive a client's request timeout.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { abx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
 
 const H = privateHome('abx-protocol');
@@ -115,6 +117,83 @@ test('over HTTP, another tenant reads a link exactly as one that does not exist'
   } finally {
     await a.close();
     await b.close();
+    assert.equal(await stopServer(srv), 0);
+  }
+});
+
+// ---- tasks (2025-11-25): a call that outlives the client's request timeout --------------------
+
+test('a run_command task outlives the request timeout that a plain call hits, and is fetched afterwards (STDIO)', async () => {
+  const c = await stdioClient();
+  try {
+    const caps = c.getServerCapabilities();
+    assert.deepEqual(caps.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } });
+    const { tools } = await c.listTools();
+    const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? 'forbidden']));
+    assert.equal(support.run_command, 'optional');
+    assert.equal(support.run_code, 'optional');
+    assert.equal(support.list_files, 'forbidden');
+    const build = { name: 'run_command', arguments: { command: 'sleep 3; echo built; echo warn >&2' } };
+    // the plain call gives up at the client's 1 s request timeout
+    await assert.rejects(c.callTool(build, undefined, { timeout: 1000 }), (e) => e.code === -32001);
+    // as a task, every request is short: the task answers at once, tasks/get polls, tasks/result fetches
+    const seen = [];
+    let result;
+    for await (const m of c.experimental.tasks.callToolStream(build, undefined, { task: { ttl: 60000 }, timeout: 1000 })) {
+      seen.push(m.type === 'result' || m.type === 'error' ? m.type : `${m.type}:${m.task.status}`);
+      if (m.type === 'result') result = m.result;
+      if (m.type === 'error') throw m.error;
+    }
+    assert.equal(seen[0], 'taskCreated:working');
+    assert.ok(seen.includes('taskStatus:working'), seen.join(' '));
+    assert.deepEqual(seen.slice(-2), ['taskStatus:completed', 'result']);
+    assert.equal(result.structuredContent.stdout, 'built\n');
+    assert.equal(result.structuredContent.stderr, 'warn\n');
+    assert.equal(result._meta['io.modelcontextprotocol/related-task'].taskId.length, 32);
+    // fetched again afterwards: the task and its result are kept for its TTL
+    const { tasks } = await c.experimental.tasks.listTasks();
+    assert.equal(tasks.length, 1);
+    const [task] = tasks;
+    assert.equal(task.status, 'completed');
+    assert.equal(task.ttl, 60000);
+    assert.ok(Date.parse(task.createdAt) <= Date.parse(task.lastUpdatedAt));
+    const again = await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    assert.equal(again.structuredContent.stdout, 'built\n');
+    // a finished task cannot be cancelled; an unknown id is not found
+    await assert.rejects(c.experimental.tasks.cancelTask(task.taskId), (e) => e.code === -32602);
+    await assert.rejects(c.experimental.tasks.getTask('0'.repeat(32)), (e) => e.code === -32602 && /Task not found/.test(e.message));
+  } finally {
+    await c.close();
+  }
+});
+
+test('tasks: cancel stops a working run_code; a tool without task support refuses; tasks are the session\'s own (HTTP)', async () => {
+  const tokA = 'c'.repeat(40);
+  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: tokA } });
+  const a = await httpClient(srv.url, tokA);
+  const other = await httpClient(srv.url, tokA); // the same tenant, another session
+  try {
+    const create = (params) => a.request({ method: 'tools/call', params }, CreateTaskResultSchema);
+    const { task } = await create({ name: 'run_code', arguments: { language: 'shell', code: 'sleep 30; echo never' }, task: {} });
+    assert.equal(task.status, 'working');
+    assert.ok(task.pollInterval > 0);
+    assert.equal(task.ttl, 3600000, 'the default TTL when none is asked');
+    // another session does not see it
+    await assert.rejects(other.experimental.tasks.getTask(task.taskId), (e) => e.code === -32602);
+    assert.deepEqual((await other.experimental.tasks.listTasks()).tasks, []);
+    const t0 = Date.now();
+    const cancelled = await a.experimental.tasks.cancelTask(task.taskId);
+    assert.equal(cancelled.status, 'cancelled');
+    const r = await a.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    assert.equal(r.isError, true);
+    assert.ok(Date.now() - t0 < 10000);
+    assert.equal((await a.experimental.tasks.getTask(task.taskId)).status, 'cancelled');
+    // a tool whose taskSupport is forbidden
+    await assert.rejects(create({ name: 'list_files', arguments: { path: '/' }, task: {} }), (e) => e.code === -32601);
+    await assert.rejects(create({ name: 'run_code', arguments: { code: '1' }, task: 5 }), (e) => e.code === -32602);
+  } finally {
+    await a.close();
+    await other.close();
     assert.equal(await stopServer(srv), 0);
   }
 });
