@@ -128,9 +128,13 @@ static json_t *rpc_error(mcp_call *c, int code, const char *message)
     return NULL;
 }
 
-static json_t *not_found(mcp_call *c)
+/* -32002 until 2025-11-25; -32602 (invalid params) from 2026-07-28; the
+ * URI asked for (the client's own, bounded by the server) in data. */
+static json_t *not_found(mcp_call *c, const char *uri)
 {
-    return rpc_error(c, -32002, "Resource not found");
+    c->rpc_error = json_pack("{s:i, s:s, s:{s:s}}", "code", c->modern ? -32602 : -32002, "message",
+                             "Resource not found", "data", "uri", uri ? uri : "");
+    return NULL;
 }
 
 /* The contents entry for DATA: text when it is text, else base64. */
@@ -151,13 +155,13 @@ json_t *mcp_resources_read(mcp_call *c, const char *uri)
 {
     char id[128], path[4096];
     if (!mcp_resource_parse(uri, id, sizeof id, path, sizeof path))
-        return not_found(c);
+        return not_found(c, uri);
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     int rc = mcp_session_use(c->session, id, false, false, &b, NULL, NULL, &err);
     if (rc < 0) {
         abx_error_free(err);
-        return not_found(c);
+        return not_found(c, uri);
     }
     char *data = NULL;
     size_t len = 0;
@@ -169,7 +173,7 @@ json_t *mcp_resources_read(mcp_call *c, const char *uri)
     if (rc < 0) {
         abx_free(data);
         if (code == ABX_ENOTFOUND || code == ABX_ENOENT || code == ABX_EINVAL)
-            return not_found(c);
+            return not_found(c, uri);
         char message[200];
         snprintf(message, sizeof message, "Internal error: E%d %s", code, abx_strerror(code));
         return rpc_error(c, -32603, message);

@@ -29,6 +29,11 @@
 
 #define MAX_INFLIGHT 64
 #define LATEST_VERSION "2025-11-25"
+#define MODERN_VERSION "2026-07-28" /* stateless: no initialize, per-request _meta */
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define LIST_CACHE_MS 300000 /* tools/list and the resource lists change only with a new abx */
 
 static const char *const supported_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
@@ -45,6 +50,8 @@ struct mcp_server {
     mcp_tasks tasks;
     char name[64];
     bool initialized;
+    bool stateless;              /* every request is of the stateless revision (config) */
+    json_t *client_capabilities; /* initialize's (owned); set once, before any call */
     bool ended;
     char version[16]; /* the negotiated protocol version */
     int log_level;
@@ -78,6 +85,12 @@ static void send_error(const mcp_sink *sink, json_t *id, int code, const char *m
     send_msg(sink, msg);
 }
 
+static void send_error_data(const mcp_sink *sink, json_t *id, int code, const char *message, json_t *data)
+{
+    send_msg(sink, json_pack("{s:s, s:O, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id", id, "error", "code",
+                             code, "message", message, "data", data));
+}
+
 static void sink_done(const mcp_sink *sink)
 {
     if (sink->done)
@@ -97,6 +110,7 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
     snprintf(s->name, sizeof s->name, "%s", cfg && cfg->name ? cfg->name : "agent-sandbox");
     s->tools = cfg && cfg->tools ? cfg->tools : &mcp_abx_tools;
     s->log_level = 8; /* nothing is sent until the client sets a level */
+    s->stateless = cfg && cfg->stateless;
     int rc = mcp_session_init(&s->session, cfg ? cfg->template_name : NULL, cfg ? cfg->provider : NULL,
                               cfg ? cfg->tenant : NULL, err);
     if (rc < 0) {
@@ -144,8 +158,10 @@ void mcp_server_free(mcp_server *s)
     pthread_mutex_lock(&s->mu);
     bool idle = s->ncalls == 0;
     pthread_mutex_unlock(&s->mu);
-    if (idle) /* a call that outlived the shutdown's wait keeps its server */
+    if (idle) { /* a call that outlived the shutdown's wait keeps its server */
+        json_decref(s->client_capabilities);
         free(s);
+    }
 }
 
 /* ---- methods ------------------------------------------------------------------- */
@@ -153,6 +169,31 @@ void mcp_server_free(mcp_server *s)
 const char *mcp_server_protocol_version(mcp_server *s)
 {
     return s->version;
+}
+
+/* The server's capabilities; modern (2026-07-28): without tasks, which that
+ * revision moved to an extension abx does not offer. */
+static json_t *capabilities(mcp_server *s, bool modern)
+{
+    json_t *c = json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+    if (s->tools->read_resource)
+        json_object_set_new(c, "resources", json_pack("{s:b, s:b}", "subscribe", 0, "listChanged", 0));
+    if (s->tools->runs_as_task && !modern)
+        json_object_set_new(
+            c, "tasks",
+            json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call"));
+    return c;
+}
+
+static const char instructions[] =
+    "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
+    "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
+    "creates are destroyed when it ends.";
+
+static json_t *server_info(mcp_server *s)
+{
+    return json_pack("{s:s, s:s, s:s}", "name", s->name, "version", abx_version(), "title",
+                     "abx agent sandbox");
 }
 
 static json_t *initialize_result(mcp_server *s, json_t *params)
@@ -163,20 +204,42 @@ static json_t *initialize_result(mcp_server *s, json_t *params)
         if (strcmp(asked, supported_versions[i]) == 0)
             version = supported_versions[i];
     snprintf(s->version, sizeof s->version, "%s", version);
-    json_t *capabilities = json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
-    if (s->tools->read_resource)
-        json_object_set_new(capabilities, "resources",
-                            json_pack("{s:b, s:b}", "subscribe", 0, "listChanged", 0));
-    if (s->tools->runs_as_task)
-        json_object_set_new(
-            capabilities, "tasks",
-            json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call"));
-    return json_pack(
-        "{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities", capabilities,
-        "serverInfo", "name", s->name, "version", abx_version(), "title", "abx agent sandbox", "instructions",
-        "Run code and commands in isolated sandboxes. Calls without sandbox_id use one default "
-        "sandbox, created on first use; create_sandbox makes a new default. Sandboxes this session "
-        "creates are destroyed when it ends.");
+    json_t *caps = json_object_get(params, "capabilities");
+    s->client_capabilities = json_is_object(caps) ? json_incref(caps) : NULL;
+    return json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", version, "capabilities",
+                     capabilities(s, false), "serverInfo", server_info(s), "instructions", instructions);
+}
+
+/* ---- the stateless revision (2026-07-28) ----------------------------------------- */
+
+/* A result of the stateless revision: resultType, the server's identity in
+ * _meta, and (cache_ms >= 0) how long a client may keep it. Takes r. */
+static json_t *modern_result(mcp_server *s, json_t *r, long cache_ms)
+{
+    if (!r)
+        return NULL;
+    json_object_set_new(r, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(r, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(r, "_meta", meta);
+    }
+    json_object_set_new(meta, "io.modelcontextprotocol/serverInfo", server_info(s));
+    if (cache_ms >= 0) {
+        json_object_set_new(r, "ttlMs", json_integer(cache_ms));
+        json_object_set_new(r, "cacheScope", json_string("private")); /* one tenant's view */
+    }
+    return r;
+}
+
+static json_t *discover_result(mcp_server *s)
+{
+    json_t *versions = json_array();
+    json_array_append_new(versions, json_string(MODERN_VERSION));
+    for (size_t i = 0; i < sizeof supported_versions / sizeof supported_versions[0]; i++)
+        json_array_append_new(versions, json_string(supported_versions[i]));
+    return json_pack("{s:o, s:o, s:o, s:s}", "supportedVersions", versions, "capabilities",
+                     capabilities(s, true), "serverInfo", server_info(s), "instructions", instructions);
 }
 
 /* What a job's thread does with its target. */
@@ -195,6 +258,7 @@ typedef struct call_job {
     json_t *params;
     json_t *args; /* the arguments object (an empty one when none came) */
     job_kind kind;
+    int log_level; /* a modern request's own (_meta logLevel; 8: none) */
     char task_id[33];
     char *target; /* the tool's name, the resource's URI or the task's id; owned */
 } call_job;
@@ -234,6 +298,8 @@ static void *call_thread(void *arg)
         mcp_tasks_finish(&s->tasks, j->task_id, result);
         result = NULL;
     }
+    if (j->call.modern)
+        result = modern_result(s, result, j->kind == JOB_RESOURCE ? 0 : -1);
     bool dropped = atomic_load(&j->call.cancelled) != 0;
     /* a cancelled request gets no response */
     if (dropped)
@@ -267,7 +333,7 @@ static const char *start_job(mcp_server *s, call_job *j)
     j->call.session = &s->session;
     j->call.args = j->args;
     pthread_mutex_lock(&s->mu);
-    j->call.log_level = s->log_level;
+    j->call.log_level = j->call.modern ? j->log_level : s->log_level;
     bool full = s->ncalls >= MAX_INFLIGHT || s->ended;
     if (!full)
         s->calls[s->ncalls++] = (inflight){j->task_id[0] ? NULL : j->id, &j->call};
@@ -369,11 +435,21 @@ static void start_task(mcp_server *s, call_job *j, json_t *id, json_t *task, con
     sink_done(sink);
 }
 
-static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+/* A modern request's: its log level (8: no log messages) and the flag. */
+static void set_modern(mcp_server *s, call_job *j, bool modern)
+{
+    j->call.modern = modern;
+    json_t *meta = json_object_get(j->params, "_meta");
+    j->call.client_capabilities = modern ? json_object_get(meta, META_CAPABILITIES) : s->client_capabilities;
+    int level = mcp_log_level_from_name(json_string_value(json_object_get(meta, META_LOG_LEVEL)));
+    j->log_level = level < 0 ? 8 : level;
+}
+
+static void tools_call(mcp_server *s, json_t *id, json_t *params, bool modern, const mcp_sink *sink)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
-    json_t *task = json_object_get(params, "task");
+    json_t *task = modern ? NULL : json_object_get(params, "task"); /* 2026-07-28: an extension */
     bool as_task = task && !json_is_null(task);
     int code = -32602;
     const char *bad = !name                     ? "Invalid params: name must be a string"
@@ -392,13 +468,15 @@ static void tools_call(mcp_server *s, json_t *id, json_t *params, const mcp_sink
         return;
     }
     call_job *j = new_job(id, params, json_is_object(args) ? args : NULL, name, JOB_TOOL, sink);
+    if (j)
+        set_modern(s, j, modern);
     if (j && as_task)
         start_task(s, j, id, task, sink);
     else if (j)
         start_answering(s, j, id, sink);
 }
 
-static void resources_read(mcp_server *s, json_t *id, json_t *params, const mcp_sink *sink)
+static void resources_read(mcp_server *s, json_t *id, json_t *params, bool modern, const mcp_sink *sink)
 {
     const char *uri = json_string_value(json_object_get(params, "uri"));
     if (!uri || json_string_length(json_object_get(params, "uri")) > 8192) {
@@ -407,6 +485,8 @@ static void resources_read(mcp_server *s, json_t *id, json_t *params, const mcp_
         return;
     }
     call_job *j = new_job(id, params, NULL, uri, JOB_RESOURCE, sink);
+    if (j)
+        set_modern(s, j, modern);
     if (j)
         start_answering(s, j, id, sink);
 }
@@ -482,10 +562,10 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
         else
             send_result(sink, id, json_pack("{s:o}", "tools", s->tools->list()));
     } else if (strcmp(method, "tools/call") == 0) {
-        tools_call(s, id, params, sink);
+        tools_call(s, id, params, false, sink);
         return; /* the call's thread finishes the sink */
     } else if (strcmp(method, "resources/read") == 0 && s->tools->read_resource) {
-        resources_read(s, id, params, sink);
+        resources_read(s, id, params, false, sink);
         return; /* the read's thread finishes the sink */
     } else if (strcmp(method, "resources/list") == 0 && s->tools->read_resource) {
         send_result(sink, id, json_pack("{s:[]}", "resources")); /* files are reached through links */
@@ -510,6 +590,74 @@ static void handle_request(mcp_server *s, const char *method, json_t *id, json_t
         send_error(sink, id, -32601, "Method not found");
     }
     sink_done(sink);
+}
+
+/* UnsupportedProtocolVersionError: the versions served, and the one asked
+ * (at most 64 bytes of it). */
+static void unsupported_version(const mcp_sink *sink, json_t *id, json_t *asked)
+{
+    json_t *supported = json_array();
+    json_array_append_new(supported, json_string(MODERN_VERSION));
+    for (size_t i = 0; i < sizeof supported_versions / sizeof supported_versions[0]; i++)
+        json_array_append_new(supported, json_string(supported_versions[i]));
+    size_t n = json_string_length(asked);
+    json_t *requested = json_stringn(json_string_value(asked), n < 64 ? n : 64);
+    send_error_data(
+        sink, id, -32022, "Unsupported protocol version",
+        json_pack("{s:o, s:o}", "supported", supported, "requested", requested ? requested : json_null()));
+}
+
+/* A request of the stateless revision (2026-07-28): no initialize, its
+ * version and the client's capabilities in its own _meta; the tools and
+ * resources of the server's one session (STDIO: the process; HTTP: the
+ * token's stateless session), so the default sandbox stays across calls. */
+static void handle_modern(mcp_server *s, const char *method, json_t *id, json_t *params, const mcp_sink *sink)
+{
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *version = json_object_get(meta, META_VERSION);
+    bool lists = strcmp(method, "tools/list") == 0 || strcmp(method, "resources/list") == 0 ||
+                 strcmp(method, "resources/templates/list") == 0;
+    json_t *cursor = json_object_get(params, "cursor");
+    if (params && !json_is_object(params)) {
+        send_error(sink, id, -32602, "Invalid params: params must be an object");
+    } else if (!json_is_string(version) || !json_is_object(json_object_get(meta, META_CAPABILITIES))) {
+        send_error(sink, id, -32602,
+                   "Invalid params: a request of protocol " MODERN_VERSION " carries _meta with " META_VERSION
+                   " (a string) and " META_CAPABILITIES " (an object)");
+    } else if (strcmp(json_string_value(version), MODERN_VERSION) != 0) {
+        unsupported_version(sink, id, version);
+    } else if (strcmp(method, "server/discover") == 0) {
+        send_result(sink, id, modern_result(s, discover_result(s), LIST_CACHE_MS));
+    } else if (lists && cursor && !json_is_null(cursor)) {
+        send_error(sink, id, -32602, "Invalid params: unknown cursor");
+    } else if (strcmp(method, "tools/list") == 0) {
+        send_result(sink, id, modern_result(s, json_pack("{s:o}", "tools", s->tools->list()), LIST_CACHE_MS));
+    } else if (strcmp(method, "tools/call") == 0) {
+        tools_call(s, id, params, true, sink);
+        return; /* the call's thread finishes the sink */
+    } else if (strcmp(method, "resources/read") == 0 && s->tools->read_resource) {
+        resources_read(s, id, params, true, sink);
+        return;
+    } else if (strcmp(method, "resources/list") == 0 && s->tools->read_resource) {
+        send_result(sink, id, modern_result(s, json_pack("{s:[]}", "resources"), LIST_CACHE_MS));
+    } else if (strcmp(method, "resources/templates/list") == 0 && s->tools->read_resource) {
+        send_result(sink, id,
+                    modern_result(s, json_pack("{s:o}", "resourceTemplates", s->tools->resource_templates()),
+                                  LIST_CACHE_MS));
+    } else { /* initialize, ping, logging/setLevel, the tasks methods, subscriptions/listen: not in this
+                revision */
+        send_error(sink, id, -32601, "Method not found");
+    }
+    sink_done(sink);
+}
+
+/* Whether a request is of the stateless revision: on a stateless server
+ * (HTTP without a session) all are; elsewhere server/discover and any
+ * request whose _meta names its protocol version. */
+static bool is_modern(const mcp_server *s, const char *method, json_t *params)
+{
+    return s->stateless || strcmp(method, "server/discover") == 0 ||
+           json_object_get(json_object_get(params, "_meta"), META_VERSION) != NULL;
 }
 
 static void handle_notification(mcp_server *s, const char *method, json_t *params)
@@ -552,6 +700,8 @@ void mcp_server_handle(mcp_server *s, const char *text, size_t len, const mcp_si
     } else if (!has_id) {
         handle_notification(s, json_string_value(method), json_object_get(msg, "params"));
         sink_done(sink);
+    } else if (is_modern(s, json_string_value(method), json_object_get(msg, "params"))) {
+        handle_modern(s, json_string_value(method), id, json_object_get(msg, "params"), sink);
     } else {
         handle_request(s, json_string_value(method), id, json_object_get(msg, "params"), sink);
     }

@@ -39,6 +39,7 @@ typedef struct mcp_server_config {
     const char *provider;      /* --provider (NULL: resolve) */
     const char *name;          /* serverInfo.name ("agent-sandbox" if NULL) */
     const char *tenant;        /* whose sandboxes the session reaches (session.h); NULL: the user's */
+    bool stateless;            /* every request is of the 2026-07-28 revision (HTTP without a session) */
 } mcp_server_config;
 
 typedef struct mcp_server mcp_server;

@@ -672,8 +672,10 @@ static int use_sandbox(mcp_call *c, const char *id, bool create, bool renew, mcp
     int rc = mcp_session_use(c->session, id, create, renew, b, &created, &replaced, err);
     if (rc == 0 && created)
         mcp_call_log(c, 1, "sandbox created");
-    if (rc == 0 && !id && create)
+    if (rc == 0 && !id && create) {
         c->used_default = true;
+        snprintf(c->default_id, sizeof c->default_id, "%s", (*b)->id);
+    }
     if (rc == 0 && replaced) {
         c->sandbox_replaced = true;
         mcp_call_log(c, 4, "the default sandbox had ended (timed out or killed): a new one replaced it");
@@ -1518,6 +1520,29 @@ static bool failed_as_gone(json_t *r)
     return is_code(r, ABX_ENOTFOUND) || is_code(r, ABX_ENOTRUNNING);
 }
 
+/* Re-renders the text block of result r after its structuredContent sc
+ * changed. */
+static json_t *rerender(json_t *r, json_t *sc)
+{
+    json_t *content = json_object_get(r, "content");
+    size_t i, at = (size_t)-1;
+    bool images = false;
+    json_t *b;
+    json_array_foreach(content, i, b)
+    {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        images |= type && strcmp(type, "image") == 0;
+        if (type && strcmp(type, "text") == 0)
+            at = i;
+    }
+    if (at == (size_t)-1)
+        return r;
+    char *text = mcp_render_text(sc, images);
+    json_array_set_new(content, at, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
+    free(text);
+    return r;
+}
+
 /* A result made on a new default sandbox that replaced one which had ended
  * says so, in structuredContent and its text copy. */
 static json_t *note_replaced(json_t *r)
@@ -1530,12 +1555,19 @@ static json_t *note_replaced(json_t *r)
         sc, "sandbox_replaced_reason",
         json_string("the default sandbox had ended (timed out or killed from outside); this call "
                     "ran in a new one, without the old one's files and state"));
-    json_t *content = json_object_get(r, "content");
-    char *text = mcp_render_text(sc, json_array_size(content) > 1);
-    size_t last = json_array_size(content) - 1;
-    json_array_set_new(content, last, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "{}"));
-    free(text);
-    return r;
+    return rerender(r, sc);
+}
+
+/* A stateless (2026-07-28) call that used the default sandbox names it:
+ * the handle the client may pass as sandbox_id (omitting it keeps working
+ * too: the default is the tenant's on this server). */
+static json_t *note_default(mcp_call *c, json_t *r)
+{
+    json_t *sc = json_object_get(r, "structuredContent");
+    if (!sc || json_is_true(json_object_get(r, "isError")) || json_object_get(sc, "sandbox_id"))
+        return r;
+    json_object_set_new(sc, "sandbox_id", json_string(c->default_id));
+    return rerender(r, sc);
 }
 
 /* An argument the tool does not take fails the call, naming it and the
@@ -1588,7 +1620,11 @@ json_t *mcp_tools_call(mcp_call *call, const char *name)
                 mcp_call_log(call, 4,
                              "the default sandbox had ended (timed out or killed): a new one replaced it");
             }
-            return call->sandbox_replaced && r ? note_replaced(r) : r;
+            if (r && call->sandbox_replaced)
+                r = note_replaced(r);
+            if (r && call->modern && call->used_default && call->default_id[0])
+                r = note_default(call, r);
+            return r;
         }
     return NULL;
 }

@@ -19,6 +19,13 @@ typedef struct mcp_call {
     mcp_sink sink;
     int log_level; /* the server's, at the call's start */
     pthread_mutex_t *send_mu;
+    /* the request is of the stateless revision (2026-07-28): no session
+     * of the protocol's, so a result made on the default sandbox names it */
+    bool modern;
+    /* the client's capabilities (borrowed): a stateless request's own
+     * _meta, else what initialize said; NULL when unknown */
+    json_t *client_capabilities;
+    char default_id[96]; /* the default sandbox the call used ("" if none) */
     /* set (owned by the server) by a method that answers a JSON-RPC error
      * ({code, message}) instead of a result */
     json_t *rpc_error;

@@ -17,6 +17,13 @@
  * token (401), body size (413), content type (415), JSON (400 / -32700),
  * batch (400 / -32600), session (400 missing, 404 unknown, expired or
  * another token's), protocol version header (400).
+ *
+ * Both protocol eras on the one endpoint: an initialize opens a session
+ * (2025-11-25 and older); a request of the stateless revision (2026-07-28:
+ * per-request _meta, no session id) has its MCP-Protocol-Version, Mcp-Method
+ * and Mcp-Name headers checked against its body (400 / -32020) and goes to
+ * the token's one stateless session; its error answers carry their HTTP
+ * status (modern_status).
  */
 #include "transport_http.h"
 #include "http_listener.h"
@@ -58,6 +65,10 @@ static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "202
 typedef struct http_session {
     char id[40];
     int token; /* index of the token that created it; -1 without auth */
+    /* the token's one session for requests of the stateless revision
+     * (2026-07-28): no id a client can name, the same default sandbox for
+     * all of them, ended after the same idle TTL */
+    bool stateless;
     mcp_server *srv;
     uint64_t last_used_ms;
     int refs; /* requests using it right now */
@@ -69,6 +80,7 @@ typedef struct http_server {
     size_t ntokens;
     char listen_host[256];
     pthread_mutex_t mu;
+    pthread_mutex_t stateless_mu; /* one stateless session per token, however many race */
     http_session **sessions;
     size_t nsessions, max_sessions;
     unsigned ttl_s;
@@ -265,8 +277,9 @@ static void tenant_of(const http_server *s, int token, char *out, size_t len)
     snprintf(out, len, "%s", t);
 }
 
-/* Creates a session bound to token; NULL when the limit is reached. */
-static http_session *session_new(http_server *s, int token, abx_error **err)
+/* Creates a session bound to token (stateless: the token's session for the
+ * stateless revision); NULL when the limit is reached. */
+static http_session *session_new(http_server *s, int token, bool stateless, abx_error **err)
 {
     unsigned char raw[16];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
@@ -279,12 +292,14 @@ static http_session *session_new(http_server *s, int token, abx_error **err)
     for (int i = 0; i < 16; i++)
         snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
     hs->token = token;
+    hs->stateless = stateless;
     hs->last_used_ms = now_ms();
     hs->refs = 1;
     char tenant[80];
     tenant_of(s, token, tenant, sizeof tenant);
     mcp_server_config cfg = s->cfg->server;
     cfg.tenant = tenant;
+    cfg.stateless = stateless;
     if (mcp_server_new(&cfg, &hs->srv, err) < 0) {
         free(hs);
         return NULL;
@@ -309,7 +324,7 @@ static http_session *session_get(http_server *s, const char *id, int token)
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->nsessions; i++) {
         http_session *hs = s->sessions[i];
-        if (!hs->ended && strcmp(hs->id, id) == 0 && hs->token == token) {
+        if (!hs->ended && !hs->stateless && strcmp(hs->id, id) == 0 && hs->token == token) {
             hs->refs++;
             hs->last_used_ms = now_ms();
             found = hs;
@@ -317,6 +332,27 @@ static http_session *session_get(http_server *s, const char *id, int token)
         }
     }
     pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+/* The token's stateless session, created on first use; takes a reference. */
+static http_session *stateless_session(http_server *s, int token, abx_error **err)
+{
+    pthread_mutex_lock(&s->stateless_mu);
+    http_session *found = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->nsessions && !found; i++) {
+        http_session *hs = s->sessions[i];
+        if (!hs->ended && hs->stateless && hs->token == token) {
+            hs->refs++;
+            hs->last_used_ms = now_ms();
+            found = hs;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!found)
+        found = session_new(s, token, true, err);
+    pthread_mutex_unlock(&s->stateless_mu);
     return found;
 }
 
@@ -516,10 +552,30 @@ static bool is_notification(const char *json)
     return yes;
 }
 
+/* The HTTP status of a stateless-revision answer that is one JSON-RPC
+ * error: 404 for a method the server does not have, 400 for a request it
+ * will not take, 500 for its own failure; 200 for a result. The one place
+ * this mapping lives. */
+static unsigned modern_status(const char *json)
+{
+    json_t *m = json_loads(json, 0, NULL);
+    json_t *e = json_object_get(m, "error");
+    json_int_t code = json_integer_value(json_object_get(e, "code"));
+    json_decref(m);
+    if (!e)
+        return 200;
+    if (code == -32601)
+        return 404;
+    if (code == -32603)
+        return 500;
+    return 400; /* -32700, -32600, -32602, -32020 (headers), -32021 (capabilities), -32022 (version) */
+}
+
 /* Answers a request: its response alone as application/json when nothing
  * came before it, else everything as text/event-stream (progress and log
- * notifications first, then the response). */
-static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char *session_header)
+ * notifications first, then the response). A stateless-revision error
+ * alone carries its HTTP status (modern_status). */
+static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char *session_header, bool modern)
 {
     pthread_mutex_lock(&x->mu);
     while (!x->done && !(x->head && is_notification(x->head->json)))
@@ -529,7 +585,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char 
     bool empty = x->done && !x->head && !only;
     pthread_mutex_unlock(&x->mu);
     if (only) {
-        enum MHD_Result r = reply(c, 200, "application/json", only->json, session_header);
+        enum MHD_Result r = reply(c, modern ? modern_status(only->json) : 200, "application/json", only->json,
+                                  session_header);
         free(only->json);
         free(only);
         exchange_unref(x);
@@ -640,6 +697,133 @@ static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, ht
     return r;
 }
 
+/* Hands the body to session hs (whose reference this takes) and answers. */
+static enum MHD_Result dispatch(http_server *s, struct MHD_Connection *c, http_req *rq, http_session *hs,
+                                bool is_request, const char *session_header, bool modern)
+{
+    exchange *x = exchange_new(s, hs);
+    if (!x) {
+        session_put(s, hs);
+        return MHD_NO;
+    }
+    mcp_sink sink = {sink_send, sink_done, x};
+    mcp_server_handle(hs->srv, rq->body.data ? rq->body.data : "", rq->body.len, &sink);
+    if (!is_request) { /* a notification or a response: accepted, nothing to say */
+        exchange_unref(x);
+        return reply(c, 202, NULL, "", NULL);
+    }
+    return answer(c, x, session_header, modern);
+}
+
+/* ---- the stateless revision (2026-07-28) ------------------------------------------- */
+
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+
+static bool legacy_version(const char *v)
+{
+    for (size_t i = 0; i < sizeof protocol_versions / sizeof protocol_versions[0]; i++)
+        if (strcmp(v, protocol_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A message of the stateless revision: server/discover, a request whose
+ * _meta names its protocol version, or, with no session, one whose
+ * MCP-Protocol-Version header is not a legacy revision's. An initialize
+ * without them opens a legacy session. */
+static bool is_modern(struct MHD_Connection *c, json_t *msg, const char *sid)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
+    if ((method && strcmp(method, "server/discover") == 0) ||
+        json_object_get(json_object_get(params, "_meta"), META_VERSION))
+        return true;
+    return !sid && header && !legacy_version(header) && !(method && strcmp(method, "initialize") == 0);
+}
+
+/* Whether header value v (decoded when it is a "=?base64?...?=" sentinel)
+ * is exactly want, once the whitespace around it is trimmed. */
+static bool header_is(const char *v, const char *want)
+{
+    if (!v || !want)
+        return false;
+    v += strspn(v, " \t"); /* HTTP's optional whitespace around a value */
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    if (n < 12 || strncmp(v, "=?base64?", 9) != 0 || strncmp(v + n - 2, "?=", 2) != 0)
+        return n == strlen(want) && memcmp(v, want, n) == 0;
+    char *text = strndup(v + 9, n - 11), *decoded = NULL;
+    long len = text ? mcp_unb64(text, &decoded) : -1;
+    bool same = len >= 0 && (size_t)len == strlen(want) && memcmp(decoded, want, (size_t)len) == 0;
+    free(text);
+    free(decoded);
+    return same;
+}
+
+/* Why the request's headers disagree with its body (NULL: they agree):
+ * MCP-Protocol-Version with _meta's version, Mcp-Method with the method,
+ * Mcp-Name with params.name (tools/call, prompts/get) or params.uri
+ * (resources/read). */
+static const char *header_mismatch(struct MHD_Connection *c, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    const char *version = json_string_value(json_object_get(json_object_get(params, "_meta"), META_VERSION));
+    if (!header_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version"), version))
+        return "Header mismatch: MCP-Protocol-Version is missing or differs from the protocol version in "
+               "_meta";
+    if (!header_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Method"), method))
+        return "Header mismatch: Mcp-Method is missing or differs from the request's method";
+    const char *name = NULL;
+    if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0)
+        name = json_string_value(json_object_get(params, "name"));
+    else if (strcmp(method, "resources/read") == 0)
+        name = json_string_value(json_object_get(params, "uri"));
+    if (name && !header_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Name"), name))
+        return "Header mismatch: Mcp-Name is missing or differs from the request's name or uri";
+    return NULL;
+}
+
+/* A JSON-RPC error for request id (which may be NULL). */
+static enum MHD_Result reply_error_id(struct MHD_Connection *c, unsigned status, json_t *id, int code,
+                                      const char *message)
+{
+    json_t *e = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+                          "code", code, "message", message);
+    char *body = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    enum MHD_Result r = body ? reply(c, status, "application/json", body, NULL) : MHD_NO;
+    free(body);
+    return r;
+}
+
+/* A stateless-revision message: its headers checked against its body once
+ * its _meta is well formed (the server answers a malformed one, -32602),
+ * then served by the token's stateless session. Mcp-Session-Id and
+ * Last-Event-ID are ignored. */
+static enum MHD_Result handle_modern(http_server *s, struct MHD_Connection *c, http_req *rq, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *id = json_object_get(msg, "id");
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    bool is_request = method && id;
+    bool meta_ok = json_is_string(json_object_get(meta, META_VERSION)) &&
+                   json_is_object(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"));
+    const char *why = is_request && meta_ok ? header_mismatch(c, msg) : NULL;
+    if (why)
+        return reply_error_id(c, 400, id, -32020, why);
+    abx_error *err = NULL;
+    http_session *hs = stateless_session(s, rq->token, &err);
+    int code = err ? (int)abx_error_code(err) : ABX_ESYS;
+    abx_error_free(err);
+    if (!hs)
+        return code == ABX_ELIMIT ? reply_error_id(c, 503, id, -32000, "Too many sessions: try later")
+                                  : reply_error_id(c, 500, id, -32603, "Internal error");
+    return dispatch(s, c, rq, hs, is_request, NULL, true);
+}
+
 static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, http_req *rq)
 {
     if (rq->too_big)
@@ -657,15 +841,20 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
         json_decref(msg);
         return r;
     }
+    const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
+    if (is_modern(c, msg, sid)) {
+        enum MHD_Result r = handle_modern(s, c, rq, msg);
+        json_decref(msg);
+        return r;
+    }
     const char *method = json_string_value(json_object_get(msg, "method"));
     bool is_request = method && json_object_get(msg, "id");
     bool is_initialize = is_request && strcmp(method, "initialize") == 0;
     json_decref(msg);
     http_session *hs = NULL;
-    const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
     if (is_initialize) {
         abx_error *err = NULL;
-        hs = session_new(s, rq->token, &err);
+        hs = session_new(s, rq->token, false, &err);
         int code = err ? (int)abx_error_code(err) : ABX_ESYS;
         abx_error_free(err);
         if (!hs)
@@ -680,18 +869,7 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
         if (!hs)
             return reply_error(c, 404, -32001, "Session not found");
     }
-    exchange *x = exchange_new(s, hs);
-    if (!x) {
-        session_put(s, hs);
-        return MHD_NO;
-    }
-    mcp_sink sink = {sink_send, sink_done, x};
-    mcp_server_handle(hs->srv, rq->body.data ? rq->body.data : "", rq->body.len, &sink);
-    if (!is_request) { /* a notification or a response: accepted, nothing to say */
-        exchange_unref(x);
-        return reply(c, 202, NULL, "", NULL);
-    }
-    return answer(c, x, is_initialize ? hs->id : NULL);
+    return dispatch(s, c, rq, hs, is_request, is_initialize ? hs->id : NULL, false);
 }
 
 static enum MHD_Result handle_delete(http_server *s, struct MHD_Connection *c, int token)
@@ -776,6 +954,7 @@ int mcp_http_serve(const mcp_http_config *cfg, abx_error **err)
     s.max_sessions = cfg->max_sessions ? cfg->max_sessions : 256;
     s.sessions = calloc(s.max_sessions, sizeof *s.sessions);
     pthread_mutex_init(&s.mu, NULL);
+    pthread_mutex_init(&s.stateless_mu, NULL);
     if (!s.sessions)
         return abx__error_set(err, ABX_ENOMEM, "sessions");
     int sigfd = abx__stop_signals_block();

@@ -1,7 +1,8 @@
 /* mcp-test-server.c: the MCP conformance suite's fixed test tools, served
  * over Streamable HTTP by abx's own mcp/ library (server.c and
  * transport_http.c). Only for tests: these tools are never in abx's tool
- * list. Usage: mcp-test-server [--listen HOST:PORT] */
+ * list. Both protocol eras (2025-11-25 sessions, 2026-07-28 stateless).
+ * Usage: mcp-test-server [--listen HOST:PORT] */
 #include "server.h"
 #include "tools.h"
 #include "transport_http.h"
@@ -17,9 +18,10 @@ static const char red_png[] =
 static const char silent_wav[] = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
 
 static const char *const names[] = {
-    "test_simple_text",       "test_image_content",          "test_audio_content",
-    "test_embedded_resource", "test_multiple_content_types", "test_tool_with_logging",
-    "test_error_handling",    "test_tool_with_progress",
+    "test_simple_text",        "test_image_content",          "test_audio_content",
+    "test_embedded_resource",  "test_multiple_content_types", "test_tool_with_logging",
+    "test_error_handling",     "test_tool_with_progress",     "test_logging_tool",
+    "test_missing_capability", "test_streaming_elicitation",
 };
 
 static json_t *list(void)
@@ -79,7 +81,21 @@ static json_t *call(mcp_call *c, const char *name)
         json_array_append_new(content, text("Multiple content types test:"));
         json_array_append_new(content, image());
         json_array_append_new(content, resource());
-    } else if (strcmp(name, "test_tool_with_logging") == 0) {
+    } else if (strcmp(name, "test_missing_capability") == 0) {
+        /* needs the client's sampling: without it, MissingRequiredClientCapability */
+        if (!json_object_get(c->client_capabilities, "sampling")) {
+            c->rpc_error = json_pack("{s:i, s:s, s:{s:{s:{}}}}", "code", -32021, "message",
+                                     "Missing required client capability: sampling", "data",
+                                     "requiredCapabilities", "sampling");
+            json_decref(content);
+            return NULL;
+        }
+        json_array_append_new(content, text("The client declared sampling."));
+    } else if (strcmp(name, "test_streaming_elicitation") == 0) {
+        /* abx asks nothing of a client: the answer is a result, never a request */
+        mcp_call_progress(c, 0, 1, "started");
+        json_array_append_new(content, text("No elicitation is needed."));
+    } else if (strcmp(name, "test_tool_with_logging") == 0 || strcmp(name, "test_logging_tool") == 0) {
         mcp_call_log(c, 1, "Tool execution started");
         nap_ms(50);
         mcp_call_log(c, 1, "Tool processing data");

@@ -39,7 +39,7 @@ function toolsListBytesStdio() {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
-      const lines = out.split('\n');
+      const lines = out.split('\n').slice(0, -1); // whole lines only: a pipe delivers a long one in parts
       const line = lines.find((l) => l.includes('"id":2'));
       if (line) { child.stdin.end(); resolve(Buffer.byteLength(line)); }
     });

@@ -3,9 +3,13 @@
 // resource_link blocks for whole outputs and produced files, read back with
 // resources/read (sandbox://ID/PATH) under the tenant rule (another
 // tenant's sandbox reads as one that does not exist); tasks for run_code
-// and run_command calls that outlive a client's request timeout.
+// and run_command calls that outlive a client's request timeout; the
+// stateless 2026-07-28 revision (server/discover, per-request _meta, no
+// session id, the default sandbox kept and named) beside 2025-11-25
+// sessions on both transports.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -195,5 +199,127 @@ test('tasks: cancel stops a working run_code; a tool without task support refuse
     await a.close();
     await other.close();
     assert.equal(await stopServer(srv), 0);
+  }
+});
+
+// ---- the stateless revision (2026-07-28) beside 2025-11-25 sessions ----------------------------
+
+const MODERN = '2026-07-28';
+const meta = (extra = {}) => ({
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-modern', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+  ...extra,
+});
+
+// One stateless POST: headers mirror the body, as the revision requires.
+async function modernPost(url, token, id, method, params = {}, headers = {}) {
+  const name = params.name ?? params.uri;
+  const h = {
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`,
+    'MCP-Protocol-Version': MODERN, 'Mcp-Method': method, ...(name ? { 'Mcp-Name': name } : {}), ...headers,
+  };
+  const r = await fetch(url, { method: 'POST', headers: h, body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: meta(), ...params } }) });
+  const text = await r.text();
+  const line = r.headers.get('content-type')?.includes('text/event-stream')
+    ? text.split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5))).find((m) => m.id === id)
+    : JSON.parse(text);
+  return { status: r.status, sessionId: r.headers.get('mcp-session-id'), body: line };
+}
+
+test('2026-07-28 over HTTP: server/discover and tools/call with _meta, no initialize and no session id, beside a 2025-11-25 session', async () => {
+  const tokA = 'd'.repeat(40), tokB = 'e'.repeat(40);
+  const srv = await startHttpServer(['--template', 'base'], { env: { ...H.env, ABX_MCP_AUTH_TOKEN: `${tokA},${tokB}` } });
+  const legacy = await httpClient(srv.url, tokA); // the SDK speaks 2025-11-25 with a session
+  try {
+    const d = await modernPost(srv.url, tokA, 1, 'server/discover');
+    assert.equal(d.status, 200);
+    assert.equal(d.sessionId, null, 'no Mcp-Session-Id in this revision');
+    assert.deepEqual(d.body.result.supportedVersions.slice(0, 2), [MODERN, '2025-11-25']);
+    assert.ok(d.body.result.capabilities.tools);
+    assert.equal(d.body.result.capabilities.tasks, undefined, 'tasks are an extension here, not offered');
+    assert.equal(d.body.result.resultType, 'complete');
+    assert.equal(d.body.result._meta['io.modelcontextprotocol/serverInfo'].name, 'agent-sandbox');
+    const list = await modernPost(srv.url, tokA, 2, 'tools/list');
+    assert.equal(list.body.result.tools.length, 15);
+    assert.equal(typeof list.body.result.ttlMs, 'number');
+    assert.equal(list.body.result.cacheScope, 'private');
+    // omit sandbox_id: the first call makes the default and names it; the next one finds it
+    const call = (id, args, tok = tokA) => modernPost(srv.url, tok, id, 'tools/call', { name: 'run_command', arguments: args });
+    const first = await call(3, { command: 'hostname; echo one > /tmp/state' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const handle = first.body.result.structuredContent.sandbox_id;
+    assert.match(handle, /^local:/);
+    assert.match(first.body.result.content[0].text, new RegExp(`sandbox_id: ${handle}`));
+    const second = await call(4, { command: 'hostname; cat /tmp/state' });
+    assert.equal(second.body.result.structuredContent.stdout, `${first.body.result.structuredContent.stdout}one\n`);
+    assert.equal(second.body.result.structuredContent.sandbox_id, handle);
+    const byHandle = await call(5, { command: 'cat /tmp/state', sandbox_id: handle });
+    assert.equal(byHandle.body.result.structuredContent.stdout, 'one\n');
+    // the 2025-11-25 session on the same server has a default of its own
+    const own = await legacy.callTool({ name: 'run_command', arguments: { command: 'cat /tmp/state 2>&1 || true' } });
+    assert.match(own.structuredContent.stdout, /No such file/);
+    // another token's stateless calls neither see nor reach tokA's
+    const other = await call(6, { command: 'cat /tmp/state 2>&1 || true' }, tokB);
+    assert.match(other.body.result.structuredContent.stdout, /No such file/);
+    const reach = await call(7, { command: 'true', sandbox_id: handle }, tokB);
+    assert.equal(reach.body.result.isError, true);
+    assert.match(reach.body.result.structuredContent.error.code, /E8002/);
+    // the revision's errors and their HTTP statuses
+    let r = await modernPost(srv.url, tokA, 8, 'tools/call', { name: 'run_command', arguments: { command: 'true' } }, { 'Mcp-Name': 'list_files' });
+    assert.deepEqual([r.status, r.body.error.code, r.body.id], [400, -32020, 8]);
+    r = await modernPost(srv.url, tokA, 9, 'tools/list', {}, { 'MCP-Protocol-Version': '2025-11-25' });
+    assert.deepEqual([r.status, r.body.error.code], [400, -32020]);
+    r = await fetch(srv.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${tokA}`, 'MCP-Protocol-Version': '2099-01-01', 'Mcp-Method': 'tools/list' }, body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: { _meta: meta({ 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }) } }) });
+    const unsupported = await r.json();
+    assert.equal(r.status, 400);
+    assert.equal(unsupported.error.code, -32022);
+    assert.equal(unsupported.error.data.requested, '2099-01-01');
+    assert.ok(unsupported.error.data.supported.includes(MODERN));
+    r = await modernPost(srv.url, tokA, 11, 'tools/list', { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN } });
+    assert.deepEqual([r.status, r.body.error.code], [400, -32602], 'clientCapabilities is required');
+    for (const m of ['initialize', 'ping', 'logging/setLevel', 'tasks/list']) {
+      r = await modernPost(srv.url, tokA, 12, m);
+      assert.deepEqual([r.status, r.body.error.code], [404, -32601], m);
+    }
+    // a resource not found is -32602 in this revision
+    r = await modernPost(srv.url, tokA, 13, 'resources/read', { uri: `sandbox://${encodeURIComponent(handle)}/nope` });
+    assert.deepEqual([r.status, r.body.error.code], [400, -32602]);
+  } finally {
+    await legacy.close();
+    assert.equal(await stopServer(srv), 0);
+  }
+});
+
+test('2026-07-28 over STDIO: server/discover, then tools/call with _meta, no initialize; the default stays across calls', async () => {
+  const child = spawn(abx, ['mcp', 'start', '--template', 'base'], { env: H.env, stdio: ['pipe', 'pipe', 'ignore'] });
+  const answers = new Map();
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const m = JSON.parse(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      answers.get(m.id)?.(m);
+    }
+  });
+  const ask = (id, method, params = {}) => new Promise((resolve) => {
+    answers.set(id, resolve);
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: meta(), ...params } })}\n`);
+  });
+  try {
+    const d = await ask(1, 'server/discover');
+    assert.ok(d.result.supportedVersions.includes(MODERN));
+    const a = await ask(2, 'tools/call', { name: 'run_command', arguments: { command: 'echo x > /tmp/s; hostname' } });
+    const b = await ask(3, 'tools/call', { name: 'run_command', arguments: { command: 'cat /tmp/s; hostname' } });
+    assert.equal(b.result.structuredContent.stdout, `x\n${a.result.structuredContent.stdout}`);
+    assert.equal(a.result.structuredContent.sandbox_id, b.result.structuredContent.sandbox_id);
+    assert.equal(b.result.resultType, 'complete');
+    const bad = await ask(4, 'tools/list', { _meta: meta({ 'io.modelcontextprotocol/protocolVersion': '1.0' }) });
+    assert.equal(bad.error.code, -32022);
+  } finally {
+    child.stdin.end();
+    await new Promise((r) => child.on('close', r));
   }
 });
