@@ -7,6 +7,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { abx, privateHome, sleep } from '../lib/harness.mjs';
 import { buildWorld, teardown, inHost, canBuild, WEB_A, WEB_B, LAN, METADATA, DNS } from './networld/world.mjs';
 
@@ -252,6 +254,38 @@ test('pip install from the world\'s package index works with internet, fails wit
   } finally {
     abxw(['kill', on]);
     abxw(['kill', off]);
+  }
+});
+
+// An agent's package path (issue 26) through the MCP server in the world:
+// the default template, network asked for at create_sandbox, pip by the
+// user, apt-get by root (run_command user "root") from the world's mirror.
+test('through MCP, an agent installs with pip from the world\'s index and with apt-get as root from its mirror', { skip: why ?? false, timeout: 900000 }, async () => {
+  const c = new Client({ name: 'abx-net-agent', version: '1' });
+  await c.connect(new StdioClientTransport({ command: 'nsenter', args: [`--net=${W.host}`, abx, 'mcp', 'start'], env, stderr: 'pipe' }));
+  const long = { timeout: 900000 };
+  const run = async (command, user) => {
+    const r = await c.callTool({ name: 'run_command', arguments: { command, timeout: 300, ...(user ? { user } : {}) } }, undefined, long);
+    assert.notEqual(r.isError, true, JSON.stringify(r.structuredContent));
+    return r.structuredContent;
+  };
+  try {
+    // the first use may build code-interpreter-v1 (once per machine)
+    const made = await c.callTool({ name: 'create_sandbox', arguments: { allow_internet_access: true, timeout: 900 } }, undefined, long);
+    assert.notEqual(made.isError, true, JSON.stringify(made.structuredContent));
+    let r = await run('pip install --no-cache-dir --disable-pip-version-check --index-url http://pypi.test/simple --trusted-host pypi.test abxdemo 2>&1 | tail -2; python3 -c "import abxdemo; print(abxdemo.GREETING)"');
+    assert.equal(r.exit_code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /installed through the sandbox policy\n$/);
+    // as the user apt-get cannot; as root it installs from the mirror
+    const apt = "echo 'deb [trusted=yes] http://apt.test/debian ./' > /etc/apt/sources.list.d/abx-test.list && apt-get -q update -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/abx-test.list -o Dir::Etc::sourceparts=- && apt-get -q install -y --no-install-recommends abxdemo-tool";
+    r = await run(apt);
+    assert.notEqual(r.exit_code, 0, 'the sandbox user is not root');
+    r = await run(apt, 'root');
+    assert.equal(r.exit_code, 0, r.stdout + r.stderr);
+    r = await run("abxdemo-tool; dpkg-query -W -f '${Status}' abxdemo-tool");
+    assert.equal(r.stdout, 'abxdemo-tool from the local mirror\ninstall ok installed');
+  } finally {
+    await c.close();
   }
 });
 

@@ -16,6 +16,7 @@
 // their /proc/PID/ns/net paths. teardown() ends the processes and the
 // namespaces go, with their interfaces.
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,7 +26,7 @@ import { onExit } from '../../lib/harness.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WEB_A = '198.51.100.10', WEB_B = '203.0.113.10', PYPI = '198.51.100.20', DNS = '198.51.100.53';
 export const LAN = '10.99.0.10', METADATA = '169.254.169.254';
-export const NAMES = { 'allowed.test': WEB_A, 'denied.test': WEB_B, 'rebind.test': LAN, 'pypi.test': PYPI, 'b.wild.test': WEB_A, 'wild.test': WEB_A, 'glue.test': `${WEB_A},${LAN}` };
+export const NAMES = { 'allowed.test': WEB_A, 'denied.test': WEB_B, 'rebind.test': LAN, 'pypi.test': PYPI, 'apt.test': PYPI, 'b.wild.test': WEB_A, 'wild.test': WEB_A, 'glue.test': `${WEB_A},${LAN}` };
 
 function sh(args, opts = {}) {
   const r = spawnSync(args[0], args.slice(1), { encoding: 'utf8', ...opts });
@@ -54,6 +55,25 @@ with zipfile.ZipFile(sys.argv[1], 'w') as z:
 `, path.join(simple, wheel)]);
   fs.writeFileSync(path.join(simple, 'index.html'), `<html><body><a href="${wheel}">${wheel}</a></body></html>\n`);
   fs.writeFileSync(path.join(dir, 'simple', 'index.html'), '<html><body><a href="abxdemo/">abxdemo</a></body></html>\n');
+}
+
+// A Debian repository of one package, `abxdemo-tool` (a shell script in
+// /usr/bin), under dir/debian: the .deb made with dpkg-deb, Packages and an
+// unsigned Release with their hashes (a sources entry marks it trusted).
+function makeAptRepo(dir) {
+  const repo = path.join(dir, 'debian'), pkg = path.join(path.dirname(dir), 'apt-package');
+  fs.mkdirSync(path.join(pkg, 'DEBIAN'), { recursive: true });
+  fs.mkdirSync(path.join(pkg, 'usr', 'bin'), { recursive: true });
+  fs.mkdirSync(repo, { recursive: true });
+  fs.writeFileSync(path.join(pkg, 'DEBIAN', 'control'), 'Package: abxdemo-tool\nVersion: 1.0\nArchitecture: all\nMaintainer: abx tests <tests@abx.invalid>\nDescription: a tool the abx tests install from a local mirror\n');
+  fs.writeFileSync(path.join(pkg, 'usr', 'bin', 'abxdemo-tool'), '#!/bin/sh\necho "abxdemo-tool from the local mirror"\n', { mode: 0o755 });
+  const deb = 'abxdemo-tool_1.0_all.deb';
+  sh(['dpkg-deb', '--root-owner-group', '--build', pkg, path.join(repo, deb)]);
+  const bytes = fs.readFileSync(path.join(repo, deb));
+  const hash = (algo, b) => crypto.createHash(algo).update(b).digest('hex');
+  const packages = `Package: abxdemo-tool\nVersion: 1.0\nArchitecture: all\nMaintainer: abx tests <tests@abx.invalid>\nFilename: ./${deb}\nSize: ${bytes.length}\nSHA256: ${hash('sha256', bytes)}\nDescription: a tool the abx tests install from a local mirror\n\n`;
+  fs.writeFileSync(path.join(repo, 'Packages'), packages);
+  fs.writeFileSync(path.join(repo, 'Release'), `Origin: abx-tests\nLabel: abx-tests\nSuite: local\nArchitectures: all\nDate: ${new Date().toUTCString()}\nSHA256:\n ${hash('sha256', packages)} ${Buffer.byteLength(packages)} Packages\n`);
 }
 
 function holder() {
@@ -105,6 +125,7 @@ export async function buildWorld() {
   w.children.push(spawnIn(w.host, ['python3', '-m', 'http.server', '--bind', '127.0.0.1', '8080'], own));
   const index = path.join(w.dir, 'pypi');
   makeIndex(index);
+  makeAptRepo(index);
   w.children.push(spawnIn(w.inet, ['python3', '-m', 'http.server', '--bind', PYPI, '80'], index));
   w.dns = spawnIn(w.inet, ['python3', path.join(here, 'dns_server.py'), DNS, ...Object.entries(NAMES).map(([n, a]) => `${n}=${a}`)], w.dir);
   w.dnsLog = '';
