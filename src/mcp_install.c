@@ -59,7 +59,7 @@ static const mcp_client clients[] = {
      ".gemini/settings.json", SCOPE_USER},
     {"windsurf", "Windsurf", FORMAT_JSON, "mcpServers", NULL, false, ".codeium/windsurf/mcp_config.json",
      NULL, SCOPE_USER},
-    {"copilot", "Copilot CLI", FORMAT_JSON, "mcpServers", "local", true, ".copilot/mcp-config.json", NULL,
+    {"copilot", "Copilot CLI", FORMAT_JSON, "mcpServers", "local", true, "@copilot", ".github/mcp.json",
      SCOPE_USER},
 };
 
@@ -96,6 +96,11 @@ static bool special_user_path(const char *which, const char *home, char *out, si
         return joined(out, len, config, "Claude/claude_desktop_config.json");
     if (strcmp(which, "@vscode") == 0)
         return joined(out, len, config, "Code/User/mcp.json");
+    if (strcmp(which, "@copilot") == 0) {
+        const char *copilot_home = getenv("COPILOT_HOME"); /* Copilot CLI's own variable */
+        return copilot_home && *copilot_home ? joined(out, len, copilot_home, "mcp-config.json")
+                                             : joined(out, len, home, ".copilot/mcp-config.json");
+    }
     const char *codex_home = getenv("CODEX_HOME"); /* @codex: Codex CLI's own variable */
     if (codex_home && *codex_home)
         return joined(out, len, codex_home, "config.toml");

@@ -54,6 +54,7 @@ test('every client in its own place and format, in each scope it has; the key on
     ['gemini', 'project', path.join(w.ws, '.gemini/settings.json'), 'mcpServers', entry],
     ['windsurf', null, path.join(w.home, '.codeium/windsurf/mcp_config.json'), 'mcpServers', { ...entry, ...withKey }],
     ['copilot', null, path.join(w.home, '.copilot/mcp-config.json'), 'mcpServers', { ...entry, type: 'local', tools: ['*'], ...withKey }],
+    ['copilot', 'project', path.join(w.ws, '.github/mcp.json'), 'mcpServers', { ...entry, type: 'local', tools: ['*'] }],
   ];
   // Claude Code's user file holds much else: kept
   fs.writeFileSync(path.join(w.home, '.claude.json'), JSON.stringify({ numStartups: 3, projects: { '/x': { allowedTools: [] } } }));
@@ -88,8 +89,14 @@ test('every client in its own place and format, in each scope it has; the key on
   assert.equal(st.installations.cursor.scopes.project.installed, true);
   assert.equal(st.installations.windsurf.scopes.project, undefined);
   assert.equal(st.installations.copilot.installed, true);
+  assert.equal(st.installations.copilot.scopes.project.installed, true);
   const table = runAbx(['mcp', 'status'], { env: w.env, cwd: w.ws });
   assert.match(table.stdout, /^copilot\s+yes\s+user\s+/m);
+  // COPILOT_HOME moves Copilot CLI's user file
+  const copilotHome = fs.mkdtempSync(path.join(H.home, 'copilot-'));
+  r = runAbx(['mcp', 'install', '--target', 'copilot'], { env: { ...w.env, COPILOT_HOME: copilotHome }, cwd: w.ws });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(fs.readFileSync(path.join(copilotHome, 'mcp-config.json'), 'utf8')).mcpServers['agent-sandbox'], { ...entry, type: 'local', tools: ['*'], ...withKey });
   assert.ok(!table.stdout.includes(SECRET));
 });
 
