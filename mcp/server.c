@@ -520,16 +520,18 @@ static void tasks_method(mcp_server *s, const char *method, json_t *id, json_t *
     sink_done(sink);
 }
 
-static void cancel_request(mcp_server *s, json_t *params)
+void mcp_server_cancel(mcp_server *s, json_t *id)
 {
-    json_t *rid = json_object_get(params, "requestId");
-    if (!rid)
-        return;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->ncalls; i++)
-        if (json_equal(s->calls[i].id, rid))
+    for (int i = 0; id && i < s->ncalls; i++)
+        if (s->calls[i].id && json_equal(s->calls[i].id, id))
             atomic_store(&s->calls[i].call->cancelled, 1);
     pthread_mutex_unlock(&s->mu);
+}
+
+static void cancel_request(mcp_server *s, json_t *params)
+{
+    mcp_server_cancel(s, json_object_get(params, "requestId"));
 }
 
 static bool id_valid(json_t *id)

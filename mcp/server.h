@@ -48,6 +48,9 @@ int mcp_server_new(const mcp_server_config *cfg, mcp_server **out, abx_error **e
 /* Handles one message. Quick methods answer before returning; tools/call
  * runs on a worker thread and answers later through sink (copied). */
 void mcp_server_handle(mcp_server *srv, const char *text, size_t len, const mcp_sink *sink);
+/* Cancels request id in flight (as notifications/cancelled does): it stops
+ * and answers nothing. A finished or unknown id is ignored. */
+void mcp_server_cancel(mcp_server *srv, json_t *id);
 /* Number of tool calls in flight. */
 int mcp_server_calls_in_flight(mcp_server *srv);
 /* Ends the session: cancels calls in flight, waits for them, destroys every

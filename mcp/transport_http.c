@@ -433,7 +433,12 @@ typedef struct exchange {
     int refs; /* the sink's and the response's */
     http_server *srv;
     http_session *session; /* a reference, dropped when the exchange goes */
-    char *out;             /* SSE bytes being written */
+    /* a stateless-revision tools/call: its id (owned), and the request is
+     * cancelled when its stream closes before the answer (the revision's
+     * only cancellation on HTTP) */
+    json_t *cancel_id;
+    int fd;    /* its connection's socket, watched while waiting; -1: not watched */
+    char *out; /* SSE bytes being written */
     size_t out_len, out_pos;
 } exchange;
 
@@ -451,6 +456,7 @@ static void exchange_unref(exchange *x)
         m = next;
     }
     free(x->out);
+    json_decref(x->cancel_id);
     if (x->session)
         session_put(x->srv, x->session);
     pthread_mutex_destroy(&x->mu);
@@ -496,8 +502,30 @@ static msg_node *pop_locked(exchange *x)
     return m;
 }
 
+/* The wall-clock time ms from now, for pthread_cond_timedwait. */
+static struct timespec in_ms(long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* Whether the client has closed the watched connection (x->fd). */
+static bool peer_closed(const exchange *x)
+{
+    struct pollfd p = {.fd = x->fd, .events = POLLRDHUP};
+    return x->fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* SSE: each message as an event; a comment now and then keeps proxies from
- * closing a quiet stream. */
+ * closing a quiet stream. A watched connection the client closes ends the
+ * stream at once (sse_free then cancels the request). */
 static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
@@ -507,12 +535,15 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
         x->out = NULL;
         x->out_len = x->out_pos = 0;
         pthread_mutex_lock(&x->mu);
-        while (!x->head && !x->done) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
-            if (pthread_cond_timedwait(&x->cv, &x->mu, &ts) == ETIMEDOUT)
-                break;
+        uint64_t keepalive_at = now_ms() + SSE_KEEPALIVE_MS;
+        bool closed = false;
+        while (!x->head && !x->done && !(closed = peer_closed(x)) && now_ms() < keepalive_at) {
+            struct timespec ts = in_ms(x->fd >= 0 ? 200 : SSE_KEEPALIVE_MS); /* a watched one: often */
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        }
+        if (closed) {
+            pthread_mutex_unlock(&x->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         msg_node *m = pop_locked(x);
         bool finished = !m && x->done;
@@ -539,9 +570,16 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return (ssize_t)n;
 }
 
+/* The response is gone: sent whole, or its connection closed. */
 static void sse_free(void *cls)
 {
-    exchange_unref(cls);
+    exchange *x = cls;
+    pthread_mutex_lock(&x->mu);
+    bool unanswered = !x->done;
+    pthread_mutex_unlock(&x->mu);
+    if (unanswered && x->cancel_id && x->session)
+        mcp_server_cancel(x->session->srv, x->cancel_id);
+    exchange_unref(x);
 }
 
 static bool is_notification(const char *json)
@@ -574,12 +612,29 @@ static unsigned modern_status(const char *json)
 /* Answers a request: its response alone as application/json when nothing
  * came before it, else everything as text/event-stream (progress and log
  * notifications first, then the response). A stateless-revision error
- * alone carries its HTTP status (modern_status). */
+ * alone carries its HTTP status (modern_status). A stateless tools/call's
+ * connection is watched while it runs: the client closing it cancels the
+ * call (the revision's only cancellation on HTTP). */
 static enum MHD_Result answer(struct MHD_Connection *c, exchange *x, const char *session_header, bool modern)
 {
+    const union MHD_ConnectionInfo *info =
+        x->cancel_id ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    x->fd = info ? info->connect_fd : -1;
     pthread_mutex_lock(&x->mu);
-    while (!x->done && !(x->head && is_notification(x->head->json)))
-        pthread_cond_wait(&x->cv, &x->mu);
+    bool closed = false;
+    while (!x->done && !(x->head && is_notification(x->head->json)) && !(closed = peer_closed(x))) {
+        struct timespec ts = in_ms(200); /* a watched connection: its close is looked for */
+        if (x->fd >= 0)
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        else
+            pthread_cond_wait(&x->cv, &x->mu);
+    }
+    if (closed) { /* the client gave up: the call stops, nothing is answered */
+        pthread_mutex_unlock(&x->mu);
+        mcp_server_cancel(x->session->srv, x->cancel_id);
+        exchange_unref(x);
+        return MHD_NO;
+    }
     bool single = x->done && x->head && !x->head->next;
     msg_node *only = single ? pop_locked(x) : NULL;
     bool empty = x->done && !x->head && !only;
@@ -638,6 +693,7 @@ static exchange *exchange_new(http_server *s, http_session *hs)
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     x->refs = 2;
+    x->fd = -1;
     x->srv = s;
     x->session = hs;
     return x;
@@ -699,13 +755,14 @@ static enum MHD_Result handle_batch(http_server *s, struct MHD_Connection *c, ht
 
 /* Hands the body to session hs (whose reference this takes) and answers. */
 static enum MHD_Result dispatch(http_server *s, struct MHD_Connection *c, http_req *rq, http_session *hs,
-                                bool is_request, const char *session_header, bool modern)
+                                bool is_request, const char *session_header, bool modern, json_t *cancel_id)
 {
     exchange *x = exchange_new(s, hs);
     if (!x) {
         session_put(s, hs);
         return MHD_NO;
     }
+    x->cancel_id = cancel_id ? json_incref(cancel_id) : NULL;
     mcp_sink sink = {sink_send, sink_done, x};
     mcp_server_handle(hs->srv, rq->body.data ? rq->body.data : "", rq->body.len, &sink);
     if (!is_request) { /* a notification or a response: accepted, nothing to say */
@@ -821,7 +878,8 @@ static enum MHD_Result handle_modern(http_server *s, struct MHD_Connection *c, h
     if (!hs)
         return code == ABX_ELIMIT ? reply_error_id(c, 503, id, -32000, "Too many sessions: try later")
                                   : reply_error_id(c, 500, id, -32603, "Internal error");
-    return dispatch(s, c, rq, hs, is_request, NULL, true);
+    bool call = is_request && strcmp(method, "tools/call") == 0;
+    return dispatch(s, c, rq, hs, is_request, NULL, true, call ? id : NULL);
 }
 
 static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, http_req *rq)
@@ -869,7 +927,7 @@ static enum MHD_Result handle_post(http_server *s, struct MHD_Connection *c, htt
         if (!hs)
             return reply_error(c, 404, -32001, "Session not found");
     }
-    return dispatch(s, c, rq, hs, is_request, is_initialize ? hs->id : NULL, false);
+    return dispatch(s, c, rq, hs, is_request, is_initialize ? hs->id : NULL, false, NULL);
 }
 
 static enum MHD_Result handle_delete(http_server *s, struct MHD_Connection *c, int token)

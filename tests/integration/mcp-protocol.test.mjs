@@ -282,6 +282,21 @@ test('2026-07-28 over HTTP: server/discover and tools/call with _meta, no initia
       r = await modernPost(srv.url, tokA, 12, m);
       assert.deepEqual([r.status, r.body.error.code], [404, -32601], m);
     }
+    // closing a tools/call's stream cancels the call: its command is stopped
+    const ac = new AbortController();
+    const pending = fetch(srv.url, {
+      method: 'POST', signal: ac.signal,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${tokA}`, 'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_command' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 20, method: 'tools/call', params: { _meta: meta(), name: 'run_command', arguments: { command: 'sleep 47' } } }),
+    }).then((res) => res.text()).catch(() => 'aborted');
+    const running = async () => (await call(21, { command: 'pgrep -x sleep >/dev/null && echo yes || echo no' })).body.result.structuredContent.stdout;
+    for (let i = 0; i < 50 && (await running()) !== 'yes\n'; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(await running(), 'yes\n');
+    ac.abort();
+    assert.equal(await pending, 'aborted');
+    let still = 'yes\n';
+    for (let i = 0; i < 50 && still === 'yes\n'; i++) { await new Promise((res) => setTimeout(res, 100)); still = await running(); }
+    assert.equal(still, 'no\n', 'the cancelled command still runs');
     // a resource not found is -32602 in this revision
     r = await modernPost(srv.url, tokA, 13, 'resources/read', { uri: `sandbox://${encodeURIComponent(handle)}/nope` });
     assert.deepEqual([r.status, r.body.error.code], [400, -32602]);
