@@ -26,6 +26,17 @@ int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
     return 0;
 }
 
+int abx__hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 bool abx__env_name_valid(const char *name, size_t len)
 {
     if (len == 0 || len > 255)

@@ -19,6 +19,9 @@ int abx__parse_u64(const char *s, unsigned long long *out);
  * *key_len is the length of KEY. */
 int abx__parse_env_pair(const char *s, size_t *key_len);
 
+/* The value of hex digit c (either case), or -1. */
+int abx__hex_digit(char c);
+
 /* True if name is a valid environment variable name. */
 bool abx__env_name_valid(const char *name, size_t len);
 

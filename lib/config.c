@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "error_internal.h"
 #include "netpolicy.h"
+#include "parse.h"
 #include "plugin_store.h"
 
 #include <ctype.h>
@@ -175,17 +176,6 @@ static int put_char(char *out, size_t cap, size_t *n, char ch)
     return 0;
 }
 
-static int hex_value(char h)
-{
-    if (h >= '0' && h <= '9')
-        return h - '0';
-    if (h >= 'a' && h <= 'f')
-        return h - 'a' + 10;
-    if (h >= 'A' && h <= 'F')
-        return h - 'A' + 10;
-    return -1;
-}
-
 static int read_basic_string(cursor *c, char *out, size_t cap)
 {
     size_t n = 0;
@@ -218,7 +208,7 @@ static int read_basic_string(cursor *c, char *out, size_t cap)
             return -1;
         int v = 0;
         for (int i = 0; i < 4; i++) {
-            int h = hex_value(*c->p++);
+            int h = abx__hex_digit(*c->p++);
             if (h < 0)
                 return -1;
             v = v * 16 + h;

@@ -12,6 +12,7 @@
  */
 #include "resources.h"
 #include "bounds.h"
+#include "parse.h"
 #include "text.h"
 
 #include <stdio.h>
@@ -59,17 +60,6 @@ char *mcp_resource_uri(const char *id, const char *path)
     return uri;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes [s, end) into out (len bytes with its NUL). False on a bad
  * escape, a %00, or when it does not fit. */
 static bool decode(const char *s, const char *end, char *out, size_t len)
@@ -78,7 +68,7 @@ static bool decode(const char *s, const char *end, char *out, size_t len)
     while (s < end) {
         int c = (unsigned char)*s;
         if (c == '%') {
-            int hi = end - s > 2 ? hex_value(s[1]) : -1, lo = end - s > 2 ? hex_value(s[2]) : -1;
+            int hi = end - s > 2 ? abx__hex_digit(s[1]) : -1, lo = end - s > 2 ? abx__hex_digit(s[2]) : -1;
             if (hi < 0 || lo < 0)
                 return false;
             c = hi * 16 + lo;

@@ -1,5 +1,5 @@
 /* tasks.c: one session's tasks (2025-11-25 task-augmented tools/call).
- * Owns the task table: unguessable ids (128 bits from getrandom), the
+ * Owns the task table: unguessable ids (128 bits, random_id.h), the
  * status machine (working -> completed | failed | cancelled, terminal
  * states final), each task's TTL (the client's, bounded; the task and its
  * result are forgotten after it), and the waits of tasks/result.
@@ -11,11 +11,11 @@
  * tasks refuses a new one.
  */
 #include "tasks.h"
+#include "random_id.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 static int64_t wall_ms(void)
@@ -142,14 +142,11 @@ static mcp_task *find(mcp_tasks *t, const char *id)
 
 json_t *mcp_tasks_create(mcp_tasks *t, unsigned ttl_ms, atomic_int *cancel, char id[33])
 {
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return NULL;
     mcp_task *k = calloc(1, sizeof *k);
-    if (!k)
+    if (!k || abx__random_id(k->id, sizeof k->id) < 0) {
+        free(k);
         return NULL;
-    for (int i = 0; i < 16; i++)
-        snprintf(k->id + 2 * i, 3, "%02x", raw[i]);
+    }
     k->ttl_ms = ttl_ms == 0                    ? MCP_TASK_TTL_DEFAULT_MS
                 : ttl_ms > MCP_TASK_TTL_MAX_MS ? MCP_TASK_TTL_MAX_MS
                                                : ttl_ms;

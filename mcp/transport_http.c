@@ -32,7 +32,7 @@
 #include "bounds.h"
 #include "parse.h"
 #include "error_internal.h"
-#include "parse.h"
+#include "random_id.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -48,7 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -281,16 +280,14 @@ static void tenant_of(const http_server *s, int token, char *out, size_t len)
  * stateless revision); NULL when the limit is reached. */
 static http_session *session_new(http_server *s, int token, bool stateless, abx_error **err)
 {
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
-        abx__error_set(err, ABX_ESYS, "no randomness for a session id");
-        return NULL;
-    }
     http_session *hs = calloc(1, sizeof *hs);
     if (!hs)
         return NULL;
-    for (int i = 0; i < 16; i++)
-        snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
+    if (abx__random_id(hs->id, sizeof hs->id) < 0) {
+        free(hs);
+        abx__error_set(err, ABX_ESYS, "no randomness for a session id");
+        return NULL;
+    }
     hs->token = token;
     hs->stateless = stateless;
     hs->last_used_ms = now_ms();

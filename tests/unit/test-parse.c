@@ -6,6 +6,9 @@
 
 #include "abx/abx.h"
 #include "parse.h"
+#include "random_id.h"
+
+#include <string.h>
 
 static void test_uint_accepts_in_range(void **state)
 {
@@ -50,12 +53,39 @@ static void test_env_pairs(void **state)
     assert_int_equal(abx__parse_env_pair(NULL, &k), -ABX_EINVAL);
 }
 
+static void test_hex_digits(void **state)
+{
+    (void)state;
+    assert_int_equal(abx__hex_digit('0'), 0);
+    assert_int_equal(abx__hex_digit('9'), 9);
+    assert_int_equal(abx__hex_digit('a'), 10);
+    assert_int_equal(abx__hex_digit('F'), 15);
+    assert_int_equal(abx__hex_digit('g'), -1);
+    assert_int_equal(abx__hex_digit('\0'), -1);
+    assert_int_equal(abx__hex_digit('/'), -1);
+}
+
+/* 32 hex digits, a new one each time; a buffer too small is refused. */
+static void test_random_ids(void **state)
+{
+    (void)state;
+    char a[ABX_RANDOM_ID_LEN + 1], b[ABX_RANDOM_ID_LEN + 1];
+    assert_int_equal(abx__random_id(a, sizeof a), 0);
+    assert_int_equal(abx__random_id(b, sizeof b), 0);
+    assert_int_equal(strlen(a), 32);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 32);
+    assert_string_not_equal(a, b);
+    assert_int_equal(abx__random_id(a, 32), -ABX_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uint_accepts_in_range),
         cmocka_unit_test(test_uint_rejects),
         cmocka_unit_test(test_env_pairs),
+        cmocka_unit_test(test_hex_digits),
+        cmocka_unit_test(test_random_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
