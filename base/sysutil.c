@@ -136,6 +136,14 @@ unsigned long long abx__now_ns(void)
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+const char *abx__env_path(const char *const *envp)
+{
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], "PATH=", 5) == 0)
+            return envp[i] + 5;
+    return NULL;
+}
+
 void abx__deadline_after(struct timespec *ts, unsigned ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);

@@ -33,6 +33,9 @@ int abx__mkdir_exist_ok(const char *path, mode_t mode);
  * condition variable set to that clock). */
 struct timespec;
 void abx__deadline_after(struct timespec *ts, unsigned ms);
+/* The value of PATH in a NULL-terminated "NAME=value" environment (the
+ * sandbox's: where a command's name is looked for), or NULL. */
+const char *abx__env_path(const char *const *envp);
 /* Monotonic clock in nanoseconds. */
 unsigned long long abx__now_ns(void);
 

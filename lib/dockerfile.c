@@ -30,6 +30,12 @@ static const char *const keywords[] = {
     [DF_CMD] = "CMD",
     [DF_ENTRYPOINT] = "ENTRYPOINT",
     [DF_HEALTHCHECK] = "HEALTHCHECK",
+    [DF_EXPOSE] = "EXPOSE",
+    [DF_LABEL] = "LABEL",
+    [DF_MAINTAINER] = "MAINTAINER",
+    [DF_STOPSIGNAL] = "STOPSIGNAL",
+    [DF_SHELL] = "SHELL",
+    [DF_VOLUME] = "VOLUME",
 };
 
 const char *abx__dockerfile_keyword(df_kind kind)
@@ -205,6 +211,50 @@ static int parse_env(parse_ctx *p, const char *rest, df_step *s)
     return rc;
 }
 
+/* LABEL k=v "k 2"="v 2" ...: keys any non-empty word. */
+static int parse_label(parse_ctx *p, const char *rest, df_step *s)
+{
+    df_step words = {.kind = DF_LABEL};
+    int rc = split_words(p, rest, &words);
+    if (rc == 0 && words.nargs == 0)
+        rc = fail(p, "LABEL: KEY=value expected");
+    for (size_t i = 0; rc == 0 && i < words.nargs; i++) {
+        char *w = words.args[i];
+        char *e = strchr(w, '=');
+        if (!e || e == w)
+            rc = fail(p, "LABEL: '%.64s' is not KEY=value", w);
+        else if (push_arg(s, strndup(w, (size_t)(e - w))) < 0 || push_arg(s, strdup(e + 1)) < 0)
+            rc = fail(p, "LABEL: too many labels");
+    }
+    for (size_t i = 0; i < words.nargs; i++)
+        free(words.args[i]);
+    free(words.args);
+    return rc;
+}
+
+/* EXPOSE ports, VOLUME paths (or VOLUME's array): one or more words. */
+static int parse_words(parse_ctx *p, const char *rest, df_step *s)
+{
+    int rc = s->kind == DF_VOLUME ? json_form(p, rest, s) : 0;
+    if (rc < 0 || (rc == 0 && split_words(p, rest, s) < 0))
+        return -1;
+    if (s->nargs == 0)
+        return fail(p, "%s: an argument is required", keywords[s->kind]);
+    return 0;
+}
+
+/* SHELL ["executable", "parameters"]: the array form only, as Docker. */
+static int parse_shell(parse_ctx *p, const char *rest, df_step *s)
+{
+    int rc = json_form(p, rest, s);
+    if (rc < 0)
+        return -1;
+    if (rc == 0 || s->nargs == 0)
+        return fail(p, "SHELL: the JSON array form is required, e.g. SHELL [\"/bin/bash\", \"-c\"]");
+    s->exec_form = true;
+    return 0;
+}
+
 static int parse_arg(parse_ctx *p, const char *rest, df_step *s)
 {
     df_step words = {.kind = DF_ARG};
@@ -375,10 +425,14 @@ static int parse_step(parse_ctx *p, const char *logical, abx_dockerfile *df, boo
 {
     size_t klen = strcspn(logical, " \t");
     df_kind kind;
+    if (klen == 7 && strncasecmp(logical, "ONBUILD", 7) == 0)
+        return fail(p, "ONBUILD is not supported: a template runs no instructions in the builds made FROM it "
+                       "(write them in those Dockerfiles)");
     if (kind_of(logical, klen, &kind) < 0)
         return fail(p,
                     "'%.*s' is not an instruction abx supports (FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, "
-                    "USER, CMD, ENTRYPOINT, HEALTHCHECK)",
+                    "USER, CMD, ENTRYPOINT, HEALTHCHECK, EXPOSE, LABEL, MAINTAINER, STOPSIGNAL, SHELL, "
+                    "VOLUME)",
                     (int)(klen < 32 ? klen : 32), logical);
     if (kind == DF_FROM && *seen_from)
         return fail(p, "a second FROM: multi-stage builds are not supported");
@@ -419,7 +473,22 @@ static int parse_step(parse_ctx *p, const char *logical, abx_dockerfile *df, boo
         break;
     case DF_WORKDIR:
     case DF_USER:
+    case DF_STOPSIGNAL:
         rc = parse_single(p, rest, s);
+        break;
+    case DF_MAINTAINER:
+        rc = *rest ? (push_arg(s, strdup(rest)) < 0 ? fail(p, "out of memory") : 0)
+                   : fail(p, "MAINTAINER: a name is required");
+        break;
+    case DF_LABEL:
+        rc = parse_label(p, rest, s);
+        break;
+    case DF_EXPOSE:
+    case DF_VOLUME:
+        rc = parse_words(p, rest, s);
+        break;
+    case DF_SHELL:
+        rc = parse_shell(p, rest, s);
         break;
     default:
         rc = fail(p, "unknown instruction");

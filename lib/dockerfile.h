@@ -2,8 +2,10 @@
  * (lib/dockerfile.c; no system calls).
  *
  * Instructions: FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, CMD,
- * ENTRYPOINT, HEALTHCHECK. Anything else is an error naming the line and
- * the instruction. Lines end with '\' to continue; '#' starts a comment
+ * ENTRYPOINT, HEALTHCHECK, and the ones recorded in the template's config
+ * (EXPOSE, LABEL, MAINTAINER, STOPSIGNAL, VOLUME) or changing how later
+ * steps run (SHELL). ONBUILD, and anything else, is an error naming the
+ * line and the instruction. Lines end with '\' to continue; '#' starts a comment
  * line; keywords are case-insensitive; RUN, CMD, ENTRYPOINT, HEALTHCHECK CMD
  * and COPY/ADD take the JSON array form too. Variables ($NAME, ${NAME},
  * ${NAME:-word}, ${NAME:+word}) are expanded at build time
@@ -31,6 +33,12 @@ typedef enum df_kind {
     DF_CMD,
     DF_ENTRYPOINT,
     DF_HEALTHCHECK,
+    DF_EXPOSE,
+    DF_LABEL,
+    DF_MAINTAINER,
+    DF_STOPSIGNAL,
+    DF_SHELL,
+    DF_VOLUME,
 } df_kind;
 
 typedef struct df_step {
@@ -40,7 +48,8 @@ typedef struct df_step {
     bool exec_form; /* RUN, CMD, ENTRYPOINT, HEALTHCHECK: a JSON array, run without a shell */
     char **args;    /* owned. FROM: image; RUN/CMD/ENTRYPOINT/HEALTHCHECK: the command
                        (one string, or the array); COPY/ADD: sources..., destination;
-                       ENV: name, value pairs; ARG: name[, default]; WORKDIR, USER: one */
+                       ENV, LABEL: name, value pairs; ARG: name[, default]; WORKDIR, USER,
+                       STOPSIGNAL, MAINTAINER: one; EXPOSE: ports; SHELL: the array; VOLUME: paths */
     size_t nargs;
     bool has_default;      /* ARG NAME=default */
     char *chown;           /* COPY/ADD --chown=U[:G], or NULL */

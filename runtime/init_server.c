@@ -187,8 +187,12 @@ static void spawn_one(int ctl, json_int_t seq, const spawn_request *r, const int
         send_json(ctl, json_pack("{s:s, s:I, s:i}", "op", "spawned", "seq", seq, "pid", (int)pid));
         return;
     }
-    char message[256];
-    if (f.code == ABX_ECMDNOTFOUND)
+    char message[320];
+    const char *path = abx__env_path((const char *const *)r->envp);
+    if (f.code == ABX_ECMDNOTFOUND && !strchr(r->argv[0], '/'))
+        snprintf(message, sizeof message, "%.100s: command not found on the sandbox's PATH (%.120s)",
+                 r->argv[0], path ? path : "unset");
+    else if (f.code == ABX_ECMDNOTFOUND)
         snprintf(message, sizeof message, "%.200s: command not found", r->argv[0]);
     else if (f.code == ABX_ENOENT)
         snprintf(message, sizeof message, "working directory %.200s: %s", r->cwd, strerror(f.err));

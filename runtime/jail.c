@@ -144,6 +144,10 @@ __attribute__((noreturn)) static void command_main(const abx_jail_config *cfg, i
     environ = (char **)cfg->envp;
     execvp(cfg->argv[0], (char *const *)cfg->argv);
     int e = errno;
+    const char *path = abx__env_path((const char *const *)cfg->envp);
+    if ((e == ENOENT || e == ENOTDIR) && !strchr(cfg->argv[0], '/'))
+        report_fail(report_fd, ABX_ECMDNOTFOUND, 127, "%s: command not found on the sandbox's PATH (%s)",
+                    cfg->argv[0], path ? path : "unset");
     if (e == ENOENT || e == ENOTDIR)
         report_fail(report_fd, ABX_ECMDNOTFOUND, 127, "%s: command not found", cfg->argv[0]);
     report_fail(report_fd, e == EACCES || e == ENOEXEC ? ABX_ENOEXEC : ABX_EPERM, 126, "%s: %s", cfg->argv[0],

@@ -63,9 +63,21 @@ typedef struct code_context {
     char lost_why[200]; /* (run_mu) why the last kernel went: the next cell says its state was reset */
 } code_context;
 
+/* The languages a context runs: python and bash (its cells as %%bash) on
+ * the Python kernel, javascript and typescript (transpiled by the typescript
+ * module inside) on the Node kernel. E2B's others (r, java) have no kernel
+ * here: /execute answers them with an error line naming these. */
+#define LANGUAGES "python, javascript, typescript and bash"
+
 static bool language_ok(const char *l)
 {
-    return strcmp(l, "python") == 0 || strcmp(l, "javascript") == 0;
+    return strcmp(l, "python") == 0 || strcmp(l, "javascript") == 0 || strcmp(l, "typescript") == 0 ||
+           strcmp(l, "bash") == 0;
+}
+
+static bool on_python(const char *language)
+{
+    return strcmp(language, "python") == 0 || strcmp(language, "bash") == 0;
 }
 
 static const char *normalise(const char *l)
@@ -74,6 +86,10 @@ static const char *normalise(const char *l)
         return "python";
     if (strcmp(l, "js") == 0)
         return "javascript";
+    if (strcmp(l, "ts") == 0)
+        return "typescript";
+    if (strcmp(l, "sh") == 0 || strcmp(l, "shell") == 0)
+        return "bash";
     return l;
 }
 
@@ -82,7 +98,7 @@ static const char *normalise(const char *l)
  * one line in `ps`, not the whole source. Returns the path in *path. */
 static int write_kernel_file(shim *sh, const code_context *c, char *path, size_t len, abx_error **err)
 {
-    bool python = strcmp(c->language, "python") == 0;
+    bool python = on_python(c->language);
     snprintf(path, len, "/tmp/.abx-%u/%s", c->uid, python ? "python_kernel.py" : "node_kernel.js");
     const char *src = python ? python_kernel : node_kernel;
     int fd = -1;
@@ -102,11 +118,11 @@ static int spawn_kernel(shim *sh, code_context *c, abx_error **err)
     int rc = write_kernel_file(sh, c, file, sizeof file, err);
     if (rc < 0)
         return rc;
-    json_t *args = strcmp(c->language, "python") == 0 ? json_pack("[s, s]", "-u", file)
-                                                      : json_pack("[s, s]", "--expose-internals", file);
+    json_t *args = on_python(c->language) ? json_pack("[s, s]", "-u", file)
+                                          : json_pack("[s, s]", "--expose-internals", file);
     char tag[64];
     snprintf(tag, sizeof tag, "abx-context-%s", c->id);
-    shim_start_request r = {.cmd = strcmp(c->language, "python") == 0 ? "python3" : "node",
+    shim_start_request r = {.cmd = on_python(c->language) ? "python3" : "node",
                             .args = args,
                             .cwd = c->cwd,
                             .tag = tag,
@@ -204,7 +220,7 @@ int abx__code_context_create(shim *sh, json_t *req, unsigned uid, json_t **out, 
 {
     const char *lang = normalise(json_string_value(json_object_get(req, "language")));
     if (!language_ok(lang))
-        return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
+        return abx__error_set(err, ABX_EINVAL, "language: " LANGUAGES);
     pthread_mutex_lock(&sh->code_mu);
     code_context *c = NULL;
     int rc = context_new(sh, lang, json_string_value(json_object_get(req, "cwd")), uid, false, true, &c, err);
@@ -430,9 +446,19 @@ static int ensure_kernel(shim *sh, code_context *c, char *reset_why, size_t len,
 
 static int send_cell(shim *sh, code_context *c, unsigned id, const cell_request *req)
 {
-    json_t *msg = json_pack("{s:i, s:s, s:s, s:i, s:I}", "id", (int)id, "code", req->code, "cwd",
+    json_t *msg = json_pack("{s:i, s:s, s:s, s:i, s:I, s:s}", "id", (int)id, "code", req->code, "cwd",
                             req->cwd && *req->cwd ? req->cwd : c->cwd, "timeout", (int)req->timeout_s,
-                            "save_after", (json_int_t)req->save_after);
+                            "save_after", (json_int_t)req->save_after, "language", c->language);
+    if (strcmp(c->language, "bash") == 0) { /* the Python kernel's %%bash runs the cell in bash */
+        size_t n = strlen(req->code);
+        char *cell = malloc(n + 8);
+        if (cell) {
+            memcpy(cell, "%%bash\n", 7);
+            memcpy(cell + 7, req->code, n + 1);
+            json_object_set_new(msg, "code", json_string(cell));
+            free(cell);
+        }
+    }
     if (json_is_object(req->env))
         json_object_set(msg, "env", req->env);
     char *text = json_dumps(msg, JSON_COMPACT);
@@ -611,6 +637,22 @@ static int run_cell(shim *sh, code_context *c, const cell_request *req, char **o
     return rc;
 }
 
+/* A language E2B knows and this sandbox has no kernel for (r, java, ...):
+ * an execution whose error names the ones it runs, as E2B's SDK shows an
+ * execution's error (the language's name is the client's: bounded). */
+static int unsupported_language(const char *lang, char **out, abx_error **err)
+{
+    char value[200];
+    snprintf(value, sizeof value, "language %.32s%s has no kernel in this sandbox; it runs " LANGUAGES, lang,
+             strlen(lang) > 32 ? "..." : "");
+    json_t *lines = json_pack("[{s:s, s:i}, o, {s:s, s:i}, {s:s}]", "type", "number_of_executions",
+                              "execution_count", 0, error_line("UnsupportedLanguage", value, ""), "type",
+                              "abx", "exit_code", 1, "type", "end_of_execution");
+    int rc = lines ? ndjson(lines, out, err) : abx__error_set(err, ABX_ENOMEM, "answer");
+    json_decref(lines);
+    return rc;
+}
+
 int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char **out, abx_error **err)
 {
     const char *code = json_string_value(json_object_get(req, "code"));
@@ -635,7 +677,7 @@ int abx__code_execute(shim *sh, json_t *req, unsigned uid, int client_fd, char *
         return abx__error_set(err, ABX_EINVAL, "cwd: an absolute path");
     const char *lang = normalise(lang_in);
     if (!ctx_id && !language_ok(lang))
-        return abx__error_set(err, ABX_EINVAL, "language: python or javascript");
+        return unsupported_language(lang, out, err);
     cell_request cell = {.code = code,
                          .cwd = json_string_value(cwd),
                          .env = json_object_get(req, "env_vars"),

@@ -259,6 +259,21 @@ static shim_proc *proc_new(shim *sh, const shim_start_request *req, json_t *msg)
 static int spawn_and_wait(shim *sh, shim_proc *p, json_t *msg, const int child_fds[3], abx_error **err);
 static int start_pty(shim *sh, const shim_start_request *req, json_t *msg, abx_error **err);
 
+/* A template whose config sets PATH (Docker's ENV PATH) runs its commands
+ * with that PATH, as docker exec does: a login shell (bash -l -c, how
+ * E2B's clients and libabx send a command line) would let Debian's
+ * /etc/profile reset it, so such a shell is not a login one there. */
+static void keep_template_path(const shim *sh, json_t *argv)
+{
+    const char *cmd = json_string_value(json_array_get(argv, 0));
+    size_t n = cmd ? strlen(cmd) : 0;
+    bool bash = n >= 4 && strcmp(cmd + n - 4, "bash") == 0 && (n == 4 || cmd[n - 5] == '/');
+    if (bash && json_object_get(sh->template_env, "PATH") && json_array_size(argv) >= 3 &&
+        strcmp(json_string_value(json_array_get(argv, 1)) ?: "", "-l") == 0 &&
+        strcmp(json_string_value(json_array_get(argv, 2)) ?: "", "-c") == 0)
+        json_array_remove(argv, 1);
+}
+
 int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **err)
 {
     if (!req->cmd || !*req->cmd)
@@ -268,6 +283,7 @@ int abx__shim_proc_start(shim *sh, const shim_start_request *req, abx_error **er
     size_t i;
     json_t *a;
     json_array_foreach(req->args, i, a) json_array_append(argv, a);
+    keep_template_path(sh, argv);
     const char *home = sh->template_workdir[0]                          ? sh->template_workdir
                        : req->default_cwd && req->default_cwd[0] == '/' ? req->default_cwd
                        : req->uid == 0                                  ? "/root"

@@ -44,7 +44,9 @@
 #define PEER_RECHECK_S 5 /* a user's admission is decided again after this */
 #define ENVD_VERSION "0.6.4"
 #define CLIENT_ID "6532622b"
-#define DEFAULT_CREATE_TIMEOUT_S 15 /* E2B's API, when the body names none */
+/* A create whose body names no timeout: E2B's cloud gives 300 s (its API's
+ * spec says 15, which no SDK user expects); --default-timeout changes it. */
+#define DEFAULT_CREATE_TIMEOUT_S 300
 
 typedef struct serve_key {
     char tenant[34];
@@ -60,6 +62,12 @@ typedef struct serve_ctx {
     abx_client *root; /* the provider's client (its warm pool) */
     abx_client *data; /* acting for every key's tenant: the keyless data plane */
     char domain[128];
+    /* the domain in answers: a sandbox's host is PORT-ID.THIS, so it is the
+     * domain and, past 80 and 443, the listener's port (so that the host
+     * works as a URL's authority); published once the port is known */
+    char domain_port[160];
+    _Atomic(const char *) answer_domain;
+    unsigned default_timeout_s;
     serve_key keys[MAX_KEYS];
     size_t nkeys;
     serve_key *peers;     /* the service's: MAX_PEERS, the first npeers in use (mu) */
@@ -259,7 +267,7 @@ static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_
     const char *token = envd_token(sb, notes, &ep);
     json_t *answer = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", bare(abx_sandbox_id(sb)),
                                "templateID", template_id, "clientID", CLIENT_ID, "envdVersion", ENVD_VERSION,
-                               "envdAccessToken", token, "domain", s->domain);
+                               "envdAccessToken", token, "domain", atomic_load(&s->answer_domain));
     explicit_bzero(&ep, sizeof ep);
     json_t *traffic = json_object_get(notes, "traffic_token");
     if (answer && json_is_string(traffic))
@@ -294,7 +302,7 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
     abx_endpoint ep;
     json_object_set_new(o, "envdAccessToken", json_string(envd_token(detail_of, notes, &ep)));
     explicit_bzero(&ep, sizeof ep);
-    json_object_set_new(o, "domain", json_string(s->domain));
+    json_object_set_new(o, "domain", json_string(atomic_load(&s->answer_domain)));
     json_t *net = json_object_get(notes, "network");
     json_t *allow = json_object_get(notes, "allow_internet_access");
     json_object_set_new(o, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
@@ -485,7 +493,7 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
 {
     (void)s;
     json_t *tmpl = json_object_get(body, "templateID");
-    long timeout = body_timeout(body, DEFAULT_CREATE_TIMEOUT_S);
+    long timeout = body_timeout(body, (long)s->default_timeout_s);
     bool bad = !json_is_object(body) || (tmpl && !json_is_string(tmpl)) || timeout < 0;
     char **meta = bad ? NULL : pairs_of(json_object_get(body, "metadata"), &bad);
     char **envs = bad ? NULL : pairs_of(json_object_get(body, "envVars"), &bad);
@@ -1491,6 +1499,8 @@ int serve_run(const serve_config *cfg, abx_error **err)
         return abx__error_set(err, ABX_ENOMEM, "serve");
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->domain, sizeof s->domain, "%s", cfg->domain && *cfg->domain ? cfg->domain : "localhost");
+    atomic_store(&s->answer_domain, s->domain);
+    s->default_timeout_s = cfg->default_timeout_s ? cfg->default_timeout_s : DEFAULT_CREATE_TIMEOUT_S;
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
         abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
     int sigfd = abx__stop_signals_block();
@@ -1525,6 +1535,11 @@ int serve_run(const serve_config *cfg, abx_error **err)
             close(sigfd);
         ctx_free(s);
         return rc;
+    }
+    int port = abx__http_port(listener);
+    if (!s->peers && port != 80 && port != 443) {
+        snprintf(s->domain_port, sizeof s->domain_port, "%s:%d", s->domain, port);
+        atomic_store(&s->answer_domain, s->domain_port);
     }
     if (s->peers)
         fprintf(stderr, "abx serve: the abx service listening on %s (provider %s; each host user a tenant)\n",

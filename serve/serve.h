@@ -21,6 +21,7 @@ typedef struct serve_config {
     /* The abx service: instead of listen, this Unix socket (or the one
      * systemd passes), each caller the tenant of its host uid (peers.c). */
     const char *socket_path;
+    unsigned default_timeout_s; /* a create that names no timeout; 0: 300, as E2B's cloud */
     void *reserved[3];
 } serve_config;
 

@@ -15,6 +15,7 @@
 
 const char cmd_serve_help[] =
     "Usage: abx [--provider ID] serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
+    "                                 [--default-timeout S]\n"
     "       abx serve --socket PATH [--warm N]\n"
     "\n"
     "Serve a provider's sandboxes over E2B's protocol: E2B's SDKs (and\n"
@@ -29,9 +30,13 @@ const char cmd_serve_help[] =
     "                      also $ABX_SERVE_API_KEYS, comma-separated. A key is a\n"
     "                      tenant: it sees and touches only the sandboxes it created.\n"
     "                      A non-loopback --listen without keys is refused.\n"
-    "  --domain D          the sandboxes' domain in answers (default localhost):\n"
-    "                      data-plane requests come as PORT-ID.D, or with the\n"
-    "                      E2b-Sandbox-Id and E2b-Sandbox-Port headers\n"
+    "  --domain D          the sandboxes' domain (default localhost): data-plane\n"
+    "                      requests come as PORT-ID.D, or with the E2b-Sandbox-Id\n"
+    "                      and E2b-Sandbox-Port headers; answers give D:PORT (the\n"
+    "                      listener's port unless 80 or 443), so getHost(p) is a\n"
+    "                      URL's authority\n"
+    "  --default-timeout S a create that names no timeout lives S seconds\n"
+    "                      (default 300, as E2B's cloud; 1-86400)\n"
     "  --socket PATH       the abx service (root only): the same API on a Unix socket\n"
     "                      (or the one systemd passes), each caller the tenant of its\n"
     "                      host uid as the kernel names it, no key: root and the\n"
@@ -120,12 +125,14 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0;
     const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost", *socket_path = NULL;
-    unsigned warm = 8;
+    unsigned warm = 8, default_timeout = 300;
     const cli_flag flags[] = {
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
         {"--api-key-file", CLI_STRING, &key_file, 0, 0, NULL, 0, NULL},
         {"--domain", CLI_STRING, &domain, 0, 0, NULL, 0, NULL},
         {"--warm", CLI_UINT, &warm, 0, 16, NULL, 0, NULL},
+        {"--default-timeout", CLI_UINT, &default_timeout, ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, NULL, 0,
+         NULL},
         {"--socket", CLI_STRING, &socket_path, 0, 0, NULL, 0, NULL},
     };
     int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
@@ -149,6 +156,7 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
                         .api_keys = (const char *const *)keys,
                         .domain = domain,
                         .warm = warm,
+                        .default_timeout_s = default_timeout,
                         .provider = ctx->provider,
                         .socket_path = socket_path};
     abx_error *err = NULL;

@@ -22,6 +22,7 @@
  * the last tree (trees never change once cached).
  */
 #include "template_build.h"
+#include "parse.h"
 #include "archive_extract.h"
 #include "config.h"
 #include "digest.h"
@@ -619,17 +620,28 @@ static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, co
 
 /* ---- RUN -------------------------------------------------------------------- */
 
-static char **run_argv(const df_step *s)
+/* The shell of shell-form RUN, CMD, ENTRYPOINT and HEALTHCHECK: SHELL's
+ * array (the build's config; borrowed), or NULL for /bin/sh -c. */
+static json_t *shell_of(build *b)
 {
-    char **argv = calloc(s->nargs + 4, sizeof *argv);
+    json_t *shell = json_object_get(b->config, "shell");
+    return json_is_array(shell) && json_array_size(shell) > 0 ? shell : NULL;
+}
+
+static char **run_argv(build *b, const df_step *s)
+{
+    json_t *shell = s->exec_form ? NULL : shell_of(b);
+    char **argv = calloc(s->nargs + json_array_size(shell) + 4, sizeof *argv);
     if (!argv)
         return NULL;
-    size_t i = 0;
-    if (!s->exec_form) {
+    size_t i = 0, k;
+    json_t *w;
+    json_array_foreach(shell, k, w) argv[i++] = (char *)json_string_value(w);
+    if (!s->exec_form && !shell) {
         argv[i++] = "/bin/sh";
         argv[i++] = "-c";
     }
-    for (size_t k = 0; k < s->nargs; k++)
+    for (k = 0; k < s->nargs; k++)
         argv[i++] = s->args[k];
     return argv;
 }
@@ -682,7 +694,7 @@ static int run_step(build *b, const df_step *s, abx_error **err)
         }
     }
     free_pairs(pairs);
-    char **argv = run_argv(s);
+    char **argv = run_argv(b, s);
     const char *wd = json_string_value(json_object_get(b->config, "workdir"));
     abx_limits limits;
     abx_limits_default(&limits);
@@ -919,22 +931,187 @@ static void next_key(build *b, const df_step *s, const char *extra)
     abx__digest_finish(d, b->key);
 }
 
-static json_t *command_array(const df_step *s)
+static json_t *command_array(build *b, const df_step *s)
 {
-    json_t *a = json_array();
-    if (!s->exec_form) {
-        json_array_append_new(a, json_string("/bin/sh"));
-        json_array_append_new(a, json_string("-c"));
-    }
+    json_t *shell = s->exec_form ? NULL : shell_of(b);
+    json_t *a = shell          ? json_deep_copy(shell)
+                : s->exec_form ? json_array()
+                               : json_pack("[s, s]", "/bin/sh", "-c");
     for (size_t i = 0; i < s->nargs; i++)
         json_array_append_new(a, json_string(s->args[i]));
     return a;
+}
+
+#define PASSWD_MAX (1u << 20) /* the tree's /etc/passwd that USER reads */
+
+/* The uid of user name in the tree's /etc/passwd (opened inside the
+ * tree: a link there cannot lead out), or -1 when it has none. */
+static long tree_uid(const char *tree, const char *name)
+{
+    int root = open(tree[0] ? tree : "/nonexistent", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = root < 0 ? -1 : abx__copy_open_in_context(root, "etc/passwd", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (root >= 0)
+        close(root);
+    if (fd < 0)
+        return -1;
+    char *text = calloc(1, PASSWD_MAX + 1);
+    ssize_t n = text ? abx__read_full(fd, text, PASSWD_MAX) : -1;
+    close(fd);
+    long uid = -1;
+    size_t len = strlen(name);
+    for (char *line = n > 0 ? text : NULL, *next; line && uid < 0; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *f2 = strchr(line, ':'), *f3 = f2 ? strchr(f2 + 1, ':') : NULL;
+        unsigned u;
+        char num[16] = "";
+        if (f3)
+            snprintf(num, sizeof num, "%.*s", (int)strcspn(f3 + 1, ":"), f3 + 1);
+        if (f2 && (size_t)(f2 - line) == len && strncmp(line, name, len) == 0 &&
+            abx__parse_uint(num, 0, 4294967294u, &u) == 0)
+            uid = (long)u;
+    }
+    free(text);
+    return uid;
+}
+
+/* USER NAME[:GROUP] or UID[:GID]: a name as the tree at this step knows it
+ * (a user an earlier RUN useradd made too); abx runs a template's commands
+ * as root (0) or uid 1000, so any other fails here, before later steps. */
+static int user_step(build *b, const df_step *s, abx_error **err)
+{
+    char *v = expand(b, s->args[0]);
+    if (!v)
+        return step_fail(b, err, "a malformed ${...}");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(v, ":"), v);
+    unsigned numeric;
+    long uid = abx__parse_uint(name, 0, 4294967294u, &numeric) == 0 ? (long)numeric : tree_uid(b->tree, name);
+    if (uid < 0 && (strcmp(name, "root") == 0 || strcmp(name, "user") == 0))
+        uid = name[0] == 'r' ? 0 : 1000; /* a tree without /etc/passwd (FROM scratch) */
+    int rc = 0;
+    if (uid < 0)
+        rc = step_fail(
+            b, err, "USER %s: no such user in the tree's /etc/passwd at this step (make it with RUN useradd)",
+            name);
+    else if (uid != 0 && uid != 1000)
+        rc = step_fail(
+            b, err,
+            "USER %s is uid %ld; abx runs a template's commands as root (0) or uid 1000: make the user "
+            "with uid 1000 (RUN useradd -o -u 1000 %s)",
+            name, uid, name);
+    else
+        json_object_set_new(b->config, "uid", json_integer(uid));
+    free(v);
+    return rc;
+}
+
+/* EXPOSE's "PORT" or "PORT/tcp|udp". */
+static bool port_spec_ok(const char *v)
+{
+    unsigned port;
+    char num[8];
+    size_t n = strcspn(v, "/");
+    if (n == 0 || n >= sizeof num)
+        return false;
+    snprintf(num, sizeof num, "%.*s", (int)n, v);
+    return abx__parse_uint(num, 1, 65535, &port) == 0 &&
+           (!v[n] || strcmp(v + n, "/tcp") == 0 || strcmp(v + n, "/udp") == 0);
+}
+
+/* STOPSIGNAL's SIGNAME or number. */
+static bool signal_ok(const char *v)
+{
+    unsigned n;
+    if (abx__parse_uint(v, 1, 64, &n) == 0)
+        return true;
+    static const char *const names[] = {"SIGTERM", "SIGINT",  "SIGQUIT",  "SIGKILL", "SIGHUP",
+                                        "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGSTOP", "SIGPWR"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(v, names[i]) == 0 || strcasecmp(v, names[i] + 3) == 0)
+            return true;
+    return false;
+}
+
+static void note(build *b, const char *text)
+{
+    emit(b, json_pack("{s:s, s:i, s:s}", "event", "note", "step", (int)b->step, "text", text));
+}
+
+/* The config's array or object named key, made when absent (borrowed). */
+static json_t *config_member(build *b, const char *key, bool array)
+{
+    json_t *v = json_object_get(b->config, key);
+    if (array ? json_is_array(v) : json_is_object(v))
+        return v;
+    v = array ? json_array() : json_object();
+    json_object_set_new(b->config, key, v);
+    return v;
+}
+
+/* EXPOSE, LABEL, MAINTAINER, STOPSIGNAL, VOLUME: recorded in the config
+ * (template inspect shows them; docs/templates.md says what abx does with
+ * each); SHELL: the shell of later shell-form steps. */
+static int recorded_step(build *b, const df_step *s, abx_error **err)
+{
+    for (size_t i = 0; s->kind != DF_SHELL && i < s->nargs; i++) {
+        char *v = expand(b, s->args[i]);
+        if (!v)
+            return step_fail(b, err, "a malformed ${...}");
+        bool bad = (s->kind == DF_EXPOSE && !port_spec_ok(v)) ||
+                   (s->kind == DF_STOPSIGNAL && !signal_ok(v)) || (s->kind == DF_VOLUME && v[0] != '/');
+        if (bad) {
+            step_fail(b, err, "'%.64s' is not %s", v,
+                      s->kind == DF_EXPOSE       ? "a port (PORT or PORT/tcp or PORT/udp, 1-65535)"
+                      : s->kind == DF_STOPSIGNAL ? "a signal (a name such as SIGTERM, or 1-64)"
+                                                 : "an absolute path");
+            free(v);
+            return -ABX_EINVAL;
+        }
+        json_t *list = NULL;
+        if (s->kind == DF_EXPOSE || s->kind == DF_VOLUME)
+            list = config_member(b, s->kind == DF_EXPOSE ? "expose" : "volumes", true);
+        size_t k;
+        json_t *x;
+        bool seen = false;
+        json_array_foreach(list, k, x) seen |= strcmp(json_string_value(x), v) == 0;
+        if (list && !seen)
+            json_array_append_new(list, json_string(v));
+        else if (s->kind == DF_STOPSIGNAL)
+            json_object_set_new(b->config, "stop_signal", json_string(v));
+        else if (s->kind == DF_MAINTAINER)
+            json_object_set_new(config_member(b, "labels", false), "maintainer", json_string(v));
+        else if (s->kind == DF_LABEL && i % 2 == 1)
+            json_object_set_new(config_member(b, "labels", false), s->args[i - 1], json_string(v));
+        free(v);
+    }
+    if (s->kind == DF_SHELL) {
+        json_t *shell = json_array();
+        for (size_t i = 0; i < s->nargs; i++)
+            json_array_append_new(shell, json_string(s->args[i]));
+        json_object_set_new(b->config, "shell", shell);
+    }
+    if (s->kind == DF_EXPOSE)
+        note(b, "recorded: every port of a sandbox is reachable through abx serve and abx expose");
+    if (s->kind == DF_VOLUME)
+        note(b, "recorded: abx mounts nothing there; the path is the sandbox's own directory");
+    if (s->kind == DF_STOPSIGNAL)
+        note(b, "recorded: abx stops a sandbox's processes together, with SIGKILL");
+    return 0;
 }
 
 /* ENV, ARG, WORKDIR, USER, CMD, ENTRYPOINT, HEALTHCHECK: the config only. */
 static int config_step(build *b, const df_step *s, abx_error **err)
 {
     switch (s->kind) {
+    case DF_EXPOSE:
+    case DF_LABEL:
+    case DF_MAINTAINER:
+    case DF_STOPSIGNAL:
+    case DF_SHELL:
+    case DF_VOLUME:
+        return recorded_step(b, s, err);
     case DF_ENV:
         for (size_t i = 0; i + 1 < s->nargs; i += 2) {
             char *v = expand(b, s->args[i + 1]);
@@ -969,22 +1146,13 @@ static int config_step(build *b, const df_step *s, abx_error **err)
         json_object_set_new(b->config, "workdir", json_string(path));
         return 0;
     }
-    case DF_USER: {
-        char *v = expand(b, s->args[0]);
-        uid_t uid;
-        gid_t gid;
-        int bad = !v || abx__copy_parse_owner(v, &uid, &gid) < 0 || (uid != 0 && uid != 1000);
-        free(v);
-        if (bad)
-            return step_fail(b, err, "abx runs commands as root (0) or user (1000)");
-        json_object_set_new(b->config, "uid", json_integer((json_int_t)uid));
-        return 0;
-    }
+    case DF_USER:
+        return user_step(b, s, err);
     case DF_CMD:
-        json_object_set_new(b->config, "cmd", command_array(s));
+        json_object_set_new(b->config, "cmd", command_array(b, s));
         return 0;
     case DF_ENTRYPOINT:
-        json_object_set_new(b->config, "entrypoint", command_array(s));
+        json_object_set_new(b->config, "entrypoint", command_array(b, s));
         json_object_set_new(b->config, "entrypoint_shell", json_boolean(!s->exec_form));
         json_object_del(b->config, "cmd"); /* as docker: a new ENTRYPOINT drops the CMD before it */
         return 0;
@@ -993,7 +1161,7 @@ static int config_step(build *b, const df_step *s, abx_error **err)
             json_object_del(b->config, "healthcheck");
         else
             json_object_set_new(b->config, "healthcheck",
-                                json_pack("{s:o, s:i, s:i}", "cmd", command_array(s), "interval_ms",
+                                json_pack("{s:o, s:i, s:i}", "cmd", command_array(b, s), "interval_ms",
                                           (int)s->interval_ms, "timeout_ms", (int)s->timeout_ms));
         return 0;
     case DF_FROM:
@@ -1004,6 +1172,8 @@ static int config_step(build *b, const df_step *s, abx_error **err)
     }
     return step_fail(b, err, "not a config step");
 }
+
+#define DEBIAN_IMAGE_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 typedef enum from_kind { FROM_SCRATCH, FROM_DEBIAN, FROM_TEMPLATE, FROM_ARCHIVE } from_kind;
 
@@ -1034,7 +1204,8 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
     } else if (debian_suite(f->image, f->suite, sizeof f->suite, &f->slim) == 0) {
         f->kind = FROM_DEBIAN;
         debian_mirror(f->mirror, sizeof f->mirror);
-        snprintf(extra, len, "debian %s %s %s apt-clean", f->suite, f->slim ? "slim" : "full", f->mirror);
+        snprintf(extra, len, "debian %s %s %s apt-clean env PATH", f->suite, f->slim ? "slim" : "full",
+                 f->mirror);
     } else if (abx__template_root(stored, f->root, sizeof f->root) == 0) {
         f->kind = FROM_TEMPLATE;
         /* keyed by what it is, not by its name or age: its tree (paths,
@@ -1081,7 +1252,8 @@ static int from_run(build *b, from_plan *f, abx_error **err)
     switch (f->kind) {
     case FROM_SCRATCH:
         return 0;
-    case FROM_DEBIAN:
+    case FROM_DEBIAN: /* Docker's debian images carry this PATH: ENV PATH=/x:$PATH builds on it */
+        json_object_set_new(b->env, "PATH", json_string(DEBIAN_IMAGE_PATH));
         return from_debian(b, f->suite, f->slim, f->mirror, err);
     case FROM_ARCHIVE:
         return from_archive(b, f->fd, err);

@@ -248,11 +248,27 @@ function saveWhole(buf, total, req, stream) {
 let interrupted = false;
 process.on('SIGINT', () => { interrupted = true; }); // vm's timeout and the race below stop cells
 
+// TypeScript cells (a typescript context): types erased by the typescript
+// module (the cell's directory's, else a global one such as Debian's
+// node-typescript), ES2022 kept as written; then run as JavaScript.
+function transpiled(code, req) {
+  let ts;
+  for (const from of [path.join(cwd, '[cell]'), __filename]) {
+    try { ts = createRequire(from)('typescript'); break; } catch { /* next */ }
+  }
+  if (!ts) {
+    throw Object.assign(new Error('TypeScript cells need the typescript module in the sandbox (npm install -g typescript, or apt-get install node-typescript)'), { name: 'ModuleNotFoundError', bare: true });
+  }
+  return ts.transpileModule(code, { fileName: 'cell.ts', reportDiagnostics: false,
+    compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, esModuleInterop: true, removeComments: false } }).outputText;
+}
+
 async function runCell(req) {
   cwd = req.cwd || process.cwd();
   try { process.chdir(cwd); } catch { /* keep */ }
   sandbox.require = createRequire(path.join(cwd, '[cell]'));
-  const { source, async: isAsync } = rewrite(req.code || '');
+  const code = req.language === 'typescript' ? transpiled(req.code || '', req) : (req.code || '');
+  const { source, async: isAsync } = rewrite(code);
   const opts = { filename: path.join(cwd, '[cell]'), timeout: Math.max(1, (req.timeout || 30) * 1000), displayErrors: false };
   if (MAIN_LOADER) opts.importModuleDynamically = MAIN_LOADER;
   let value = new vm.Script(source, opts).runInContext(context, opts);

@@ -90,6 +90,35 @@ test('E2B code interpreter: runCode keeps state in the sandbox; contexts', async
   }
 });
 
+test('E2B code interpreter: every language E2B accepts runs (python, js, ts, bash), or answers an execution error naming those that do', async () => {
+  const { Sandbox } = await import('@e2b/code-interpreter');
+  const sbx = await Sandbox.create({ timeoutMs: 300000 });
+  try {
+    let r = await sbx.runCode('echo $((6 * 7)); echo warn >&2; pwd', { language: 'bash' });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    assert.deepEqual([r.logs.stdout.join(''), r.logs.stderr.join('')], ['42\n/home/user\n', 'warn\n']);
+    r = await sbx.runCode('interface P { x: number }\nconst p: P = { x: 41 };\np.x + 1', { language: 'ts' });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    assert.equal(r.text, '42');
+    r = await sbx.runCode('let k: number = 5', { language: 'typescript' });
+    r = await sbx.runCode('k * 2', { language: 'typescript' });
+    assert.equal(r.text, '10', 'a typescript context keeps its state');
+    r = await sbx.runCode('[1, 2].map((n) => n * 2)', { language: 'js' });
+    assert.equal(r.text, '[ 2, 4 ]');
+    const ctx = await sbx.createCodeContext({ language: 'bash' });
+    assert.equal(ctx.language, 'bash');
+    r = await sbx.runCode('echo in a context', { context: ctx });
+    assert.equal(r.logs.stdout.join(''), 'in a context\n');
+    for (const language of ['r', 'java', 'cobol']) {
+      r = await sbx.runCode('1 + 1', { language });
+      assert.equal(r.error?.name, 'UnsupportedLanguage', language);
+      assert.match(r.error.value, new RegExp(`^language ${language} has no kernel in this sandbox; it runs python, javascript, typescript and bash$`));
+    }
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('pause freezes the sandbox (processes stopped, memory and files kept); connect resumes it', async () => {
   const { Sandbox } = await import('e2b');
   const sbx = await Sandbox.create({ timeoutMs: 120000 });
@@ -120,24 +149,26 @@ test('pause freezes the sandbox (processes stopped, memory and files kept); conn
   }
 });
 
-test('getHost: a web server on the sandbox\'s own loopback, reached through the listener as PORT-ID.DOMAIN; getMetrics', async () => {
+test('getHost: a web server on the sandbox\'s own loopback, reached at http://${getHost(port)} (PORT-ID.DOMAIN:LISTEN_PORT); getMetrics', async () => {
   const { Sandbox } = await import('e2b');
   const sbx = await Sandbox.create({ timeoutMs: 120000 });
   try {
     await sbx.files.write('/tmp/site/index.html', 'page from inside\n');
     await sbx.commands.run('cd /tmp/site && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true });
+    // a URL's authority as E2B's docs use it: `http://${getHost(p)}`, the listener's port included;
+    // the name resolved to loopback as browsers and systemd-resolved resolve *.localhost
     const host = sbx.getHost(8000);
-    assert.equal(host, `8000-${sbx.sandboxId}.localhost`);
+    assert.equal(host, `8000-${sbx.sandboxId}.localhost:${srv.port}`);
+    const loopback = (name, opts, cb) => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
     let status = 0, body = '';
     for (let i = 0; i < 50 && status !== 200; i++) {
       ({ status, body } = await new Promise((resolve) => {
-        const req = http.request({ host: '127.0.0.1', port: srv.port, path: '/index.html', headers: { Host: `${host}:${srv.port}` } }, (res) => {
+        const req = http.get(`http://${host}/index.html`, { lookup: loopback }, (res) => {
           let b = '';
           res.on('data', (d) => { b += d; });
           res.on('end', () => resolve({ status: res.statusCode, body: b }));
         });
         req.on('error', () => resolve({ status: 0, body: '' }));
-        req.end();
       }));
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
@@ -220,6 +251,39 @@ test('allowPublicTraffic false: the sandbox\'s ports need its traffic access tok
   } finally {
     await sbx.kill();
   }
+});
+
+test('a create that names no timeout lives 300 s, as on E2B\'s cloud (the SDK\'s Sandbox.create() and the raw API); --default-timeout changes it', async () => {
+  const { Sandbox } = await import('e2b');
+  const life = async (id, b = base, key = KEY) => {
+    const info = await (await fetch(`${b}/sandboxes/${id}`, { headers: { 'X-API-Key': key } })).json();
+    return Math.round((new Date(info.endAt) - new Date(info.startedAt)) / 1000);
+  };
+  const sbx = await Sandbox.create();
+  try {
+    assert.ok(Math.abs((await life(sbx.sandboxId)) - 300) <= 2, `${await life(sbx.sandboxId)} s`);
+    assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n');
+  } finally {
+    await sbx.kill();
+  }
+  const raw = await (await api('/sandboxes', { method: 'POST', body: { templateID: 'base' } })).json();
+  try {
+    assert.ok(Math.abs((await life(raw.sandboxID)) - 300) <= 2);
+  } finally {
+    await api(`/sandboxes/${raw.sandboxID}`, { method: 'DELETE' });
+  }
+  const other = await startHttpServer(['--default-timeout', '42'], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
+  try {
+    const b = `http://127.0.0.1:${other.port}`;
+    const made = await (await fetch(`${b}/sandboxes`, { method: 'POST', headers: { 'X-API-Key': KEY, 'Content-Type': 'application/json' }, body: '{"templateID":"base"}' })).json();
+    assert.ok(Math.abs((await life(made.sandboxID, b)) - 42) <= 2);
+    await fetch(`${b}/sandboxes/${made.sandboxID}`, { method: 'DELETE', headers: { 'X-API-Key': KEY } });
+  } finally {
+    await stopServer(other);
+  }
+  const r = runAbx(['serve', '--default-timeout', '0'], { env: H.env });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--default-timeout/);
 });
 
 test('connect never shortens a sandbox\'s life: created for 120 s, a connect for 10 s keeps endAt; a longer one extends it', async () => {

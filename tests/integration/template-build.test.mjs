@@ -288,13 +288,70 @@ test('a failing RUN: a clear error with its output, no template, and an existing
   assert.equal(fs.readFileSync(`${H.home}/templates/demo2/template.json`, 'utf8'), before);
 });
 
+test('Dockerfiles as Docker reads them: the base image\'s PATH expanded, EXPOSE/LABEL/STOPSIGNAL/VOLUME recorded, SHELL, USER made by RUN useradd', { skip }, () => {
+  const df = path.join(work, 'Dockerfile.docker');
+  fs.writeFileSync(df, `FROM debian:bookworm-slim
+LABEL run=${nonce}
+ARG TOOLS
+ENV PATH=/opt/app/bin:$PATH APP=\${APP_NAME:-demo} TOOLS_SET=\${TOOLS:+yes}
+EXPOSE 8000 8001/udp
+LABEL org.opencontainers.image.title="a demo" team=abx
+MAINTAINER abx tests
+STOPSIGNAL SIGINT
+VOLUME ["/data"]
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN mkdir -p /opt/app/bin && printf '#!/bin/sh\\necho tool ran\\n' > /opt/app/bin/tool && chmod 755 /opt/app/bin/tool && echo "$BASH_VERSION" > /bash-version
+RUN useradd -o -u 1000 -M builder
+USER builder
+CMD echo from cmd
+`);
+  let r = abxh(['template', 'build', 'docker-like', '-f', df, ctx]);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  assert.match(r.stderr, /recorded: every port of a sandbox is reachable/);
+  const { config } = JSON.parse(abxh(['template', 'inspect', 'docker-like', '--json']).stdout);
+  assert.equal(config.env.PATH, '/opt/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
+  assert.equal(config.env.APP, 'demo');
+  assert.equal(config.env.TOOLS_SET, '');
+  assert.deepEqual(config.expose, ['8000', '8001/udp']);
+  assert.deepEqual(config.labels, { run: nonce, 'org.opencontainers.image.title': 'a demo', team: 'abx', maintainer: 'abx tests' });
+  assert.equal(config.stop_signal, 'SIGINT');
+  assert.deepEqual(config.volumes, ['/data']);
+  assert.deepEqual(config.shell, ['/bin/bash', '-o', 'pipefail', '-c']);
+  assert.deepEqual(config.cmd, ['/bin/bash', '-o', 'pipefail', '-c', 'echo from cmd'], 'a shell-form CMD takes SHELL');
+  assert.equal(config.uid, 1000);
+  const id = create('docker-like');
+  r = exec(id, 'tool; echo $PATH; test -s /bash-version && echo bash ran the RUN; id -u');
+  assert.equal(r.stdout, 'tool ran\n/opt/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nbash ran the RUN\n1000\n', r.stderr);
+  // a user useradd made with another uid fails at USER, before the steps after it run
+  fs.writeFileSync(df, `FROM debian:bookworm-slim\nRUN useradd -u 1234 builder2 # ${nonce}\nUSER builder2\nRUN echo after-user\n`);
+  r = abxh(['template', 'build', 'docker-like2', '-f', df, ctx]);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /USER builder2 is uid 1234; abx runs a template's commands as root \(0\) or uid 1000: make the user with uid 1000 \(RUN useradd -o -u 1000 builder2\)/);
+  assert.doesNotMatch(r.stderr, /step 4\/4/);
+  // a PATH that finds nothing: the error names the template's PATH, not the host's /usr
+  fs.writeFileSync(df, 'FROM debian:bookworm-slim\nENV PATH=/nowhere\n');
+  r = abxh(['template', 'build', 'no-path', '-f', df, ctx]);
+  assert.equal(r.status, 0, r.stderr);
+  r = abxh(['--json', 'run', '--template', 'no-path', '--', 'ls', '/']);
+  const e = JSON.parse(r.stderr).error;
+  assert.equal(e.code, 'E8009');
+  assert.match(e.message, /ls: command not found on the sandbox's PATH \(\/nowhere\)/);
+  assert.match(e.hint, /template's PATH \(ENV PATH\)/);
+  for (const t of ['docker-like', 'no-path']) abxh(['template', 'rm', t]);
+});
+
 test('Dockerfile errors name the line and the instruction; nothing runs', { skip }, () => {
   const cases = [
-    ['FROM debian:bookworm-slim\nEXPOSE 80\n', /line 2: 'EXPOSE' is not an instruction abx supports/],
+    ['FROM debian:bookworm-slim\nFETCH x\n', /line 2: 'FETCH' is not an instruction abx supports/],
+    ['FROM debian:bookworm-slim\nONBUILD RUN make\n', /line 2: ONBUILD is not supported: a template runs no instructions in the builds made FROM it/],
+    ['FROM debian:bookworm-slim\nSHELL /bin/bash -c\n', /line 2: SHELL: the JSON array form is required/],
+    ['FROM debian:bookworm-slim\nEXPOSE 99999\n', /'99999' is not a port/],
+    ['FROM debian:bookworm-slim\nSTOPSIGNAL SIGNOPE\n', /'SIGNOPE' is not a signal/],
+    ['FROM debian:bookworm-slim\nUSER ghost\nRUN touch /ran\n', /USER ghost: no such user in the tree's \/etc\/passwd at this step/],
     ['RUN true\n', /line 1: RUN before FROM/],
     ['FROM debian:bookworm-slim\nFROM scratch\n', /line 2: a second FROM/],
     ['FROM ubuntu:22.04\n', /FROM ubuntu:22.04: abx builds FROM debian/],
-    ['FROM debian:bookworm-slim\nUSER nobody\n', /root \(0\) or user \(1000\)/],
+    ['FROM debian:bookworm-slim\nUSER nobody\n', /USER nobody is uid 65534; abx runs a template's commands as root \(0\) or uid 1000/],
     ['FROM debian:bookworm-slim\nCOPY missing.txt /x\n', /missing.txt: no such file in the context/],
     ['FROM debian:bookworm-slim\nCOPY ../../etc/passwd /x\nRUN true\n', /no such file in the context|E8029/],
     ['# nothing\n', /no FROM/],

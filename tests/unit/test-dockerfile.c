@@ -90,10 +90,39 @@ static void test_env_forms(void **state)
     abx__dockerfile_free(&df);
 }
 
+/* The instructions recorded in the config, and SHELL. */
+static void test_recorded(void **state)
+{
+    (void)state;
+    abx_dockerfile df = parse_ok(
+        "FROM scratch\nEXPOSE 80 53/udp\nLABEL a=1 \"b c\"=\"d e\"\nMAINTAINER Jo Doe\n"
+        "STOPSIGNAL SIGINT\nSHELL [\"/bin/bash\", \"-c\"]\nVOLUME [\"/data\", \"/logs\"]\nVOLUME /x /y\n");
+    assert_int_equal(df.n, 8);
+    assert_int_equal(df.steps[1].kind, DF_EXPOSE);
+    assert_int_equal(df.steps[1].nargs, 2);
+    assert_string_equal(df.steps[1].args[1], "53/udp");
+    assert_int_equal(df.steps[2].kind, DF_LABEL);
+    assert_int_equal(df.steps[2].nargs, 4);
+    assert_string_equal(df.steps[2].args[2], "b c");
+    assert_string_equal(df.steps[2].args[3], "d e");
+    assert_string_equal(df.steps[3].args[0], "Jo Doe");
+    assert_int_equal(df.steps[4].kind, DF_STOPSIGNAL);
+    assert_true(df.steps[5].exec_form);
+    assert_string_equal(df.steps[5].args[1], "-c");
+    assert_int_equal(df.steps[6].nargs, 2);
+    assert_int_equal(df.steps[7].nargs, 2);
+    assert_string_equal(df.steps[7].args[1], "/y");
+    abx__dockerfile_free(&df);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
-    assert_refused("FROM scratch\nEXPOSE 80\n", "line 2: 'EXPOSE' is not an instruction abx supports");
+    assert_refused("FROM scratch\nFETCH 80\n", "line 2: 'FETCH' is not an instruction abx supports");
+    assert_refused("FROM scratch\nONBUILD RUN x\n", "line 2: ONBUILD is not supported");
+    assert_refused("FROM scratch\nSHELL sh -c\n", "line 2: SHELL: the JSON array form is required");
+    assert_refused("FROM scratch\nLABEL =x\n", "line 2: LABEL: '=x' is not KEY=value");
+    assert_refused("FROM scratch\nEXPOSE\n", "line 2: EXPOSE: an argument is required");
     assert_refused("RUN true\n", "line 1: RUN before FROM");
     assert_refused("FROM a\nFROM b\n", "line 2: a second FROM");
     assert_refused("", "no FROM");
@@ -180,7 +209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instructions), cmocka_unit_test(test_env_forms), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_bounds),       cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_recorded),     cmocka_unit_test(test_bounds),    cmocka_unit_test(test_expand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
