@@ -24,10 +24,12 @@
 #include "buf.h"
 #include "netlibs.h"
 #include "sysutil.h"
+#include "parse.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_ANSWER_HEADERS 32
@@ -273,11 +276,41 @@ static void add_header_line(serve_proxy *p, const char *name, const char *value)
     explicit_bzero(line, sizeof line);
 }
 
+bool serve_signed_url_ok(struct MHD_Connection *c, const char *method, const char *token)
+{
+    const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
+    const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+    const char *user = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
+    const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
+    const char *op = strcmp(method, "GET") == 0 ? "read" : strcmp(method, "POST") == 0 ? "write" : NULL;
+    unsigned long long until = 0;
+    if (!sig || !op || !token || !token[0] || strlen(sig) > 64 || (exp && abx__parse_u64(exp, &until) < 0) ||
+        (exp && until < (unsigned long long)time(NULL)))
+        return false;
+    /* E2B's v1: base64(sha256("path:operation:user:token[:expiration]")), unpadded */
+    char *raw = NULL;
+    int n = asprintf(&raw, "%s:%s:%s:%s%s%s", path ? path : "", op, user ? user : "", token, exp ? ":" : "",
+                     exp ? exp : "");
+    unsigned char digest[32];
+    bool hashed = n > 0 && EVP_Digest(raw, (size_t)n, digest, NULL, EVP_sha256(), NULL) == 1;
+    if (raw) {
+        explicit_bzero(raw, (size_t)(n > 0 ? n : 0));
+        free(raw);
+    }
+    char want[3 + 48];
+    memcpy(want, "v1_", 3);
+    int len = hashed ? EVP_EncodeBlock((unsigned char *)want + 3, digest, sizeof digest) : 0;
+    while (len > 0 && want[3 + len - 1] == '=')
+        len--;
+    want[3 + len] = '\0';
+    return hashed && strlen(sig) == (size_t)(3 + len) && CRYPTO_memcmp(sig, want, (size_t)(3 + len)) == 0;
+}
+
 /* The headers the relayed request carries besides the client's: the
  * endpoint's routing, the Host a user port's app was called by, and the
  * code interpreter's token where E2B's SDK sends none. */
 static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const abx_endpoint *ep,
-                                 unsigned port, const char *url)
+                                 unsigned port, const char *url, const char *method)
 {
     for (size_t i = 0; i < sizeof ep->headers / sizeof ep->headers[0] && ep->headers[i][0]; i++) {
         struct curl_slist *l = curl_slist_append(p->req_headers, ep->headers[i]);
@@ -291,6 +324,11 @@ static void add_endpoint_headers(serve_proxy *p, struct MHD_Connection *c, const
         add_header_line(p, "Host", host);
     bool client_token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token") != NULL;
     if (port == ABX_PORT_CODE && !client_token && ep->token[0] && strcmp(url, "/execute") != 0)
+        add_header_line(p, "X-Access-Token", ep->token);
+    /* a signed upload or download URL (E2B's uploadUrl/downloadUrl) is the
+     * token's proof for that one file and operation */
+    if (port == ABX_PORT_ENVD && !client_token && strcmp(url, "/files") == 0 &&
+        serve_signed_url_ok(c, method, ep->token))
         add_header_line(p, "X-Access-Token", ep->token);
 }
 
@@ -335,7 +373,14 @@ serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsign
     int conn = -1;
     abx_error *err = NULL;
     int rc = abx_sandbox_endpoint(sb, port, &ep, &err);
-    if (rc == 0 && port != ABX_PORT_ENVD && !traffic_allowed(c, sb)) {
+    bool signed_url = port == ABX_PORT_ENVD && strcmp(url, "/files") == 0 &&
+                      MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature") &&
+                      !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token");
+    if (rc == 0 && signed_url && !serve_signed_url_ok(c, method, ep.token)) { /* as envd answers it */
+        *status = 401;
+        *body = strdup("invalid signature: not this file's and operation's, or expired");
+        rc = -ABX_EAUTH;
+    } else if (rc == 0 && port != ABX_PORT_ENVD && !traffic_allowed(c, sb)) {
         *status = 403;
         *body = strdup("this sandbox's ports need its e2b-traffic-access-token");
         rc = -ABX_EPERM;
@@ -377,7 +422,7 @@ serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsign
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, p);
         MHD_get_connection_values(c, MHD_HEADER_KIND, add_request_header, p);
         p->req_headers = curl_slist_append(p->req_headers, "Expect:");
-        add_endpoint_headers(p, c, &ep, port, url);
+        add_endpoint_headers(p, c, &ep, port, url, method);
         setup_curl(p, method, &ep);
         ok = p->small || pthread_create(&p->worker, NULL, worker_main, p) == 0; /* small: at finish */
         p->started = ok && !p->small;

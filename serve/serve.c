@@ -76,7 +76,9 @@ typedef struct serve_ctx {
     pthread_mutex_t mu;
 } serve_ctx;
 
-typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_UPLOAD, REQ_ANSWERED } req_kind;
+/* REQ_REFUSED: answered (401) once its body is read, so that a client still
+ * sending it reads the answer. */
+typedef enum req_kind { REQ_CONTROL, REQ_DATA, REQ_ENVD, REQ_UPLOAD, REQ_REFUSED, REQ_ANSWERED } req_kind;
 
 #define UPLOAD_BUILD_MAX (300ull << 20) /* a packed build context: 256 MiB of files and their headers */
 #define UPLOAD_IMPORT_MAX (64ull << 30) /* a root filesystem archive (the importer's own bound) */
@@ -1323,6 +1325,42 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
     return MHD_YES;
 }
 
+/* A signed /files URL that names no sandbox (E2B's SDK makes them so when
+ * E2B_SANDBOX_URL is set): the live sandbox whose envd token verifies the
+ * signature, looked for among every sandbox this server fronts; its id
+ * into id. The signature is the capability: nothing else is asked. */
+static bool signed_target(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
+                          char id[64])
+{
+    if (strcmp(url, "/files") != 0 || !MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature") ||
+        !s->data)
+        return false;
+    bool found = false;
+    for (unsigned offset = 0; !found && offset < 100000; offset += 100) {
+        abx_sandbox_info *items = NULL;
+        size_t n = 0;
+        if (abx_list(s->data, "running", 100, offset, &items, &n, NULL) < 0)
+            break;
+        for (size_t i = 0; i < n && !found; i++) {
+            abx_sandbox *sb = NULL;
+            abx_endpoint ep;
+            if (abx_sandbox_connect(s->data, items[i].sandbox_id, &sb, NULL) < 0)
+                continue;
+            if (abx_sandbox_endpoint(sb, ABX_PORT_ENVD, &ep, NULL) == 0 &&
+                serve_signed_url_ok(c, method, ep.token)) {
+                snprintf(id, 64, "%.63s", bare(items[i].sandbox_id));
+                found = true;
+            }
+            explicit_bzero(&ep, sizeof ep);
+            abx_sandbox_free(sb);
+        }
+        abx_sandbox_info_list_free(items, n);
+        if (n < 100)
+            break;
+    }
+    return found;
+}
+
 static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
                              serve_req *rq)
 {
@@ -1366,6 +1404,14 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
         return send_error(c, 400,
                           "E2b-Sandbox-Id and E2b-Sandbox-Port (or a Host PORT-ID.DOMAIN): expected a "
                           "sandbox id and a port from 1 to 65535");
+    }
+    bool signed_url = t == TARGET_NONE && strcmp(url, "/files") == 0 &&
+                      MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
+    if (signed_url && signed_target(s, c, url, method, id)) /* names no sandbox: the signature does */
+        return begin_data(s, c, url, method, rq, id, ABX_PORT_ENVD);
+    if (signed_url) { /* no live sandbox's token signs it, for this path and method, unexpired */
+        rq->kind = REQ_REFUSED;
+        return MHD_YES;
     }
     if (t == TARGET_SANDBOX)
         return begin_data(s, c, url, method, rq, id, port);
@@ -1427,6 +1473,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return rq->too_big
                    ? send_error(c, 413, "E8018: the upload is over the service's bound, or could not be kept")
                    : template_upload(c, rq, url);
+    }
+    if (rq->kind == REQ_REFUSED) {
+        rq->kind = REQ_ANSWERED;
+        return send_error(c, 401, "invalid signature: not this file's and operation's, or expired");
     }
     if (rq->kind != REQ_CONTROL)
         return MHD_YES;

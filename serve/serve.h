@@ -53,6 +53,11 @@ int serve_send_error(struct MHD_Connection *c, unsigned status, const char *mess
  * and *body set for an answer to send instead. */
 serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsigned port, const char *url,
                                const char *method, unsigned *status, char **body);
+/* Whether the request is a signed /files URL (E2B's uploadUrl and
+ * downloadUrl: signature, signature_expiration, path, username) that the
+ * sandbox's envd token verifies for its method (GET read, POST write),
+ * compared in constant time; an expired one never is. */
+bool serve_signed_url_ok(struct MHD_Connection *c, const char *method, const char *token);
 /* The request's body bytes, as they come. false: stop (the sandbox went away). */
 bool serve_proxy_upload(serve_proxy *p, const char *data, size_t len);
 /* The request is whole: queue the sandbox's answer. */

@@ -119,6 +119,48 @@ test('E2B code interpreter: every language E2B accepts runs (python, js, ts, bas
   }
 });
 
+test('signed URLs: downloadUrl and uploadUrl work with plain HTTP (they name no sandbox: the signature finds it); tampered or expired ones are refused', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 120000 });
+  const other = await Sandbox.create({ timeoutMs: 120000 });
+  try {
+    await sbx.files.write('/home/user/d.txt', 'download me');
+    await other.files.write('/home/user/d.txt', 'the other one');
+    const durl = await sbx.downloadUrl('/home/user/d.txt');
+    const u = new URL(durl);
+    assert.equal(u.origin, base, 'E2B_SANDBOX_URL: the URL names no sandbox');
+    assert.match(u.searchParams.get('signature'), /^v1_/);
+    let r = await fetch(durl);
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'download me');
+    const form = new FormData();
+    form.append('file', new Blob(['uploaded through a signed URL']), 'u.txt');
+    r = await fetch(await sbx.uploadUrl('/home/user/u.txt'), { method: 'POST', body: form });
+    assert.equal(r.status, 200, await r.text());
+    assert.equal(await sbx.files.read('/home/user/u.txt'), 'uploaded through a signed URL');
+    assert.equal(await other.files.exists('/home/user/u.txt'), false);
+    // a download URL does not upload; another path, a forged signature, an expired one: refused
+    const up = new FormData();
+    up.append('file', new Blob(['x']), 'x');
+    r = await fetch(durl, { method: 'POST', body: up });
+    assert.ok(r.status >= 400, `upload with a download signature: ${r.status}`);
+    const moved = new URL(durl);
+    moved.searchParams.set('path', '/etc/passwd');
+    r = await fetch(moved);
+    assert.ok(r.status === 401 || r.status === 403, `tampered path: ${r.status}`);
+    const forged = new URL(durl);
+    forged.searchParams.set('signature', `v1_${'A'.repeat(43)}`);
+    assert.ok([401, 403].includes((await fetch(forged)).status));
+    const soon = await sbx.downloadUrl('/home/user/d.txt', { useSignatureExpiration: 1 });
+    assert.equal((await fetch(soon)).status, 200);
+    await new Promise((res) => setTimeout(res, 2100));
+    assert.ok([401, 403].includes((await fetch(soon)).status), 'an expired signature');
+  } finally {
+    await sbx.kill();
+    await other.kill();
+  }
+});
+
 test('pause freezes the sandbox (processes stopped, memory and files kept); connect resumes it', async () => {
   const { Sandbox } = await import('e2b');
   const sbx = await Sandbox.create({ timeoutMs: 120000 });
