@@ -186,8 +186,8 @@ static void to_foreground(shim *sh)
         abx__cgroup_set_background(&sh->jail.cgroup, false, NULL);
 }
 
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token,
-                    abx_error **err)
+int abx__shim_claim(shim *sh, unsigned timeout, bool pause_on_timeout, json_t *envs, json_t *metadata,
+                    const char *token, abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
     bool waiting = sh->standby && !sh->ending;
@@ -213,6 +213,7 @@ int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, 
             to_foreground(sh);
         sh->standby = false;
         sh->timeout_s = timeout;
+        sh->pause_on_timeout = pause_on_timeout;
         sh->started_at = time(NULL);
         sh->end_at = sh->started_at + (time_t)timeout;
         arm_timer_locked(sh);
@@ -347,6 +348,7 @@ static int read_config(shim *sh, abx_error **err)
     const char *troot = json_string_value(json_object_get(cfg, "template_root"));
     snprintf(sh->template_root, sizeof sh->template_root, "%s", troot ? troot : "");
     sh->timeout_s = (unsigned)json_integer_value(json_object_get(cfg, "timeout"));
+    sh->pause_on_timeout = json_is_true(json_object_get(cfg, "pause_on_timeout"));
     sh->limits.cpu_count = (unsigned)json_integer_value(json_object_get(cfg, "cpu_count"));
     sh->limits.memory_mb = (unsigned)json_integer_value(json_object_get(cfg, "memory_mb"));
     sh->limits.disk_mb = (unsigned)json_integer_value(json_object_get(cfg, "disk_size_mb"));
@@ -650,11 +652,14 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
                 sh->end_at = time(NULL) + (time_t)sh->timeout_s;
                 due = false;
             }
+            bool pause = due && sh->pause_on_timeout && !sh->paused; /* E2B's onTimeout "pause" */
             if (!due)
                 arm_timer_locked(sh);
             pthread_mutex_unlock(&sh->mu);
             uint64_t ticks;
             (void)read(sh->timerfd, &ticks, sizeof ticks);
+            if (pause && abx__shim_pause(sh, true, 0, NULL) == 0)
+                due = false; /* kept paused (PAUSED_KEPT_S), its timer re-armed for that */
             if (due)
                 teardown(sh, 0);
         }

@@ -114,6 +114,7 @@ typedef struct shim {
     unsigned next_seq;
     bool ending;
     bool paused;                       /* frozen (pause): processes stopped, memory and files kept */
+    bool pause_on_timeout;             /* the timeout pauses instead of ending (lock: mu) */
     json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
     struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
@@ -147,8 +148,8 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
 /* Hands a standby sandbox to its first user: a fresh lifetime of timeout
  * seconds from now, the create's envs and metadata (string maps; the shim
  * takes its own references). E8001 when it is not standby (claimed once). */
-int abx__shim_claim(shim *sh, unsigned timeout, json_t *envs, json_t *metadata, const char *token,
-                    abx_error **err);
+int abx__shim_claim(shim *sh, unsigned timeout, bool pause_on_timeout, json_t *envs, json_t *metadata,
+                    const char *token, abx_error **err);
 /* Applies a new network policy (normal form): gives the sandbox its
  * network the first time it is not "none". */
 int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err);

@@ -795,7 +795,9 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
                               "claim: timeout 1-" ABX_STRINGIFY(
                                   ABX_TIMEOUT_MAX_S) ", envs and metadata string maps, a new token");
         abx_error *err = NULL;
-        int rc = abx__shim_claim(sh, (unsigned)json_integer_value(t), envs, meta, token, &err);
+        int rc =
+            abx__shim_claim(sh, (unsigned)json_integer_value(t),
+                            json_is_true(json_object_get(req, "pause_on_timeout")), envs, meta, token, &err);
         return info_or_error(sh, c, rc, err);
     }
     if (strcmp(url, "/abx/kill") == 0) {

@@ -550,7 +550,9 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
                             .deny_out = (const char *const *)e.deny,
                             .cpu_count = x.cpu_count,
                             .memory_mb = x.memory_mb,
-                            .notes_json = notes};
+                            .notes_json = notes,
+                            /* E2B's lifecycle.onTimeout "pause", as its SDKs send it */
+                            .pause_on_timeout = json_is_true(json_object_get(body, "autoPause"))};
     abx_sandbox *sb = NULL;
     rc = notes ? abx_sandbox_create(rq->key->client, &o, &sb, &err) : -ABX_ENOMEM;
     free_pairs(meta);

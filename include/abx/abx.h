@@ -258,6 +258,11 @@ typedef struct abx_create_options {
      * never shown by info or list: read back with abx_sandbox_notes
      * (abx serve keeps E2B's create options there). */
     const char *notes_json; /* (the layout's last reserved slot until 0.2) */
+    /* At its timeout the sandbox is paused (processes stopped, memory and
+     * files kept; a connect or resume goes on) instead of killed, as E2B's
+     * lifecycle.onTimeout "pause" (autoPause); a paused one is kept a day.
+     * The local provider; others refuse nothing and kill. */
+    bool pause_on_timeout;
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */

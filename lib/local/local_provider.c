@@ -412,8 +412,8 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
-static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t *envs, json_t *meta,
-                         json_t *network, const char *tenant, const char *notes, bool standby,
+static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool pause_on_timeout, json_t *envs,
+                         json_t *meta, json_t *network, const char *tenant, const char *notes, bool standby,
                          abx_sandbox **out, abx_error **err)
 {
     char shim_path[PATH_MAX];
@@ -443,6 +443,8 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, json_t
     host_name[21] = '\0';
     if (cfg)
         json_object_set_new(cfg, "host_name", json_string(host_name));
+    if (cfg && pause_on_timeout)
+        json_object_set_new(cfg, "pause_on_timeout", json_true());
     if (cfg && network)
         json_object_set(cfg, "network", network);
     char tree[PATH_MAX];
@@ -491,8 +493,9 @@ out:
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
     json_t *none = json_object();
-    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, none, none, NULL, NULL, NULL, true, out, NULL)
-                  : -ABX_ENOMEM;
+    int rc =
+        none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, true, out, NULL)
+             : -ABX_ENOMEM;
     json_decref(none);
     if (rc == 0) {
         /* a sandbox's first process costs about a millisecond more than the
@@ -533,7 +536,8 @@ static int local_keep_warm(abx_client *c, unsigned count, abx_error **err)
  * sandbox (no standby marker: connect and list see it), then has its shim
  * kill whatever ran in it and take a new token, which nobody held before. */
 static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, unsigned timeout_s,
-                               json_t *envs, json_t *meta, const char *tenant, const char *notes)
+                               bool pause_on_timeout, json_t *envs, json_t *meta, const char *tenant,
+                               const char *notes)
 {
     abx_sandbox *s = lc && lc->pool ? abx__warm_pool_take(lc->pool, shape) : NULL;
     if (!s)
@@ -546,8 +550,9 @@ static abx_sandbox *claim_warm(local_client *lc, const abx_warm_shape *shape, un
                      replace_private(dir, "token", token) == 0 && unlink(marker) == 0
                  ? 0
                  : -1;
-    if (rc == 0 && !(body = json_pack("{s:i, s:O, s:O, s:s}", "timeout", (int)timeout_s, "envs", envs,
-                                      "metadata", meta, "token", token)))
+    if (rc == 0 &&
+        !(body = json_pack("{s:i, s:b, s:O, s:O, s:s}", "timeout", (int)timeout_s, "pause_on_timeout",
+                           pause_on_timeout, "envs", envs, "metadata", meta, "token", token)))
         rc = -1;
     if (rc == 0)
         rc = abx__envd_json(&s->envd, "POST", "/abx/claim", body, &resp, NULL);
@@ -626,9 +631,10 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     reconcile_now_and_then(c);
     bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
     const char *notes = o ? o->notes_json : NULL;
-    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, envs, meta, c->tenant, notes);
+    bool pause = o && o->pause_on_timeout;
+    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, pause, envs, meta, c->tenant, notes);
     if (!*out)
-        rc = start_sandbox(&shape, timeout_s, envs, meta, network, c->tenant, notes, false, out, err);
+        rc = start_sandbox(&shape, timeout_s, pause, envs, meta, network, c->tenant, notes, false, out, err);
     json_decref(network);
     json_decref(envs);
     json_decref(meta);

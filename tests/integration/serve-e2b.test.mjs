@@ -119,6 +119,29 @@ test('E2B code interpreter: every language E2B accepts runs (python, js, ts, bas
   }
 });
 
+test('lifecycle onTimeout "pause": at its timeout the sandbox is paused, not killed; connect resumes it with its files and processes', async () => {
+  const { Sandbox } = await import('e2b');
+  const sbx = await Sandbox.create({ timeoutMs: 3000, lifecycle: { onTimeout: 'pause' } });
+  try {
+    await sbx.files.write('/home/user/kept.txt', 'kept');
+    await sbx.commands.run('sleep 600', { background: true });
+    const state = async () => (await (await api(`/sandboxes/${sbx.sandboxId}`)).json()).state;
+    let st = await state();
+    for (let i = 0; i < 100 && st !== 'paused'; i++) { await new Promise((r) => setTimeout(r, 100)); st = await state(); }
+    assert.equal(st, 'paused', 'paused at its timeout');
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60000 });
+    assert.equal(await state(), 'running');
+    assert.equal(await again.files.read('/home/user/kept.txt'), 'kept');
+    assert.ok((await again.commands.list()).some((p) => p.cmd.includes('sleep') || (p.args || []).join(' ').includes('600')), 'the process is still there');
+  } finally {
+    await sbx.kill();
+  }
+  // without it, the timeout kills
+  const gone = await Sandbox.create({ timeoutMs: 2000 });
+  await new Promise((r) => setTimeout(r, 4000));
+  assert.equal((await api(`/sandboxes/${gone.sandboxId}`)).status, 404);
+});
+
 test('signed URLs: downloadUrl and uploadUrl work with plain HTTP (they name no sandbox: the signature finds it); tampered or expired ones are refused', async () => {
   const { Sandbox } = await import('e2b');
   const sbx = await Sandbox.create({ timeoutMs: 120000 });
