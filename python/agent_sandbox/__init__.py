@@ -7,8 +7,8 @@
 from .errors import (AuthenticationError, CancelledError, ConfigError, InvalidArgumentError, LimitError,
                      NotFoundError, NotSupportedError, ProviderError, RuntimeFailure, SandboxError,
                      SandboxPermissionError, SandboxTimeoutError, StateError)
-from .sandbox import (CommandHandle, CommandResult, Commands, Execution, ExecutionError, Files, Sandbox,
-                      SandboxInfo)
+from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Execution, ExecutionError, Files, Logs,
+                      Result, Sandbox, SandboxInfo, WriteInfo)
 from . import _native
 
 
@@ -18,6 +18,7 @@ def version() -> str:
 
 
 __all__ = ["Sandbox", "SandboxInfo", "CommandResult", "CommandHandle", "Commands", "Files", "Execution",
+           "EntryInfo", "WriteInfo", "Result", "Logs",
            "ExecutionError", "SandboxError", "InvalidArgumentError", "NotFoundError", "SandboxTimeoutError",
            "AuthenticationError", "SandboxPermissionError", "LimitError", "ProviderError", "StateError",
            "NotSupportedError", "ConfigError", "RuntimeFailure", "CancelledError", "version"]

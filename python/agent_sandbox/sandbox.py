@@ -47,6 +47,61 @@ def _client(provider, region=None, api_key=None):
 # ---- results ----------------------------------------------------------------------
 
 
+class _Record(dict):
+    """A dict whose keys read as attributes too: E2B's Python SDK returns
+    objects (entry.name, result.text, execution.logs.stdout) and abx's
+    results stay the dicts they were (entry["name"])."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class EntryInfo(_Record):
+    """A file or directory, as E2B's EntryInfo: name, type ("file", "dir"
+    or "symlink"), path, size, mode, permissions, owner, group,
+    modified_time (and symlink_target for a link)."""
+
+    __slots__ = ()
+
+
+class WriteInfo(_Record):
+    """What files.write wrote, as E2B's WriteInfo: name, type, path (and size)."""
+
+    __slots__ = ()
+
+
+class Result(_Record):
+    """One output of a cell, as E2B's Result: text, html, markdown, svg, png,
+    jpeg, pdf, latex, json, javascript, data, chart, extra, is_main_result."""
+
+    __slots__ = ()
+    _FORMATS = ("text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex", "json", "javascript", "data",
+                "chart")
+
+    def __getattr__(self, name):
+        if name in self._FORMATS or name in ("extra", "is_main_result"):
+            return self.get(name, False if name == "is_main_result" else None)
+        return super().__getattr__(name)
+
+    def formats(self) -> List[str]:
+        """The formats this result has (E2B's Result.formats())."""
+        return [f for f in self._FORMATS if self.get(f) is not None]
+
+    def __str__(self) -> str:
+        return self.get("text") or ""
+
+
+class Logs(_Record):
+    """A cell's stdout and stderr as lists of strings, as E2B's Logs."""
+
+    __slots__ = ()
+
+
 @dataclass
 class CommandResult:
     stdout: str
@@ -221,7 +276,7 @@ class Files:
     def write(self, path: str, data: Union[str, bytes], user: Optional[str] = None) -> Dict[str, Any]:
         raw = n.b(data) if isinstance(data, (str, bytes)) else bytes(data)
         n.call(n.lib.abx_sandbox_write_file, self._sb._h(), n.b(path), raw, len(raw), n.b(user))
-        return {"path": path, "size": len(raw)}
+        return WriteInfo(name=path.rstrip("/").rsplit("/", 1)[-1], type="file", path=path, size=len(raw))
 
     def _json(self, fn, *args):
         out = ctypes.c_void_p()
@@ -231,11 +286,12 @@ class Files:
         finally:
             n.lib.abx_free(out)
 
-    def list(self, path: str = ".", depth: int = 1, user: Optional[str] = None) -> List[Dict[str, Any]]:
-        return self._json(n.lib.abx_sandbox_list_files, self._sb._h(), n.b(path), depth, n.b(user))
+    def list(self, path: str = ".", depth: int = 1, user: Optional[str] = None) -> List[EntryInfo]:
+        return [EntryInfo(e) for e in self._json(n.lib.abx_sandbox_list_files, self._sb._h(), n.b(path), depth,
+                                                   n.b(user))]
 
-    def get_info(self, path: str, user: Optional[str] = None) -> Dict[str, Any]:
-        return self._json(n.lib.abx_sandbox_stat, self._sb._h(), n.b(path), n.b(user))
+    def get_info(self, path: str, user: Optional[str] = None) -> EntryInfo:
+        return EntryInfo(self._json(n.lib.abx_sandbox_stat, self._sb._h(), n.b(path), n.b(user)))
 
     def exists(self, path: str, user: Optional[str] = None) -> bool:
         try:
@@ -252,7 +308,7 @@ class Files:
     def remove(self, path: str, user: Optional[str] = None) -> None:
         n.call(n.lib.abx_sandbox_remove, self._sb._h(), n.b(path), n.b(user))
 
-    def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> Dict[str, Any]:
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None) -> EntryInfo:
         n.call(n.lib.abx_sandbox_move, self._sb._h(), n.b(old_path), n.b(new_path), n.b(user))
         return self.get_info(new_path, user)
 
@@ -266,10 +322,11 @@ class ExecutionError:
 
 @dataclass
 class Execution:
-    """run_code's result, as E2B's: results (dicts with text, html, png
-    (base64), ..., is_main_result), logs, error, execution_count."""
-    results: List[Dict[str, Any]]
-    logs: Dict[str, List[str]]
+    """run_code's result, as E2B's Execution: results (Result: text, html,
+    png (base64), ..., is_main_result; dicts too), logs (Logs: .stdout and
+    .stderr lists, or ["stdout"]), error, execution_count, text."""
+    results: List[Result]
+    logs: Logs
     error: Optional[ExecutionError]
     execution_count: int
     text: Optional[str]
@@ -381,8 +438,9 @@ class Sandbox:
             if r.error_name:
                 error = ExecutionError(n.text_of(r.error_name), n.text_of(r.error_value), n.text_of(r.traceback))
             stdout, stderr = n.text_of(r.stdout_data, r.stdout_len), n.text_of(r.stderr_data, r.stderr_len)
-            return Execution(results=json.loads(n.text_of(r.results_json)) if r.results_json else [],
-                             logs={"stdout": [stdout] if stdout else [], "stderr": [stderr] if stderr else []},
+            results = json.loads(n.text_of(r.results_json)) if r.results_json else []
+            return Execution(results=[Result(x) for x in results],
+                             logs=Logs(stdout=[stdout] if stdout else [], stderr=[stderr] if stderr else []),
                              error=error, execution_count=r.execution_count,
                              text=n.text_of(r.text) if r.text else None, exit_code=r.exit_code)
         finally:

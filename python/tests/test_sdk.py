@@ -92,6 +92,16 @@ class TestSandbox(Base):
         names = {e["name"]: e["type"] for e in sb.files.list("/home/user")}
         self.assertEqual(names.get("d"), "dir")
         self.assertEqual(names.get("blob.bin"), "file")
+        # code written for E2B's SDK reads attributes: entry.name, .type, .path, .size
+        entries = {e.name: e for e in sb.files.list("/home/user")}
+        self.assertEqual((entries["d"].type, entries["d"].path), ("dir", "/home/user/d"))
+        self.assertIsInstance(entries["blob.bin"].size, int)
+        self.assertEqual(moved.name, "b.txt")
+        self.assertEqual(sb.files.get_info("/home/user/d/b.txt").type, "file")
+        written = sb.files.write("/home/user/w.txt", "w")
+        self.assertEqual((written.name, written.path, written.type), ("w.txt", "/home/user/w.txt", "file"))
+        with self.assertRaises(AttributeError):
+            entries["d"].no_such_field
         sb.files.remove("/home/user/d")
         self.assertFalse(sb.files.exists("/home/user/d/b.txt"))
 
@@ -133,6 +143,13 @@ class TestSandbox(Base):
         self.assertEqual(sb.run_code("x = 6 * 7\nx").text, "42")
         ex = sb.run_code("print(x); 1/0")
         self.assertEqual(ex.logs["stdout"], ["42\n"])
+        self.assertEqual(ex.logs.stdout, ["42\n"])  # E2B's Logs
+        self.assertEqual(ex.logs.stderr, [])
+        main = sb.run_code("x + 1").results[0]
+        self.assertEqual((main.text, main.is_main_result, main["text"]), ("43", True, "43"))
+        self.assertEqual(main.formats(), ["text"])
+        self.assertIsNone(main.png)
+        self.assertEqual(str(main), "43")
         self.assertEqual(ex.error.name, "ZeroDivisionError")
         self.assertEqual(sb.run_code("[1, 2].concat([3])", language="javascript").text, "[ 1, 2, 3 ]")
 
