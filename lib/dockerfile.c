@@ -284,11 +284,12 @@ static int parse_copy(parse_ctx *p, const char *rest, df_step *s)
         size_t len = strcspn(rest, " \t");
         if (strncmp(rest, "--chown=", 8) == 0 && len > 8 && !s->chown) {
             s->chown = strndup(rest + 8, len - 8);
-        } else if (strncmp(rest, "--from=", 7) == 0) {
-            return fail(p, "%s --from: multi-stage builds are not supported", keywords[s->kind]);
+        } else if (strncmp(rest, "--from=", 7) == 0 && len > 7 && len < 7 + 64 && !s->from &&
+                   s->kind == DF_COPY) {
+            s->from = strndup(rest + 7, len - 7);
         } else {
-            return fail(p, "%s: the flag '%.*s' is not supported (--chown is)", keywords[s->kind],
-                        (int)(len < 64 ? len : 64), rest);
+            return fail(p, "%s: the flag '%.*s' is not supported (--chown and COPY --from are)",
+                        keywords[s->kind], (int)(len < 64 ? len : 64), rest);
         }
         rest += len;
         while (isspace((unsigned char)*rest))
@@ -373,10 +374,14 @@ static int parse_from(parse_ctx *p, const char *rest, df_step *s)
         return fail(p, "FROM: flags (%.32s) are not supported", rest);
     if (split_words(p, rest, s) < 0)
         return -1;
-    if (s->nargs == 3 && strcasecmp(s->args[1], "AS") == 0) { /* a stage name: only one stage */
+    if (s->nargs == 3 && strcasecmp(s->args[1], "AS") == 0) { /* a stage's name, for FROM and COPY --from */
         free(s->args[1]);
-        free(s->args[2]);
+        s->stage = s->args[2];
         s->nargs = 1;
+        if (!s->stage[0] || strlen(s->stage) > 63 ||
+            strspn(s->stage, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                strlen(s->stage))
+            return fail(p, "FROM ... AS NAME: a name of letters, digits, '.', '_' and '-' (at most 63)");
     }
     if (s->nargs != 1)
         return fail(p, "FROM: IMAGE [AS NAME] expected");
@@ -418,6 +423,8 @@ static void step_free(df_step *s)
     free(s->args);
     free(s->text);
     free(s->chown);
+    free(s->from);
+    free(s->stage);
     memset(s, 0, sizeof *s);
 }
 
@@ -434,8 +441,6 @@ static int parse_step(parse_ctx *p, const char *logical, abx_dockerfile *df, boo
                     "USER, CMD, ENTRYPOINT, HEALTHCHECK, EXPOSE, LABEL, MAINTAINER, STOPSIGNAL, SHELL, "
                     "VOLUME)",
                     (int)(klen < 32 ? klen : 32), logical);
-    if (kind == DF_FROM && *seen_from)
-        return fail(p, "a second FROM: multi-stage builds are not supported");
     if (kind != DF_FROM && kind != DF_ARG && !*seen_from)
         return fail(p, "%s before FROM", keywords[kind]);
     if (df->n >= ABX_DOCKERFILE_MAX_STEPS)

@@ -2,7 +2,8 @@
  * (lib/dockerfile.c; no system calls).
  *
  * Instructions: FROM, RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, CMD,
- * ENTRYPOINT, HEALTHCHECK, and the ones recorded in the template's config
+ * ENTRYPOINT, HEALTHCHECK (several FROMs: a multi-stage build, COPY
+ * --from a stage or a template), and the ones recorded in the template's config
  * (EXPOSE, LABEL, MAINTAINER, STOPSIGNAL, VOLUME) or changing how later
  * steps run (SHELL). ONBUILD, and anything else, is an error naming the
  * line and the instruction. Lines end with '\' to continue; '#' starts a comment
@@ -53,6 +54,8 @@ typedef struct df_step {
     size_t nargs;
     bool has_default;      /* ARG NAME=default */
     char *chown;           /* COPY/ADD --chown=U[:G], or NULL */
+    char *from;            /* COPY --from=STAGE (a name or an index) or a template's name, or NULL */
+    char *stage;           /* FROM IMAGE AS NAME: the stage's name, or NULL */
     bool healthcheck_none; /* HEALTHCHECK NONE */
     unsigned interval_ms;  /* HEALTHCHECK --interval (default 1000 here) */
     unsigned timeout_ms;   /* HEALTHCHECK --timeout: the whole wait for readiness (default 30000) */

@@ -95,6 +95,17 @@ const char *abx__template_builtin_recipe(const char *name)
     return strcmp(name, ABX_TEMPLATE_CODE_INTERPRETER) == 0 ? code_interpreter_recipe : NULL;
 }
 
+#define MAX_STAGES 16 /* FROMs of one Dockerfile */
+
+/* A finished stage of a multi-stage build: what FROM STAGE and COPY
+ * --from=STAGE read (its tree is in the cache, immutable). */
+typedef struct build_stage {
+    char name[64]; /* FROM ... AS NAME; "" without */
+    char tree[1024];
+    char key[ABX_DIGEST_HEX]; /* its last step's */
+    json_t *env, *config;     /* owned */
+} build_stage;
+
 typedef struct build {
     const template_build_request *o;
     abx_dockerfile df;
@@ -103,16 +114,31 @@ typedef struct build {
     bool work_current; /* work/rootfs holds the current state */
     char tree[1024];   /* the current state's tree; "" while it is empty (scratch) */
     char key[ABX_DIGEST_HEX];
-    json_t *env;                   /* ENV, in order */
-    json_t *args;                  /* ARG values */
-    json_t *config;                /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
-    size_t step;                   /* 1-based, for messages */
-    unsigned long long made_bytes; /* the size of the tree this step put in the cache; 0: none */
-    char (*chain)[ABX_DIGEST_HEX]; /* the keys of this build's steps so far: never evicted by it */
-    int ctxfd;                     /* the context directory */
+    json_t *env;                    /* ENV, in order */
+    json_t *args;                   /* ARG values */
+    json_t *config;                 /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
+    size_t step;                    /* 1-based, for messages */
+    unsigned long long made_bytes;  /* the size of the tree this step put in the cache; 0: none */
+    char (*chain)[ABX_DIGEST_HEX];  /* the keys of this build's steps so far: never evicted by it */
+    int ctxfd;                      /* the context directory */
+    build_stage stages[MAX_STAGES]; /* the stages before the current one */
+    size_t nstages;
+    bool in_stage;       /* a FROM has begun the current stage */
+    char stage_name[64]; /* the current stage's */
     char tail[TAIL_MAX + 1];
     size_t tail_len;
 } build;
+
+/* An earlier stage by name (case-insensitive, as Docker) or index. */
+static const build_stage *find_stage(const build *b, const char *ref)
+{
+    unsigned index;
+    for (size_t i = 0; i < b->nstages; i++)
+        if (b->stages[i].name[0] && strcasecmp(b->stages[i].name, ref) == 0)
+            return &b->stages[i];
+    return abx__parse_uint(ref, 0, MAX_STAGES - 1, &index) == 0 && index < b->nstages ? &b->stages[index]
+                                                                                      : NULL;
+}
 
 /* ---- events and output --------------------------------------------------- */
 
@@ -540,19 +566,47 @@ static int absolute_in_workdir(build *b, const char *path, char *out, size_t len
 
 /* COPY and ADD: the sources' digest goes into the key (key_extra), then,
  * unless cached, they are copied. */
+/* Where COPY --from=REF reads: an earlier stage's tree, else a template's
+ * (a host user's own first, as FROM); a directory fd, or -1 with the error set. */
+static int copy_from_root(build *b, const char *ref, abx_error **err)
+{
+    const build_stage *st = find_stage(b, ref);
+    char stored[160], root[1024] = "";
+    if (st) {
+        snprintf(root, sizeof root, "%s", st->tree);
+    } else {
+        abx__template_resolve(b->o->tenant, ref, stored, sizeof stored);
+        if (abx__template_root(stored, root, sizeof root) < 0)
+            return step_fail(b, err, "COPY --from=%.64s: no earlier stage and no template of that name", ref);
+    }
+    int fd = root[0] ? open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return step_fail(b, err, "COPY --from=%.64s: %s", ref,
+                         root[0] ? strerror(errno) : "that stage is empty");
+    return fd;
+}
+
 static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n, char *dest, size_t destlen,
                      abx_error **err)
 {
+    int from = s->from ? copy_from_root(b, s->from, err) : b->ctxfd;
+    if (from < 0)
+        return from;
     for (size_t i = 0; i + 1 < s->nargs; i++) {
         char *src = expand(b, s->args[i]), why[600] = "";
         int rc = !src ? step_fail(b, err, "a malformed ${...}")
-                 : abx__copy_open_sources(b->ctxfd, src, srcs, n, why, sizeof why) < 0
+                 : abx__copy_open_sources(from, src, srcs, n, why, sizeof why) < 0
                      ? step_fail(b, err, "%s", why)
                      : 0;
         free(src);
-        if (rc < 0)
+        if (rc < 0) {
+            if (s->from)
+                close(from);
             return rc;
+        }
     }
+    if (s->from)
+        close(from);
     char *d = expand(b, s->args[s->nargs - 1]);
     int rc = d && absolute_in_workdir(b, d, dest, destlen) == 0 ? 0 : step_fail(b, err, "a bad destination");
     free(d);
@@ -1175,7 +1229,7 @@ static int config_step(build *b, const df_step *s, abx_error **err)
 
 #define DEBIAN_IMAGE_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-typedef enum from_kind { FROM_SCRATCH, FROM_DEBIAN, FROM_TEMPLATE, FROM_ARCHIVE } from_kind;
+typedef enum from_kind { FROM_SCRATCH, FROM_DEBIAN, FROM_TEMPLATE, FROM_ARCHIVE, FROM_STAGE } from_kind;
 
 typedef struct from_plan {
     from_kind kind;
@@ -1183,9 +1237,28 @@ typedef struct from_plan {
     char suite[32];
     bool slim;
     char mirror[512];
-    char root[1024]; /* FROM_TEMPLATE: its tree */
-    int fd;          /* FROM_ARCHIVE: the archive, opened in the context */
+    char root[1024];          /* FROM_TEMPLATE: its tree */
+    int fd;                   /* FROM_ARCHIVE: the archive, opened in the context */
+    const build_stage *stage; /* FROM_STAGE */
 } from_plan;
+
+/* At a FROM: the stage that ends goes into b->stages, and one begins. */
+static int stage_begin(build *b, const df_step *s, abx_error **err)
+{
+    if (b->in_stage) {
+        if (b->nstages >= MAX_STAGES)
+            return step_fail(b, err, "more than %d stages", MAX_STAGES);
+        build_stage *st = &b->stages[b->nstages++];
+        snprintf(st->name, sizeof st->name, "%s", b->stage_name);
+        snprintf(st->tree, sizeof st->tree, "%s", b->tree);
+        snprintf(st->key, sizeof st->key, "%s", b->key);
+        st->env = json_deep_copy(b->env);
+        st->config = json_deep_copy(b->config);
+    }
+    b->in_stage = true;
+    snprintf(b->stage_name, sizeof b->stage_name, "%s", s->stage ? s->stage : "");
+    return 0;
+}
 
 /* What FROM names; extra gets what identifies it for the cache key. */
 static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, size_t len, abx_error **err)
@@ -1196,6 +1269,11 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
     snprintf(f->image, sizeof f->image, "%s", image);
     free(image);
     f->fd = -1;
+    if ((f->stage = find_stage(b, f->image))) { /* an earlier stage of this Dockerfile */
+        f->kind = FROM_STAGE;
+        snprintf(extra, len, "stage %s", f->stage->key);
+        return 0;
+    }
     char stored[160]; /* a host user's own template of that name first, else the shared one */
     abx__template_resolve(b->o->tenant, f->image, stored, sizeof stored);
     if (strcmp(f->image, "scratch") == 0) {
@@ -1257,6 +1335,11 @@ static int from_run(build *b, from_plan *f, abx_error **err)
         return from_debian(b, f->suite, f->slim, f->mirror, err);
     case FROM_ARCHIVE:
         return from_archive(b, f->fd, err);
+    case FROM_STAGE:
+        snprintf(b->tree, sizeof b->tree, "%s", f->stage->tree);
+        json_object_update(b->env, f->stage->env);
+        json_object_update(b->config, f->stage->config);
+        return 0;
     case FROM_TEMPLATE: {
         snprintf(b->tree, sizeof b->tree, "%s", f->root);
         json_t *cfg = abx__template_config(f->image);
@@ -1293,6 +1376,8 @@ static int one_step(build *b, const df_step *s, abx_error **err)
     char dest[4096] = "";
     int rc = 0;
     if (s->kind == DF_FROM)
+        rc = stage_begin(b, s, err);
+    if (s->kind == DF_FROM && rc == 0)
         rc = from_resolve(b, s, &from, extra, sizeof extra, err);
     if (s->kind == DF_ARG) /* a --build-arg given for it: its value is part of the key */
         for (size_t i = 0; b->o->build_args && b->o->build_args[i]; i++)
@@ -1472,6 +1557,10 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     json_decref(b.env);
     json_decref(b.args);
     json_decref(b.config);
+    for (size_t i = 0; i < b.nstages; i++) {
+        json_decref(b.stages[i].env);
+        json_decref(b.stages[i].config);
+    }
     abx__dockerfile_free(&b.df);
     return rc;
 }

@@ -340,6 +340,26 @@ CMD echo from cmd
   for (const t of ['docker-like', 'no-path']) abxh(['template', 'rm', t]);
 });
 
+test('multi-stage builds: FROM ... AS NAME, COPY --from a stage (by name or index), FROM an earlier stage; the last stage is the template', { skip }, () => {
+  const df = path.join(work, 'Dockerfile.stages');
+  fs.writeFileSync(df, `FROM debian:bookworm-slim AS build
+ENV STAGE=build
+RUN mkdir -p /out && echo "built ${nonce}" > /out/artifact && chmod 604 /out/artifact && echo tool > /out/tool
+FROM build AS tested
+RUN test -f /out/artifact && echo "tested $STAGE" > /out/tested
+FROM debian:bookworm-slim
+COPY --from=build /out/artifact /app/artifact
+COPY --from=0 /out/tool /app/
+COPY --from=tested /out/tested /app/tested
+`);
+  const r = abxh(['template', 'build', 'staged', '-f', df, ctx]);
+  assert.equal(r.status, 0, r.stderr.slice(-3000));
+  const id = create('staged');
+  const x = exec(id, 'cat /app/artifact /app/tool /app/tested; stat -c "%a %u" /app/artifact; test -e /out && echo has-out || echo no-out; echo "stage=$STAGE"');
+  assert.equal(x.stdout, `built ${nonce}\ntool\ntested build\n604 0\nno-out\nstage=\n`, x.stderr);
+  abxh(['template', 'rm', 'staged']);
+});
+
 test('Dockerfile errors name the line and the instruction; nothing runs', { skip }, () => {
   const cases = [
     ['FROM debian:bookworm-slim\nFETCH x\n', /line 2: 'FETCH' is not an instruction abx supports/],
@@ -349,7 +369,7 @@ test('Dockerfile errors name the line and the instruction; nothing runs', { skip
     ['FROM debian:bookworm-slim\nSTOPSIGNAL SIGNOPE\n', /'SIGNOPE' is not a signal/],
     ['FROM debian:bookworm-slim\nUSER ghost\nRUN touch /ran\n', /USER ghost: no such user in the tree's \/etc\/passwd at this step/],
     ['RUN true\n', /line 1: RUN before FROM/],
-    ['FROM debian:bookworm-slim\nFROM scratch\n', /line 2: a second FROM/],
+    ['FROM debian:bookworm-slim\nCOPY --from=nowhere /a /b\n', /COPY --from=nowhere: no earlier stage and no template of that name/],
     ['FROM ubuntu:22.04\n', /FROM ubuntu:22.04: abx builds FROM debian/],
     ['FROM debian:bookworm-slim\nUSER nobody\n', /USER nobody is uid 65534; abx runs a template's commands as root \(0\) or uid 1000/],
     ['FROM debian:bookworm-slim\nCOPY missing.txt /x\n', /missing.txt: no such file in the context/],

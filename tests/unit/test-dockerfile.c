@@ -115,6 +115,21 @@ static void test_recorded(void **state)
     abx__dockerfile_free(&df);
 }
 
+/* Several FROMs: stages, their names, COPY --from. */
+static void test_stages(void **state)
+{
+    (void)state;
+    abx_dockerfile df = parse_ok("FROM debian AS build\nRUN make\nFROM scratch\nCOPY --from=build /out /app\n"
+                                 "COPY --from=0 --chown=user /x /y\n");
+    assert_int_equal(df.n, 5);
+    assert_string_equal(df.steps[0].stage, "build");
+    assert_null(df.steps[2].stage);
+    assert_string_equal(df.steps[3].from, "build");
+    assert_string_equal(df.steps[4].from, "0");
+    assert_string_equal(df.steps[4].chown, "user");
+    abx__dockerfile_free(&df);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -124,9 +139,9 @@ static void test_refused(void **state)
     assert_refused("FROM scratch\nLABEL =x\n", "line 2: LABEL: '=x' is not KEY=value");
     assert_refused("FROM scratch\nEXPOSE\n", "line 2: EXPOSE: an argument is required");
     assert_refused("RUN true\n", "line 1: RUN before FROM");
-    assert_refused("FROM a\nFROM b\n", "line 2: a second FROM");
+    assert_refused("FROM a AS b/c\n", "line 1: FROM ... AS NAME");
     assert_refused("", "no FROM");
-    assert_refused("FROM scratch\nCOPY --from=x a b\n", "multi-stage");
+    assert_refused("FROM scratch\nADD --from=x a b\n", "the flag '--from=x' is not supported");
     assert_refused("FROM scratch\nCOPY --chmod=755 a b\n", "not supported");
     assert_refused("FROM scratch\nCOPY onlyone\n", "SOURCE... DESTINATION");
     assert_refused("FROM scratch\nADD https://example.com/x /x\n", "URLs");
@@ -209,7 +224,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instructions), cmocka_unit_test(test_env_forms), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_recorded),     cmocka_unit_test(test_bounds),    cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_recorded),     cmocka_unit_test(test_stages),    cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_expand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
