@@ -1,0 +1,230 @@
+// e2b-compat.test.mjs: E2B's JS SDKs (the pinned `e2b` and
+// `@e2b/code-interpreter`), unmodified, against `abx serve`: one row per
+// public call, each ok, differs (how) or unsupported (why), every row run.
+// An ok row must work as on E2B's cloud; a differs row must show exactly
+// the documented difference; an unsupported row must still fail (so that a
+// row that starts working is noticed). docs/e2b-compatibility.md is this
+// table rendered: the test fails when they disagree;
+// `ABX_UPDATE_COMPAT=1 sh abx.sh test` (or this file alone) rewrites it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { root, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
+
+const H = privateHome('abx-compat');
+const KEY = `e2b_${'c3'.repeat(20)}`;
+const DOC = path.join(root, 'docs/e2b-compatibility.md');
+let srv;
+
+before(async () => {
+  srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
+  process.env.E2B_API_URL = `http://127.0.0.1:${srv.port}`;
+  process.env.E2B_SANDBOX_URL = process.env.E2B_API_URL;
+  process.env.E2B_API_KEY = KEY;
+});
+after(async () => {
+  if (srv) await stopServer(srv);
+  H.cleanup();
+});
+
+const version = (pkg) => JSON.parse(fs.readFileSync(path.join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// [area, call, status, note, run(ctx)]: run throws when the row does not hold.
+const rows = [
+  ['Sandbox', 'Sandbox.create({metadata, envs, timeoutMs})', 'ok', '', async ({ sbx }) => {
+    assert.equal((await sbx.commands.run('echo $COMPAT')).stdout, 'yes\n');
+  }],
+  ['Sandbox', 'Sandbox.create() without timeoutMs', 'ok', 'lives 300 s (`--default-timeout`)', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create();
+    const info = await s.getInfo();
+    await s.kill();
+    assert.ok(Math.abs((info.endAt - info.startedAt) / 1000 - 300) <= 2);
+  }],
+  ['Sandbox', 'Sandbox.connect(id)', 'ok', '', async ({ E2B, sbx }) => {
+    const again = await E2B.Sandbox.connect(sbx.sandboxId);
+    assert.equal((await again.commands.run('echo $COMPAT')).stdout, 'yes\n');
+  }],
+  ['Sandbox', 'sandbox.getInfo()', 'ok', '', async ({ sbx }) => {
+    const i = await sbx.getInfo();
+    assert.equal(i.sandboxId, sbx.sandboxId);
+    assert.equal(i.metadata.suite, 'compat');
+  }],
+  ['Sandbox', 'sandbox.isRunning()', 'ok', '', async ({ sbx }) => assert.equal(await sbx.isRunning(), true)],
+  ['Sandbox', 'sandbox.setTimeout(ms)', 'ok', '', async ({ sbx }) => {
+    await sbx.setTimeout(200000);
+    const i = await sbx.getInfo();
+    assert.ok(Math.abs((i.endAt - Date.now()) / 1000 - 200) <= 5);
+  }],
+  ['Sandbox', 'sandbox.getMetrics()', 'differs', 'one sample, taken now (E2B keeps a history)', async ({ sbx }) => {
+    const m = await sbx.getMetrics();
+    assert.equal(m.length, 1);
+    assert.ok(m[0].memTotal > 0);
+  }],
+  ['Sandbox', 'sandbox.getHost(port)', 'ok', '`PORT-ID.DOMAIN:LISTEN_PORT`', async ({ sbx }) => {
+    assert.equal(sbx.getHost(8000), `8000-${sbx.sandboxId}.localhost:${srv.port}`);
+  }],
+  ['Sandbox', 'sandbox.uploadUrl() / downloadUrl()', 'ok', 'signed URLs, plain HTTP', async ({ sbx }) => {
+    await sbx.files.write('/home/user/dl.txt', 'signed');
+    assert.equal(await (await fetch(await sbx.downloadUrl('/home/user/dl.txt'))).text(), 'signed');
+  }],
+  ['Sandbox', 'sandbox.pause() / Sandbox.connect() resumes', 'differs', 'memory stays resident while paused (E2B snapshots it)', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create({ timeoutMs: 120000 });
+    await s.files.write('/home/user/p.txt', 'kept');
+    await s.pause();
+    assert.equal((await s.getInfo()).state, 'paused');
+    const r = await E2B.Sandbox.connect(s.sandboxId);
+    assert.equal(await r.files.read('/home/user/p.txt'), 'kept');
+    await r.kill();
+  }],
+  ['Sandbox', 'Sandbox.create({lifecycle: {onTimeout: "pause"}})', 'ok', '', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create({ timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } });
+    let st = '';
+    for (let i = 0; i < 80 && st !== 'paused'; i++) { await sleep(100); st = (await s.getInfo()).state; }
+    await s.kill();
+    assert.equal(st, 'paused');
+  }],
+  ['Sandbox', 'Sandbox.list({query: {metadata}})', 'ok', '', async ({ E2B, sbx }) => {
+    const items = await E2B.Sandbox.list({ query: { metadata: { suite: 'compat' } } }).nextItems();
+    assert.ok(items.some((i) => i.sandboxId === sbx.sandboxId));
+  }],
+  ['Sandbox', 'Sandbox.getInfo(id) / Sandbox.setTimeout(id) / Sandbox.kill(id)', 'ok', '', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create({ timeoutMs: 60000 });
+    assert.equal((await E2B.Sandbox.getInfo(s.sandboxId)).sandboxId, s.sandboxId);
+    await E2B.Sandbox.setTimeout(s.sandboxId, 90000);
+    assert.equal(await E2B.Sandbox.kill(s.sandboxId), true);
+  }],
+  ['Sandbox', 'sandbox.kill()', 'ok', '', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create({ timeoutMs: 60000 });
+    await s.kill();
+    await assert.rejects(E2B.Sandbox.connect(s.sandboxId));
+  }],
+  ['commands', 'commands.run(cmd, {onStdout, envs, cwd})', 'ok', '', async ({ sbx }) => {
+    const seen = [];
+    const r = await sbx.commands.run('pwd; echo $X', { envs: { X: 'x' }, cwd: '/tmp', onStdout: (d) => seen.push(d) });
+    assert.equal(r.stdout, '/tmp\nx\n');
+    assert.equal(seen.join(''), r.stdout);
+  }],
+  ['commands', 'commands.run(cmd) exit code ≠ 0 throws CommandExitError', 'ok', '', async ({ sbx }) => {
+    await assert.rejects(sbx.commands.run('exit 7'), (e) => e.exitCode === 7);
+  }],
+  ['commands', 'commands.run({background}) / wait / sendStdin / list / kill', 'ok', '', async ({ sbx }) => {
+    const h = await sbx.commands.run('read l; echo got $l', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'a\n');
+    assert.equal((await h.wait()).stdout, 'got a\n');
+    const long = await sbx.commands.run('sleep 60', { background: true });
+    assert.ok((await sbx.commands.list()).some((p) => p.pid === long.pid));
+    assert.equal(await sbx.commands.kill(long.pid), true);
+  }],
+  ['commands', 'commands.connect(pid)', 'ok', '', async ({ sbx }) => {
+    const h = await sbx.commands.run('sleep 1; echo late', { background: true });
+    const c = await sbx.commands.connect(h.pid);
+    assert.equal((await c.wait()).stdout, 'late\n');
+  }],
+  ['files', 'files.write / read (text, bytes)', 'ok', '', async ({ sbx }) => {
+    await sbx.files.write('/home/user/f.bin', new Uint8Array([0, 1, 255]).buffer);
+    assert.deepEqual([...(await sbx.files.read('/home/user/f.bin', { format: 'bytes' }))], [0, 1, 255]);
+  }],
+  ['files', 'files.list / exists / getInfo / makeDir / rename / remove', 'ok', '', async ({ sbx }) => {
+    await sbx.files.makeDir('/home/user/d');
+    await sbx.files.write('/home/user/d/a.txt', 'a');
+    assert.ok((await sbx.files.list('/home/user/d')).some((e) => e.name === 'a.txt' && e.type === 'file'));
+    assert.equal((await sbx.files.getInfo('/home/user/d/a.txt')).size, 1);
+    await sbx.files.rename('/home/user/d/a.txt', '/home/user/d/b.txt');
+    assert.equal(await sbx.files.exists('/home/user/d/b.txt'), true);
+    await sbx.files.remove('/home/user/d');
+    assert.equal(await sbx.files.exists('/home/user/d'), false);
+  }],
+  ['files', 'files.watchDir(path, onEvent)', 'ok', '', async ({ sbx }) => {
+    await sbx.files.makeDir('/home/user/w');
+    const events = [];
+    const h = await sbx.files.watchDir('/home/user/w', (e) => events.push(e));
+    await sbx.files.write('/home/user/w/n.txt', 'n');
+    for (let i = 0; i < 50 && !events.length; i++) await sleep(100);
+    await h.stop();
+    assert.ok(events.some((e) => e.name.includes('n.txt')));
+  }],
+  ['pty', 'pty.create / sendInput / resize / kill', 'ok', '', async ({ sbx }) => {
+    let out = '';
+    const p = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += new TextDecoder().decode(d); } });
+    await sbx.pty.resize(p.pid, { cols: 100, rows: 30 });
+    await sbx.pty.sendInput(p.pid, new TextEncoder().encode('echo pty-$((40+2))\n'));
+    for (let i = 0; i < 50 && !out.includes('pty-42'); i++) await sleep(100);
+    await sbx.pty.kill(p.pid);
+    assert.match(out, /pty-42/);
+  }],
+  ['code interpreter', 'runCode (python): state, logs, results', 'ok', '', async ({ ci }) => {
+    await ci.runCode('x = 41');
+    const r = await ci.runCode('print("p"); x + 1');
+    assert.deepEqual([r.logs.stdout.join(''), r.text], ['p\n', '42']);
+  }],
+  ['code interpreter', 'runCode({language: "js" | "ts" | "bash"})', 'ok', '', async ({ ci }) => {
+    assert.equal((await ci.runCode('1 + 1', { language: 'js' })).text, '2');
+    assert.equal((await ci.runCode('const n: number = 3; n', { language: 'ts' })).text, '3');
+    assert.equal((await ci.runCode('echo hi', { language: 'bash' })).logs.stdout.join(''), 'hi\n');
+  }],
+  ['code interpreter', 'runCode({language: "r" | "java"})', 'differs', 'an execution error `UnsupportedLanguage` (no kernel in the template)', async ({ ci }) => {
+    assert.equal((await ci.runCode('1', { language: 'r' })).error.name, 'UnsupportedLanguage');
+  }],
+  ['code interpreter', 'runCode: an error', 'ok', '', async ({ ci }) => {
+    const r = await ci.runCode('1/0');
+    assert.equal(r.error.name, 'ZeroDivisionError');
+  }],
+  ['code interpreter', 'createCodeContext / listCodeContexts / restartCodeContext / removeCodeContext', 'ok', '', async ({ ci }) => {
+    const c = await ci.createCodeContext({ language: 'python' });
+    assert.ok((await ci.listCodeContexts()).some((x) => x.id === c.id));
+    await ci.restartCodeContext(c);
+    await ci.removeCodeContext(c);
+    assert.ok(!(await ci.listCodeContexts()).some((x) => x.id === c.id));
+  }],
+  ['code interpreter', 'runCode: a matplotlib figure as a png result', 'ok', '', async ({ ci }) => {
+    const r = await ci.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()');
+    assert.ok(r.results.some((x) => x.png), JSON.stringify(r.error));
+  }],
+  ['Sandbox', 'sandbox.createSnapshot() / listSnapshots()', 'unsupported', 'abx keeps no snapshots: templates are built (`abx template build`)', async ({ sbx }) => {
+    await sbx.createSnapshot();
+  }],
+  ['Sandbox', 'Sandbox.fork()', 'unsupported', 'no live copies of a sandbox', async ({ sbx }) => {
+    await sbx.fork();
+  }],
+];
+
+function render(results) {
+  const head = `# E2B SDK compatibility
+
+What E2B's own SDKs do against \`abx serve\`, unmodified, configured only by
+\`E2B_API_URL\`, \`E2B_SANDBOX_URL\` and \`E2B_API_KEY\`. Generated by
+\`tests/integration/e2b-compat.test.mjs\`, which runs every row in CI (an ok
+row must work as on E2B's cloud, a differs row must show the difference
+named, an unsupported row must still fail) and fails when this page and the
+run disagree. SDKs: \`e2b\` ${version('e2b')}, \`@e2b/code-interpreter\` ${version('@e2b/code-interpreter')}.
+
+| Area | Call | Status | Note |
+| --- | --- | --- | --- |
+`;
+  return head + results.map(([area, call, status, note]) => `| ${area} | \`${call}\` | ${status} | ${note} |`).join('\n') + '\n';
+}
+
+test('every row of the compatibility table holds, and docs/e2b-compatibility.md is that table', { timeout: 900000 }, async () => {
+  const E2B = await import('e2b');
+  const CI = await import('@e2b/code-interpreter');
+  const sbx = await E2B.Sandbox.create({ metadata: { suite: 'compat' }, envs: { COMPAT: 'yes' }, timeoutMs: 600000 });
+  const ci = await CI.Sandbox.create({ timeoutMs: 600000 });
+  const failures = [];
+  try {
+    for (const [area, call, status, , run] of rows) {
+      let error = null;
+      try { await run({ E2B, sbx, ci }); } catch (e) { error = e; }
+      if (status === 'unsupported' ? !error : error) failures.push(`${area} ${call} (${status}): ${error ? error.message : 'works now'}`);
+    }
+  } finally {
+    await sbx.kill();
+    await ci.kill();
+  }
+  assert.deepEqual(failures, []);
+  const text = render(rows);
+  if (process.env.ABX_UPDATE_COMPAT === '1') fs.writeFileSync(DOC, text);
+  assert.equal(fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '', text,
+    'docs/e2b-compatibility.md is not the table this run checked: ABX_UPDATE_COMPAT=1 rewrites it');
+});
