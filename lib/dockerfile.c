@@ -284,11 +284,13 @@ static int parse_copy(parse_ctx *p, const char *rest, df_step *s)
         size_t len = strcspn(rest, " \t");
         if (strncmp(rest, "--chown=", 8) == 0 && len > 8 && !s->chown) {
             s->chown = strndup(rest + 8, len - 8);
+        } else if (strncmp(rest, "--chmod=", 8) == 0 && len > 8 && len < 8 + 8 && !s->chmod) {
+            s->chmod = strndup(rest + 8, len - 8);
         } else if (strncmp(rest, "--from=", 7) == 0 && len > 7 && len < 7 + 64 && !s->from &&
                    s->kind == DF_COPY) {
             s->from = strndup(rest + 7, len - 7);
         } else {
-            return fail(p, "%s: the flag '%.*s' is not supported (--chown and COPY --from are)",
+            return fail(p, "%s: the flag '%.*s' is not supported (--chown, --chmod and COPY --from are)",
                         keywords[s->kind], (int)(len < 64 ? len : 64), rest);
         }
         rest += len;
@@ -424,6 +426,7 @@ static void step_free(df_step *s)
     free(s->text);
     free(s->chown);
     free(s->from);
+    free(s->chmod);
     free(s->stage);
     memset(s, 0, sizeof *s);
 }

@@ -54,6 +54,7 @@ typedef struct df_step {
     size_t nargs;
     bool has_default;      /* ARG NAME=default */
     char *chown;           /* COPY/ADD --chown=U[:G], or NULL */
+    char *chmod;           /* COPY/ADD --chmod=OCTAL, or NULL */
     char *from;            /* COPY --from=STAGE (a name or an index) or a template's name, or NULL */
     char *stage;           /* FROM IMAGE AS NAME: the stage's name, or NULL */
     bool healthcheck_none; /* HEALTHCHECK NONE */

@@ -616,7 +616,7 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
 static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, const char *dest,
                     abx_error **err)
 {
-    abx_copy_spec c = {.srcs = srcs, .n = n, .dest = dest, .uid = 0, .gid = 0};
+    abx_copy_spec c = {.srcs = srcs, .n = n, .dest = dest, .uid = 0, .gid = 0, .mode = -1};
     size_t dl = strlen(dest);
     c.dest_is_dir = n > 1 || (dl && dest[dl - 1] == '/');
     if (s->chown) {
@@ -625,6 +625,13 @@ static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, co
         free(spec);
         if (bad)
             return step_fail(b, err, "--chown: numeric ids, root or user");
+    }
+    if (s->chmod) { /* octal, as Docker's classic builder takes it */
+        char *end = NULL;
+        long m = strtol(s->chmod, &end, 8);
+        if (!s->chmod[0] || *end || m < 0 || m > 07777)
+            return step_fail(b, err, "--chmod=%.16s: an octal mode such as 0755", s->chmod);
+        c.mode = (int)m;
     }
     int rc = prepare_work(b, err);
     char root[760], why[512] = "";

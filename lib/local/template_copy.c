@@ -130,6 +130,7 @@ typedef struct copy_ctx {
     bool keep_owner;  /* unpacked archives keep theirs */
     uid_t uid;
     gid_t gid;
+    int mode; /* -1: the source's */
     unsigned entries;
 } copy_ctx;
 
@@ -167,7 +168,7 @@ static int copy_file_fd(copy_ctx *c, int in, const struct stat *st, const char *
     if (rc == 0)
         rc = fchown(out, c->keep_owner ? st->st_uid : c->uid, c->keep_owner ? st->st_gid : c->gid);
     if (rc == 0)
-        rc = fchmod(out, st->st_mode & 01777);
+        rc = fchmod(out, c->mode >= 0 ? (mode_t)c->mode : st->st_mode & 01777);
     int saved = errno;
     close(out);
     errno = saved;
@@ -187,7 +188,7 @@ static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char
         if (mkdir(dest, 0755) < 0 && errno != EEXIST)
             return -1;
         if (lchown(dest, c->keep_owner ? st->st_uid : c->uid, c->keep_owner ? st->st_gid : c->gid) < 0 ||
-            chmod(dest, st->st_mode & 01777) < 0)
+            chmod(dest, c->mode >= 0 ? (mode_t)c->mode : st->st_mode & 01777) < 0)
             return -1;
     }
     DIR *d = dir_of(dirfd);
@@ -487,6 +488,7 @@ int abx__copy_into_tree(const char *tree, const abx_copy_spec *spec, char *why, 
                   .dest_is_dir = spec->dest_is_dir,
                   .keep_owner = spec->keep_owner,
                   .uid = spec->uid,
-                  .gid = spec->gid};
+                  .gid = spec->gid,
+                  .mode = spec->mode};
     return in_tree(tree, copy_fn, &c, why, len);
 }

@@ -24,6 +24,7 @@ typedef struct abx_copy_spec {
     bool keep_owner;  /* an unpacked archive's owners; else uid:gid for everything made */
     uid_t uid;
     gid_t gid;
+    int mode; /* COPY --chmod: every file and directory made gets it; -1: the source's */
 } abx_copy_spec;
 
 /* rel (relative, or absolute: from the context's root) opened inside the

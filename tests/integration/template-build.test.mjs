@@ -288,7 +288,7 @@ test('a failing RUN: a clear error with its output, no template, and an existing
   assert.equal(fs.readFileSync(`${H.home}/templates/demo2/template.json`, 'utf8'), before);
 });
 
-test('Dockerfiles as Docker reads them: the base image\'s PATH expanded, EXPOSE/LABEL/STOPSIGNAL/VOLUME recorded, SHELL, USER made by RUN useradd', { skip }, () => {
+test('Dockerfiles as Docker reads them: the base image\'s PATH expanded, EXPOSE/LABEL/STOPSIGNAL/VOLUME recorded, COPY --chmod, SHELL, USER made by RUN useradd', { skip }, () => {
   const df = path.join(work, 'Dockerfile.docker');
   fs.writeFileSync(df, `FROM debian:bookworm-slim
 LABEL run=${nonce}
@@ -299,6 +299,7 @@ LABEL org.opencontainers.image.title="a demo" team=abx
 MAINTAINER abx tests
 STOPSIGNAL SIGINT
 VOLUME ["/data"]
+COPY --chmod=0750 notes.txt /opt/notes.txt
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN mkdir -p /opt/app/bin && printf '#!/bin/sh\\necho tool ran\\n' > /opt/app/bin/tool && chmod 755 /opt/app/bin/tool && echo "$BASH_VERSION" > /bash-version
 RUN useradd -o -u 1000 -M builder
@@ -320,8 +321,8 @@ CMD echo from cmd
   assert.deepEqual(config.cmd, ['/bin/bash', '-o', 'pipefail', '-c', 'echo from cmd'], 'a shell-form CMD takes SHELL');
   assert.equal(config.uid, 1000);
   const id = create('docker-like');
-  r = exec(id, 'tool; echo $PATH; test -s /bash-version && echo bash ran the RUN; id -u');
-  assert.equal(r.stdout, 'tool ran\n/opt/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nbash ran the RUN\n1000\n', r.stderr);
+  r = exec(id, 'tool; echo $PATH; test -s /bash-version && echo bash ran the RUN; id -u; stat -c %a /opt/notes.txt');
+  assert.equal(r.stdout, 'tool ran\n/opt/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nbash ran the RUN\n1000\n750\n', r.stderr);
   // a user useradd made with another uid fails at USER, before the steps after it run
   fs.writeFileSync(df, `FROM debian:bookworm-slim\nRUN useradd -u 1234 builder2 # ${nonce}\nUSER builder2\nRUN echo after-user\n`);
   r = abxh(['template', 'build', 'docker-like2', '-f', df, ctx]);
@@ -367,6 +368,7 @@ test('Dockerfile errors name the line and the instruction; nothing runs', { skip
     ['FROM debian:bookworm-slim\nSHELL /bin/bash -c\n', /line 2: SHELL: the JSON array form is required/],
     ['FROM debian:bookworm-slim\nEXPOSE 99999\n', /'99999' is not a port/],
     ['FROM debian:bookworm-slim\nSTOPSIGNAL SIGNOPE\n', /'SIGNOPE' is not a signal/],
+    ['FROM debian:bookworm-slim\nCOPY --chmod=u+x notes.txt /n\n', /--chmod=u\+x: an octal mode such as 0755/],
     ['FROM debian:bookworm-slim\nUSER ghost\nRUN touch /ran\n', /USER ghost: no such user in the tree's \/etc\/passwd at this step/],
     ['RUN true\n', /line 1: RUN before FROM/],
     ['FROM debian:bookworm-slim\nCOPY --from=nowhere /a /b\n', /COPY --from=nowhere: no earlier stage and no template of that name/],

@@ -120,13 +120,15 @@ static void test_stages(void **state)
 {
     (void)state;
     abx_dockerfile df = parse_ok("FROM debian AS build\nRUN make\nFROM scratch\nCOPY --from=build /out /app\n"
-                                 "COPY --from=0 --chown=user /x /y\n");
-    assert_int_equal(df.n, 5);
+                                 "COPY --from=0 --chown=user /x /y\nCOPY --chmod=0755 a /b\n");
+    assert_int_equal(df.n, 6);
+    assert_string_equal(df.steps[5].chmod, "0755");
     assert_string_equal(df.steps[0].stage, "build");
     assert_null(df.steps[2].stage);
     assert_string_equal(df.steps[3].from, "build");
     assert_string_equal(df.steps[4].from, "0");
     assert_string_equal(df.steps[4].chown, "user");
+    assert_null(df.steps[4].chmod);
     abx__dockerfile_free(&df);
 }
 
@@ -142,7 +144,7 @@ static void test_refused(void **state)
     assert_refused("FROM a AS b/c\n", "line 1: FROM ... AS NAME");
     assert_refused("", "no FROM");
     assert_refused("FROM scratch\nADD --from=x a b\n", "the flag '--from=x' is not supported");
-    assert_refused("FROM scratch\nCOPY --chmod=755 a b\n", "not supported");
+    assert_refused("FROM scratch\nCOPY --link a b\n", "not supported");
     assert_refused("FROM scratch\nCOPY onlyone\n", "SOURCE... DESTINATION");
     assert_refused("FROM scratch\nADD https://example.com/x /x\n", "URLs");
     assert_refused("FROM scratch\nENV 1A=b\n", "NAME=value");
