@@ -8,11 +8,14 @@
  * (regular files, directories, symbolic links whose targets are relative
  * and have no ".."; anything else refuses the build, naming the path), the
  * bounds (those of the unpacking side, lib/archive_extract.c), and the
- * layout: "Dockerfile", then the context under "context/". libarchive
+ * layout: "Dockerfile", then the context under "context/", leaving out
+ * what its .dockerignore excludes (lib/dockerignore.c). libarchive
  * writes the tar; it is loaded on first use, as archive_extract.c loads it.
  */
 #include "abx/abx.h"
+#include "dockerignore.h"
 #include "error_internal.h"
+#include "sysutil.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -91,6 +94,7 @@ typedef struct packer {
     struct archive *a;
     unsigned entries;
     unsigned long long bytes;
+    abx_ignore *ignore; /* the context's .dockerignore (NULL: none); owned */
 } packer;
 
 /* One entry's header; the caller writes a regular file's bytes after it. */
@@ -156,6 +160,11 @@ static int pack_entry(packer *p, int dirfd, const char *name, const char *path, 
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return abx__error_set(err, ABX_EIO, "context: %s: %s", path + 8, strerror(errno));
+    /* as Docker's client: what .dockerignore excludes is not sent (a
+     * directory is still walked when an exception may keep something in it) */
+    bool excluded = abx__ignore_excluded(p->ignore, path + 8);
+    if (excluded && !(S_ISDIR(st.st_mode) && abx__ignore_has_exceptions(p->ignore)))
+        return 0;
     if (S_ISLNK(st.st_mode)) {
         char target[4096];
         ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
@@ -174,7 +183,7 @@ static int pack_entry(packer *p, int dirfd, const char *name, const char *path, 
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return abx__error_set(err, ABX_EIO, "context: %s: %s", path + 8, strerror(errno));
-        int rc = put_header(p, path, AE_IFDIR, st.st_mode, 0, NULL, err);
+        int rc = put_header(p, path, AE_IFDIR, excluded ? 0755 : st.st_mode, 0, NULL, err);
         if (rc == 0)
             rc = pack_dir(p, fd, path, depth + 1, err);
         close(fd);
@@ -240,6 +249,25 @@ static int pack_dockerfile(packer *p, const char *path, abx_error **err)
     return rc;
 }
 
+/* The context's .dockerignore, read as this user, into p->ignore (none: NULL). */
+static int read_ignore(packer *p, int dirfd, abx_error **err)
+{
+    int fd = openat(dirfd, ".dockerignore", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0
+                               : abx__error_set(err, ABX_EIO, "context: .dockerignore: %s", strerror(errno));
+    char *text = malloc(ABX_IGNORE_MAX_BYTES + 1);
+    ssize_t n = text ? abx__read_full(fd, text, ABX_IGNORE_MAX_BYTES + 1) : -1;
+    close(fd);
+    char why[300];
+    int rc = n < 0 ? abx__error_set(err, ABX_EIO, "context: reading .dockerignore")
+             : abx__ignore_parse(text, (size_t)n, &p->ignore, why, sizeof why) < 0
+                 ? abx__error_set(err, ABX_EINVAL, "context: %s", why)
+                 : 0;
+    free(text);
+    return rc;
+}
+
 int abx_template_pack_context(const char *dockerfile, const char *context, int fd, abx_error **err)
 {
     pthread_once(&w_once, load_writer);
@@ -259,6 +287,8 @@ int abx_template_pack_context(const char *dockerfile, const char *context, int f
                  ? 0
                  : abx__error_set(err, ABX_EIO, "packing the context");
     if (rc == 0)
+        rc = read_ignore(&p, dirfd, err);
+    if (rc == 0)
         rc = pack_dockerfile(&p, df, err);
     if (rc == 0)
         rc = put_header(&p, "context", AE_IFDIR, 0755, 0, NULL, err);
@@ -268,6 +298,7 @@ int abx_template_pack_context(const char *dockerfile, const char *context, int f
         rc = abx__error_set(err, ABX_EIO, "packing the context: %s", W.error_string(p.a));
     if (p.a)
         W.write_free(p.a);
+    abx__ignore_free(p.ignore);
     close(dirfd);
     return rc;
 }

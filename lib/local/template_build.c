@@ -114,13 +114,16 @@ typedef struct build {
     bool work_current; /* work/rootfs holds the current state */
     char tree[1024];   /* the current state's tree; "" while it is empty (scratch) */
     char key[ABX_DIGEST_HEX];
-    json_t *env;                    /* ENV, in order */
-    json_t *args;                   /* ARG values */
-    json_t *config;                 /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
-    size_t step;                    /* 1-based, for messages */
+    json_t *env;         /* ENV, in order */
+    json_t *args;        /* ARG values of this stage (Docker's scope: a stage sees its own) */
+    json_t *global_args; /* ARGs before the first FROM: FROM lines see them, a stage's ARG NAME takes
+                            its value from them */
+    json_t *config;      /* workdir, uid, cmd, entrypoint, entrypoint_shell, healthcheck */
+    size_t step;         /* 1-based, for messages */
     unsigned long long made_bytes;  /* the size of the tree this step put in the cache; 0: none */
     char (*chain)[ABX_DIGEST_HEX];  /* the keys of this build's steps so far: never evicted by it */
     int ctxfd;                      /* the context directory */
+    abx_ignore *ignore;             /* its .dockerignore (NULL: none); owned */
     build_stage stages[MAX_STAGES]; /* the stages before the current one */
     size_t nstages;
     bool in_stage;       /* a FROM has begun the current stage */
@@ -595,7 +598,7 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
     for (size_t i = 0; i + 1 < s->nargs; i++) {
         char *src = expand(b, s->args[i]), why[600] = "";
         int rc = !src ? step_fail(b, err, "a malformed ${...}")
-                 : abx__copy_open_sources(from, src, srcs, n, why, sizeof why) < 0
+                 : abx__copy_open_sources(from, src, s->from ? NULL : b->ignore, srcs, n, why, sizeof why) < 0
                      ? step_fail(b, err, "%s", why)
                      : 0;
         free(src);
@@ -613,18 +616,95 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
     return rc;
 }
 
+#define PASSWD_MAX (1u << 20) /* the tree's /etc/passwd that USER reads */
+
+/* The id of name in the tree's etc/passwd or etc/group (table; both keep
+ * it in the third field), opened inside the tree: a link there cannot lead
+ * out. -1 when it has none. */
+static long tree_id(const char *tree, const char *table, const char *name)
+{
+    int root = open(tree[0] ? tree : "/nonexistent", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = root < 0 ? -1 : abx__copy_open_in_context(root, table, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (root >= 0)
+        close(root);
+    if (fd < 0)
+        return -1;
+    char *text = calloc(1, PASSWD_MAX + 1);
+    ssize_t n = text ? abx__read_full(fd, text, PASSWD_MAX) : -1;
+    close(fd);
+    long uid = -1;
+    size_t len = strlen(name);
+    for (char *line = n > 0 ? text : NULL, *next; line && uid < 0; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *f2 = strchr(line, ':'), *f3 = f2 ? strchr(f2 + 1, ':') : NULL;
+        unsigned u;
+        char num[16] = "";
+        if (f3)
+            snprintf(num, sizeof num, "%.*s", (int)strcspn(f3 + 1, ":"), f3 + 1);
+        if (f2 && (size_t)(f2 - line) == len && strncmp(line, name, len) == 0 &&
+            abx__parse_uint(num, 0, 4294967294u, &u) == 0)
+            uid = (long)u;
+    }
+    free(text);
+    return uid;
+}
+
+/* One part of --chown=U[:G]: a number, or a name the tree at this step
+ * knows (table: etc/passwd or etc/group), or root / user (0 / 1000) in a
+ * tree without one. -1 when it is none of them. */
+static long owner_part(build *b, const char *table, const char *part)
+{
+    unsigned numeric;
+    if (abx__parse_uint(part, 0, 65535, &numeric) == 0)
+        return (long)numeric;
+    long id = part[0] ? tree_id(b->tree, table, part) : -1;
+    if (id < 0 && (strcmp(part, "root") == 0 || strcmp(part, "user") == 0))
+        id = part[0] == 'r' ? 0 : 1000;
+    return id >= 0 && id <= 65535 ? id : -1;
+}
+
+/* --chown=U[:G] as Docker reads it: names from the tree's /etc/passwd and
+ * /etc/group at this step; a user alone (or a uid alone) gives the same
+ * number as the gid. */
+static int chown_ids(build *b, const char *spec, uid_t *uid, gid_t *gid, abx_error **err)
+{
+    char u[64], g[64];
+    const char *colon = strchr(spec, ':');
+    snprintf(u, sizeof u, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+    snprintf(g, sizeof g, "%s", colon ? colon + 1 : "");
+    long uid_v = owner_part(b, "etc/passwd", u);
+    long gid_v = colon ? owner_part(b, "etc/group", g) : uid_v;
+    if (uid_v < 0)
+        return step_fail(b, err, "--chown=%.64s: no user '%.64s' in the tree's /etc/passwd at this step",
+                         spec, u);
+    if (gid_v < 0)
+        return step_fail(b, err, "--chown=%.64s: no group '%.64s' in the tree's /etc/group at this step",
+                         spec, g);
+    *uid = (uid_t)uid_v;
+    *gid = (gid_t)gid_v;
+    return 0;
+}
+
 static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, const char *dest,
                     abx_error **err)
 {
-    abx_copy_spec c = {.srcs = srcs, .n = n, .dest = dest, .uid = 0, .gid = 0, .mode = -1};
+    abx_copy_spec c = {.srcs = srcs,
+                       .n = n,
+                       .dest = dest,
+                       .uid = 0,
+                       .gid = 0,
+                       .mode = -1,
+                       .ignore = s->from ? NULL : b->ignore};
     size_t dl = strlen(dest);
     c.dest_is_dir = n > 1 || (dl && dest[dl - 1] == '/');
     if (s->chown) {
         char *spec = expand(b, s->chown);
-        int bad = !spec || abx__copy_parse_owner(spec, &c.uid, &c.gid) < 0;
+        int rc = !spec ? step_fail(b, err, "a malformed ${...}") : chown_ids(b, spec, &c.uid, &c.gid, err);
         free(spec);
-        if (bad)
-            return step_fail(b, err, "--chown: numeric ids, root or user");
+        if (rc < 0)
+            return rc;
     }
     if (s->chmod) { /* octal, as Docker's classic builder takes it */
         char *end = NULL;
@@ -1003,40 +1083,6 @@ static json_t *command_array(build *b, const df_step *s)
     return a;
 }
 
-#define PASSWD_MAX (1u << 20) /* the tree's /etc/passwd that USER reads */
-
-/* The uid of user name in the tree's /etc/passwd (opened inside the
- * tree: a link there cannot lead out), or -1 when it has none. */
-static long tree_uid(const char *tree, const char *name)
-{
-    int root = open(tree[0] ? tree : "/nonexistent", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int fd = root < 0 ? -1 : abx__copy_open_in_context(root, "etc/passwd", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (root >= 0)
-        close(root);
-    if (fd < 0)
-        return -1;
-    char *text = calloc(1, PASSWD_MAX + 1);
-    ssize_t n = text ? abx__read_full(fd, text, PASSWD_MAX) : -1;
-    close(fd);
-    long uid = -1;
-    size_t len = strlen(name);
-    for (char *line = n > 0 ? text : NULL, *next; line && uid < 0; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        char *f2 = strchr(line, ':'), *f3 = f2 ? strchr(f2 + 1, ':') : NULL;
-        unsigned u;
-        char num[16] = "";
-        if (f3)
-            snprintf(num, sizeof num, "%.*s", (int)strcspn(f3 + 1, ":"), f3 + 1);
-        if (f2 && (size_t)(f2 - line) == len && strncmp(line, name, len) == 0 &&
-            abx__parse_uint(num, 0, 4294967294u, &u) == 0)
-            uid = (long)u;
-    }
-    free(text);
-    return uid;
-}
-
 /* USER NAME[:GROUP] or UID[:GID]: a name as the tree at this step knows it
  * (a user an earlier RUN useradd made too); abx runs a template's commands
  * as root (0) or uid 1000, so any other fails here, before later steps. */
@@ -1048,7 +1094,8 @@ static int user_step(build *b, const df_step *s, abx_error **err)
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(v, ":"), v);
     unsigned numeric;
-    long uid = abx__parse_uint(name, 0, 4294967294u, &numeric) == 0 ? (long)numeric : tree_uid(b->tree, name);
+    long uid = abx__parse_uint(name, 0, 4294967294u, &numeric) == 0 ? (long)numeric
+                                                                    : tree_id(b->tree, "etc/passwd", name);
     if (uid < 0 && (strcmp(name, "root") == 0 || strcmp(name, "user") == 0))
         uid = name[0] == 'r' ? 0 : 1000; /* a tree without /etc/passwd (FROM scratch) */
     int rc = 0;
@@ -1188,10 +1235,17 @@ static int config_step(build *b, const df_step *s, abx_error **err)
         for (size_t i = 0; b->o->build_args && b->o->build_args[i]; i++)
             if (strncmp(b->o->build_args[i], s->args[0], nlen) == 0 && b->o->build_args[i][nlen] == '=')
                 given = b->o->build_args[i] + nlen + 1;
-        char *v = given ? strdup(given) : s->has_default ? expand(b, s->args[1]) : strdup("");
-        if (!v)
+        /* Docker's order: --build-arg, the default here, a global ARG's value; else unset */
+        const char *global =
+            b->in_stage ? json_string_value(json_object_get(b->global_args, s->args[0])) : NULL;
+        char *v = given            ? strdup(given)
+                  : s->has_default ? expand(b, s->args[1])
+                  : global         ? strdup(global)
+                                   : NULL;
+        if (!v && (given || s->has_default || global))
             return step_fail(b, err, "a malformed ${...}");
-        json_object_set_new(b->args, s->args[0], json_string(v));
+        if (v)
+            json_object_set_new(b->args, s->args[0], json_string(v));
         free(v);
         return 0;
     }
@@ -1262,6 +1316,8 @@ static int stage_begin(build *b, const df_step *s, abx_error **err)
         st->env = json_deep_copy(b->env);
         st->config = json_deep_copy(b->config);
     }
+    if (!b->in_stage) /* the ARGs so far are the global ones */
+        json_object_update(b->global_args, b->args);
     b->in_stage = true;
     snprintf(b->stage_name, sizeof b->stage_name, "%s", s->stage ? s->stage : "");
     return 0;
@@ -1313,7 +1369,8 @@ static int from_resolve(build *b, const df_step *s, from_plan *f, char *extra, s
         f->kind = FROM_ARCHIVE;
         abx_digest *d = abx__digest_new();
         char hex[ABX_DIGEST_HEX];
-        if (abx__copy_digest(d, f->fd) < 0 || abx__digest_finish(d, hex) < 0)
+        abx_copy_src whole = {.fd = f->fd};
+        if (abx__copy_digest(d, &whole, NULL) < 0 || abx__digest_finish(d, hex) < 0)
             return step_fail(b, err, "reading %s", f->image);
         snprintf(extra, len, "archive %s", hex);
     } else {
@@ -1384,19 +1441,30 @@ static int one_step(build *b, const df_step *s, abx_error **err)
     int rc = 0;
     if (s->kind == DF_FROM)
         rc = stage_begin(b, s, err);
-    if (s->kind == DF_FROM && rc == 0)
+    if (s->kind == DF_FROM && rc == 0) { /* a stage starts afresh: its key, and the ARGs its FROM line sees */
+        json_decref(b->args);
+        b->args = json_deep_copy(b->global_args);
         rc = from_resolve(b, s, &from, extra, sizeof extra, err);
-    if (s->kind == DF_ARG) /* a --build-arg given for it: its value is part of the key */
+        json_object_clear(b->args);
+        json_object_clear(b->env);
+        snprintf(b->key, sizeof b->key, CACHE_FORMAT);
+    }
+    if (s->kind == DF_ARG) { /* a --build-arg given for it, or a global ARG's value: part of the key */
+        const char *global =
+            b->in_stage ? json_string_value(json_object_get(b->global_args, s->args[0])) : NULL;
+        if (global)
+            snprintf(extra, sizeof extra, "global %.1000s", global);
         for (size_t i = 0; b->o->build_args && b->o->build_args[i]; i++)
             if (strncmp(b->o->build_args[i], s->args[0], strlen(s->args[0])) == 0 &&
                 b->o->build_args[i][strlen(s->args[0])] == '=')
                 snprintf(extra, sizeof extra, "given %s", b->o->build_args[i]);
+    }
     if (s->kind == DF_COPY || s->kind == DF_ADD) {
         rc = open_copy(b, s, &srcs, &nsrcs, dest, sizeof dest, err);
         abx_digest *d = abx__digest_new();
         for (size_t i = 0; rc == 0 && i < nsrcs; i++) {
             abx__digest_add_str(d, srcs[i].name);
-            if (abx__copy_digest(d, srcs[i].fd) < 0)
+            if (abx__copy_digest(d, &srcs[i], s->from ? NULL : b->ignore) < 0)
                 rc = step_fail(b, err, "reading %s in the context", srcs[i].name);
         }
         if (abx__digest_finish(d, extra) < 0 && rc == 0)
@@ -1499,6 +1567,25 @@ static int read_dockerfile(const template_build_request *o, char **text, size_t 
     return 0;
 }
 
+/* The context's .dockerignore into b->ignore (none: NULL), opened inside
+ * the context; a malformed one fails the build before any step. */
+static int read_dockerignore(build *b, abx_error **err)
+{
+    int fd = abx__copy_open_in_context(b->ctxfd, ".dockerignore", O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : abx__error_errno(err, ABX_EINVAL, errno, "the context's .dockerignore");
+    char *text = malloc(ABX_IGNORE_MAX_BYTES + 1);
+    ssize_t n = text ? abx__read_full(fd, text, ABX_IGNORE_MAX_BYTES + 1) : -1;
+    close(fd);
+    char why[300];
+    int rc = n < 0 ? abx__error_set(err, ABX_EIO, "reading the context's .dockerignore")
+             : abx__ignore_parse(text, (size_t)n, &b->ignore, why, sizeof why) < 0
+                 ? abx__error_set(err, ABX_EINVAL, "%s", why)
+                 : 0;
+    free(text);
+    return rc;
+}
+
 static int build_template(const template_build_request *o, json_t **info, abx_error **err)
 {
     if (info)
@@ -1531,7 +1618,8 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
         return abx__error_set(err, ABX_EINVAL, "the build context %.300s: %s", o->context ? o->context : ".",
                               strerror(errno));
     }
-    if ((rc = cache_root(b.cache, sizeof b.cache, err)) < 0) {
+    if ((rc = read_dockerignore(&b, err)) < 0 || (rc = cache_root(b.cache, sizeof b.cache, err)) < 0) {
+        abx__ignore_free(b.ignore);
         close(b.ctxfd);
         abx__dockerfile_free(&b.df);
         return rc;
@@ -1545,6 +1633,7 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     snprintf(b.key, sizeof b.key, CACHE_FORMAT);
     b.env = json_object();
     b.args = json_object();
+    b.global_args = json_object();
     b.config = json_object();
     b.chain = calloc(b.df.n, sizeof *b.chain);
     if (!b.chain)
@@ -1561,8 +1650,10 @@ static int build_template(const template_build_request *o, json_t **info, abx_er
     if (b.work[0])
         remove_tree(b.work);
     close(b.ctxfd);
+    abx__ignore_free(b.ignore);
     json_decref(b.env);
     json_decref(b.args);
+    json_decref(b.global_args);
     json_decref(b.config);
     for (size_t i = 0; i < b.nstages; i++) {
         json_decref(b.stages[i].env);

@@ -131,8 +131,20 @@ typedef struct copy_ctx {
     uid_t uid;
     gid_t gid;
     int mode; /* -1: the source's */
+    const abx_ignore *ignore;
     unsigned entries;
 } copy_ctx;
+
+/* rel/name into out (the context path of a directory's entry); -1 when too long. */
+static int child_rel(char *out, size_t len, const char *rel, const char *name)
+{
+    int n = snprintf(out, len, "%s%s%s", rel, rel[0] ? "/" : "", name);
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
 
 /* A directory stream over a copy of fd, from its first entry (the caller
  * closedir()s it; fd stays open). */
@@ -147,7 +159,8 @@ static DIR *dir_of(int fd)
     return d;
 }
 
-static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *dest, int depth);
+static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *rel, const char *dest,
+                      int depth);
 
 static int copy_file_fd(copy_ctx *c, int in, const struct stat *st, const char *dest)
 {
@@ -175,7 +188,11 @@ static int copy_file_fd(copy_ctx *c, int in, const struct stat *st, const char *
     return rc;
 }
 
-static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char *dest, bool make, int depth)
+/* A directory's entries into dest (made first when make: with the
+ * source's mode, or 0755 when .dockerignore excludes it and it is walked
+ * only for what an exception keeps); rel is its path in the context. */
+static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char *rel, const char *dest,
+                       bool make, int depth)
 {
     if (depth > COPY_MAX_DEPTH) {
         errno = ELOOP;
@@ -187,8 +204,10 @@ static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char
             return -1;
         if (mkdir(dest, 0755) < 0 && errno != EEXIST)
             return -1;
+        bool walked_only = rel[0] && abx__ignore_excluded(c->ignore, rel);
+        mode_t mode = c->mode >= 0 ? (mode_t)c->mode : walked_only ? 0755 : st->st_mode & 01777;
         if (lchown(dest, c->keep_owner ? st->st_uid : c->uid, c->keep_owner ? st->st_gid : c->gid) < 0 ||
-            chmod(dest, c->mode >= 0 ? (mode_t)c->mode : st->st_mode & 01777) < 0)
+            chmod(dest, mode) < 0)
             return -1;
     }
     DIR *d = dir_of(dirfd);
@@ -199,21 +218,25 @@ static int copy_dir_fd(copy_ctx *c, int dirfd, const struct stat *st, const char
     while (rc == 0 && (e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        char child[4096];
+        char child[4096], crel[4096];
         if (snprintf(child, sizeof child, "%s/%s", strcmp(dest, "/") == 0 ? "" : dest, e->d_name) >=
-            (int)sizeof child) {
+                (int)sizeof child ||
+            child_rel(crel, sizeof crel, rel, e->d_name) < 0) {
             errno = ENAMETOOLONG;
             rc = -1;
             break;
         }
-        rc = copy_entry(c, dirfd, e->d_name, child, depth + 1);
+        rc = copy_entry(c, dirfd, e->d_name, crel, child, depth + 1);
     }
     closedir(d);
     return rc;
 }
 
-/* One entry of a source directory: links stay links, nothing is followed. */
-static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *dest, int depth)
+/* One entry of a source directory (rel: its path in the context): links
+ * stay links, nothing is followed; what .dockerignore excludes is left
+ * out (a directory is still walked when an exception may keep something
+ * under it). */
+static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *rel, const char *dest, int depth)
 {
     if (++c->entries > COPY_MAX_ENTRIES) {
         errno = EFBIG;
@@ -222,6 +245,9 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *des
     struct stat st;
     if (fstatat(srcdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -1;
+    if (abx__ignore_excluded(c->ignore, rel) &&
+        !(S_ISDIR(st.st_mode) && abx__ignore_has_exceptions(c->ignore)))
+        return 0;
     if (S_ISLNK(st.st_mode)) {
         char target[4096];
         ssize_t n = readlinkat(srcdir, name, target, sizeof target - 1);
@@ -240,8 +266,8 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *des
     int fd = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int rc =
-        S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, dest, true, depth) : copy_file_fd(c, fd, &st, dest);
+    int rc = S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, rel, dest, true, depth)
+                                 : copy_file_fd(c, fd, &st, dest);
     int saved = errno;
     close(fd);
     errno = saved;
@@ -266,7 +292,7 @@ static int copy_fn(void *ctx, char *why, size_t len)
         if (s->is_dir) { /* a directory's contents go into the destination */
             rc = make_dirs(c->dest, c->uid, c->gid);
             if (rc == 0)
-                rc = copy_dir_fd(c, s->fd, &st, c->dest, false, 0);
+                rc = copy_dir_fd(c, s->fd, &st, s->rel, c->dest, false, 0);
             continue;
         }
         bool into = c->dest_is_dir || (stat(c->dest, &dst) == 0 && S_ISDIR(dst.st_mode));
@@ -301,8 +327,8 @@ int abx__copy_open_in_context(int ctxfd, const char *rel, int flags)
 
 /* Adds what source names (a path, or a pattern in its last component) to
  * the list, each opened inside the context. */
-int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, size_t *n, char *why,
-                           size_t len)
+int abx__copy_open_sources(int ctxfd, const char *source, const abx_ignore *ignore, abx_copy_src **srcs,
+                           size_t *n, char *why, size_t len)
 {
     char rel[4096];
     snprintf(rel, sizeof rel, "%s", source[0] == '/' ? source + 1 : source);
@@ -316,8 +342,10 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
         int dfd = abx__copy_open_in_context(ctxfd, parent, O_RDONLY | O_DIRECTORY);
         DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         struct dirent *e;
+        char crel[4096];
         while (d && (e = readdir(d)))
-            if (e->d_name[0] != '.' && fnmatch(last, e->d_name, FNM_PERIOD) == 0 && found < 64)
+            if (e->d_name[0] != '.' && fnmatch(last, e->d_name, FNM_PERIOD) == 0 && found < 64 &&
+                child_rel(crel, sizeof crel, parent, e->d_name) == 0 && !abx__ignore_excluded(ignore, crel))
                 snprintf(names[found++], sizeof names[0], "%s", e->d_name);
         if (d)
             closedir(d);
@@ -333,6 +361,8 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
         if (snprintf(path, sizeof path, "%s%s%.255s", parent, parent[0] ? "/" : "", names[i]) >=
             (int)sizeof path)
             return fail_why(why, len, "%.100s: path too long", source);
+        if (abx__ignore_excluded(ignore, path))
+            return fail_why(why, len, "%s: excluded by the context's .dockerignore", path);
         int fd = abx__copy_open_in_context(ctxfd, path, O_RDONLY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
@@ -350,6 +380,7 @@ int abx__copy_open_sources(int ctxfd, const char *source, abx_copy_src **srcs, s
         *srcs = grown;
         (*srcs)[*n] = (abx_copy_src){.fd = fd, .is_dir = S_ISDIR(st.st_mode)};
         snprintf((*srcs)[*n].name, sizeof(*srcs)[*n].name, "%.255s", names[i][0] ? names[i] : "context");
+        snprintf((*srcs)[*n].rel, sizeof(*srcs)[*n].rel, "%.4095s", path);
         (*n)++;
     }
     return 0;
@@ -360,8 +391,10 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A source's digest for the cache key: names, modes, bytes, link targets. */
-static int digest_source(abx_digest *d, int fd, int depth)
+/* A source's digest for the cache key: names, modes, bytes, link targets
+ * (rel: its path in the context; what ignore excludes is left out, so
+ * that changing it does not change the key). */
+static int digest_source(abx_digest *d, int fd, const char *rel, const abx_ignore *ignore, int depth)
 {
     struct stat st;
     if (fstat(fd, &st) < 0 || depth > COPY_MAX_DEPTH)
@@ -409,8 +442,17 @@ static int digest_source(abx_digest *d, int fd, int depth)
             rc = -1;
             break;
         }
-        abx__digest_add_str(d, list[i]);
+        char crel[4096];
+        if (child_rel(crel, sizeof crel, rel, list[i]) < 0) {
+            rc = -1;
+            break;
+        }
         struct stat cst;
+        bool excluded = abx__ignore_excluded(ignore, crel);
+        if (fstatat(fd, list[i], &cst, AT_SYMLINK_NOFOLLOW) == 0 && excluded &&
+            !(S_ISDIR(cst.st_mode) && abx__ignore_has_exceptions(ignore)))
+            continue;
+        abx__digest_add_str(d, list[i]);
         if (fstatat(fd, list[i], &cst, AT_SYMLINK_NOFOLLOW) < 0) {
             rc = -1;
         } else if (S_ISLNK(cst.st_mode)) {
@@ -422,7 +464,7 @@ static int digest_source(abx_digest *d, int fd, int depth)
                 abx__digest_add(d, target, (size_t)t);
         } else if (S_ISREG(cst.st_mode) || S_ISDIR(cst.st_mode)) {
             int cfd = openat(fd, list[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-            rc = cfd < 0 ? -1 : digest_source(d, cfd, depth + 1);
+            rc = cfd < 0 ? -1 : digest_source(d, cfd, crel, ignore, depth + 1);
             if (cfd >= 0)
                 close(cfd);
         }
@@ -446,32 +488,9 @@ bool abx__copy_archive_name(const char *name)
     return false;
 }
 
-/* "U[:G]": numbers, root or user. */
-int abx__copy_parse_owner(const char *spec, uid_t *uid, gid_t *gid)
+int abx__copy_digest(abx_digest *d, const abx_copy_src *src, const abx_ignore *ignore)
 {
-    char u[64] = "", g[64] = "";
-    const char *colon = strchr(spec, ':');
-    snprintf(u, sizeof u, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
-    snprintf(g, sizeof g, "%s", colon ? colon + 1 : u);
-    const char *parts[2] = {u, g};
-    unsigned long ids[2];
-    for (int i = 0; i < 2; i++) {
-        char *end;
-        if (strcmp(parts[i], "root") == 0)
-            ids[i] = 0;
-        else if (strcmp(parts[i], "user") == 0)
-            ids[i] = 1000;
-        else if ((ids[i] = strtoul(parts[i], &end, 10)) > 65535 || !parts[i][0] || *end)
-            return -1;
-    }
-    *uid = (uid_t)ids[0];
-    *gid = (gid_t)ids[1];
-    return 0;
-}
-
-int abx__copy_digest(abx_digest *d, int fd)
-{
-    return digest_source(d, fd, 0);
+    return digest_source(d, src->fd, src->rel, ignore, 0);
 }
 
 int abx__tree_mkdir_p(const char *tree, const char *path, char *why, size_t len)
@@ -489,6 +508,7 @@ int abx__copy_into_tree(const char *tree, const abx_copy_spec *spec, char *why, 
                   .keep_owner = spec->keep_owner,
                   .uid = spec->uid,
                   .gid = spec->gid,
-                  .mode = spec->mode};
+                  .mode = spec->mode,
+                  .ignore = spec->ignore};
     return in_tree(tree, copy_fn, &c, why, len);
 }

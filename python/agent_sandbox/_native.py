@@ -12,6 +12,7 @@ import ctypes.util
 import hashlib
 import os
 import threading
+from typing import Optional
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_int, c_longlong,
                     c_size_t, c_uint, c_ulonglong, c_void_p)
 from pathlib import Path
@@ -207,6 +208,13 @@ class StrList:
 
 def pairs(mapping):
     return [f"{k}={v}" for k, v in (mapping or {}).items()]
+
+
+def error(number: int, message: str, hint: Optional[str] = None):
+    """The SandboxError of abx error number (its name, category and, unless given, hint from libabx)."""
+    return error_from(number, message, (lib.abx_err_name(number) or b"").decode(),
+                      (lib.abx_err_category(number) or b"").decode(),
+                      hint if hint is not None else (lib.abx_err_hint(number) or b"").decode())
 
 
 def call(fn, *args):

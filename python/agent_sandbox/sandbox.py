@@ -13,6 +13,10 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
+import os
+import re
+import shutil
+import subprocess
 import threading
 import time
 import weakref
@@ -336,6 +340,58 @@ class Execution:
 # ---- the sandbox ---------------------------------------------------------------------------
 
 
+def _abx_binary() -> str:
+    """The abx CLI: ABX_BIN, else beside the loaded libabx (a checkout's build/), else on PATH."""
+    env = os.environ.get("ABX_BIN")
+    if env:
+        return env
+    beside = os.path.join(os.path.dirname(n.LIBRARY_PATH), "abx")
+    if os.sep in n.LIBRARY_PATH and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("abx")
+    if not found:
+        raise n.error(8004, "get_host on the local provider runs `abx expose`, and no abx binary was found",
+                      "Install abx (sh abx.sh install) or set ABX_BIN to its path.")
+    return found
+
+
+def _start_forwarder(sandbox_id: str, port: int):
+    """Starts `abx expose ID PORT --json`; returns (process, "127.0.0.1:N") once it listens."""
+    proc = subprocess.Popen([_abx_binary(), "expose", sandbox_id, str(port), "--json"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = proc.stdout.readline()
+    try:
+        return proc, json.loads(line)["listen"]
+    except (ValueError, KeyError, TypeError):
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        text = err.decode("utf-8", "replace").strip()
+        m = re.match(r"abx: (E(\d{4})): (.*?)(?: \(hint: (.*)\))?$", text.splitlines()[-1] if text else "")
+        if m:
+            raise n.error(int(m.group(2)), m.group(3), m.group(4)) from None
+        raise n.error(8013, f"abx expose did not start: {text or 'no output'}") from None
+
+
+def _stop_forwarders(forwards: Dict[int, Any]) -> None:
+    for proc, _host in list(forwards.values()):
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+    forwards.clear()
+
+
+def _release(handle, forwards) -> None:
+    """What close() (or the finalizer) frees: the forwarders, then the handle."""
+    _stop_forwarders(forwards)
+    n.lib.abx_sandbox_free(handle)
+
+
 class Sandbox:
     """A sandbox. Make one with Sandbox.create() or Sandbox.connect(id)."""
 
@@ -347,7 +403,8 @@ class Sandbox:
         self.created = created
         self.commands = Commands(self)
         self.files = Files(self)
-        self._finalizer = weakref.finalize(self, n.lib.abx_sandbox_free, handle)
+        self._forwards: Dict[int, Any] = {}  # port -> (the abx expose process, its host:port)
+        self._finalizer = weakref.finalize(self, _release, handle, self._forwards)
 
     def _h(self):
         if not self._finalizer.alive:
@@ -415,15 +472,42 @@ class Sandbox:
 
     def kill(self) -> None:
         n.call(n.lib.abx_sandbox_kill, self._h())
+        _stop_forwarders(self._forwards)
 
     def get_host(self, port: int) -> str:
-        """The URL of a service listening on port inside the sandbox."""
+        """E2B's get_host: the host (and port) at which a service listening on
+        port inside the sandbox is reached, without a scheme, so that
+        f"http://{sb.get_host(3000)}" is its URL. On the local provider it is
+        a forwarder on this machine's loopback (`abx expose`, started on the
+        first call for that port and stopped by kill() or close())."""
+        if not 1 <= int(port) <= 65535:
+            raise n.error(8001, "port: expected 1-65535", "Give the port the service listens on inside the sandbox.")
+        if self.provider == "local":
+            return self._forward(int(port))
+        return self.get_url(port).split("://", 1)[1].rstrip("/")
+
+    def get_url(self, port: int) -> str:
+        """The URL of a service listening on port inside the sandbox (the
+        provider's own; on the local provider, http:// and get_host's)."""
+        if self.provider == "local":
+            return f"http://{self.get_host(port)}"
         url = ctypes.c_char_p()
         n.call(n.lib.abx_sandbox_port_url, self._h(), int(port), ctypes.byref(url))
         try:
             return url.value.decode()
         finally:
             n.lib.abx_free(ctypes.cast(url, ctypes.c_void_p))
+
+    def _forward(self, port: int) -> str:
+        """A running `abx expose ID PORT` for port (started once); its host:port."""
+        self._h()
+        with self._lock:
+            running = self._forwards.get(port)
+            if running and running[0].poll() is None:
+                return running[1]
+            proc, host = _start_forwarder(self.sandbox_id, port)
+            self._forwards[port] = (proc, host)
+            return host
 
     def run_code(self, code: str, language: Optional[str] = None, context_id: Optional[str] = None,
                  timeout: Optional[int] = None, envs: Optional[Dict[str, str]] = None) -> Execution:

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +139,30 @@ class TestSandbox(Base):
             self.assertEqual(sb.commands.run("echo in").stdout, "in\n")
         with self.assertRaises(NotFoundError):
             Sandbox.get_info_by_id_sync(sid)
+
+    @unittest.skipUnless(os.geteuid() == 0, "the local provider's port forwarding joins the sandbox's network: root")
+    def test_get_host_local(self):
+        """E2B's f"http://{sb.get_host(port)}" on the local provider: a forwarder, gone with the sandbox."""
+        sb = self.create(timeout=120)
+        sb.commands.run("mkdir -p /tmp/site && echo served-from-inside > /tmp/site/index.html")
+        sb.commands.run("cd /tmp/site && exec python3 -m http.server 8123 --bind 127.0.0.1", background=True)
+        host = sb.get_host(8123)
+        self.assertRegex(host, r"^127\.0\.0\.1:\d+$")
+        body = b""
+        for _ in range(50):
+            try:
+                body = urllib.request.urlopen(f"http://{host}/", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.assertEqual(body, b"served-from-inside\n")
+        self.assertEqual(sb.get_host(8123), host)  # one forwarder a port
+        self.assertEqual(sb.get_url(8123), f"http://{host}")
+        with self.assertRaises(InvalidArgumentError):
+            sb.get_host(70000)
+        sb.kill()
+        with self.assertRaises(OSError):
+            urllib.request.urlopen(f"http://{host}/", timeout=5).read()
 
     def test_run_code(self):
         sb = self.create(template="base")

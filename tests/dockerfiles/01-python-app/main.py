@@ -1,0 +1,2 @@
+import sys
+print("hello from", sys.argv[0])

@@ -1,0 +1,2 @@
+import abxgreet
+print(abxgreet.greet("venv"))

@@ -1,0 +1,2 @@
+const banner = require("abx-banner");
+console.log(banner("node app"));

@@ -1,0 +1,2 @@
+const pad = require("abx-pad");
+console.log(pad("ready", 10));

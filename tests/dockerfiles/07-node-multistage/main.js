@@ -1,0 +1,1 @@
+console.log(require("abx-banner")("multi"));
