@@ -183,6 +183,10 @@ static int pack_entry(packer *p, int dirfd, const char *name, const char *path, 
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return abx__error_set(err, ABX_EIO, "context: %s: %s", path + 8, strerror(errno));
+        if (excluded && !abx__ignore_dir_keeps(p->ignore, fd, path + 8)) { /* nothing kept under it */
+            close(fd);
+            return 0;
+        }
         int rc = put_header(p, path, AE_IFDIR, excluded ? 0755 : st.st_mode, 0, NULL, err);
         if (rc == 0)
             rc = pack_dir(p, fd, path, depth + 1, err);

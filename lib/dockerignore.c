@@ -1,17 +1,22 @@
 /* dockerignore.c: .dockerignore patterns and matching (dockerignore.h).
  *
- * Owns: reading the file into cleaned patterns, split into segments, and
- * matching a context path against them. Matching one pattern is a table
+ * Owns: reading the file into cleaned patterns, split into segments,
+ * matching a context path against them, and whether an excluded
+ * directory holds anything an exception keeps. Matching one pattern is a table
  * over (pattern segment, path segment): O(segments^2) fnmatch calls at
  * most, however many "**" a pattern holds, so hostile patterns cannot
  * make it run long. Bounds: ABX_IGNORE_MAX_* (dockerignore.h).
  */
 #include "dockerignore.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct ignore_pattern {
     bool exception;
@@ -185,4 +190,42 @@ bool abx__ignore_excluded(const abx_ignore *ig, const char *rel)
 bool abx__ignore_has_exceptions(const abx_ignore *ig)
 {
     return ig && ig->exceptions;
+}
+
+static bool dir_keeps(const abx_ignore *ig, int dirfd, const char *rel, int depth)
+{
+    if (depth > ABX_IGNORE_MAX_DEPTH)
+        return false;
+    int copy = dup(dirfd);
+    DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
+    if (!d) {
+        if (copy >= 0)
+            close(copy);
+        return false;
+    }
+    bool keeps = false;
+    struct dirent *e;
+    while (!keeps && (e = readdir(d))) {
+        char child[4096];
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            snprintf(child, sizeof child, "%s/%s", rel, e->d_name) >= (int)sizeof child ||
+            fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (!abx__ignore_excluded(ig, child)) {
+            keeps = true;
+        } else if (S_ISDIR(st.st_mode)) {
+            int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            keeps = fd >= 0 && dir_keeps(ig, fd, child, depth + 1);
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    closedir(d);
+    return keeps;
+}
+
+bool abx__ignore_dir_keeps(const abx_ignore *ig, int dirfd, const char *rel)
+{
+    return !abx__ignore_excluded(ig, rel) || (abx__ignore_has_exceptions(ig) && dir_keeps(ig, dirfd, rel, 0));
 }

@@ -32,6 +32,11 @@ bool abx__ignore_excluded(const abx_ignore *ig, const char *rel);
 /* Whether ig has exceptions: an excluded directory must then still be
  * walked, for what an exception keeps under it. */
 bool abx__ignore_has_exceptions(const abx_ignore *ig);
+/* Whether anything under the directory dirfd (rel: its path in the
+ * context) is kept by ig: an excluded directory walked for its exceptions
+ * is made only then, as Docker makes it (the one function here that reads
+ * the file system: fstatat and readdir, bounded by ABX_IGNORE_MAX_DEPTH). */
+bool abx__ignore_dir_keeps(const abx_ignore *ig, int dirfd, const char *rel);
 void abx__ignore_free(abx_ignore *ig);
 
 #endif

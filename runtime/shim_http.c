@@ -999,6 +999,9 @@ typedef struct pp_ctx {
     shim *sh;
     req_ctx *rc;
     const char *query_path;
+    bool part_open;    /* a part's file is open, */
+    size_t part_bytes; /* with this many of its bytes written, */
+    char part[4096];   /* named so */
 } pp_ctx;
 
 static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -1011,8 +1014,12 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
     req_ctx *rc = pc->rc;
     if (!key || strcmp(key, "file") != 0)
         return MHD_YES;
-    if (off == 0) {
-        const char *target = pc->query_path && *pc->query_path ? pc->query_path : filename;
+    /* libmicrohttpd may open a part with an empty call at offset 0, then
+     * give its first bytes at offset 0 again: the same part, opened once */
+    const char *target = pc->query_path && *pc->query_path ? pc->query_path : filename;
+    bool same_part = pc->part_open && pc->part_bytes == 0 && target && strcmp(target, pc->part) == 0;
+    if (off == 0 && !same_part) {
+        pc->part_open = false;
         if (!target || !*target) {
             upload_fail(rc, NULL, ABX_EINVAL);
             return MHD_YES;
@@ -1020,8 +1027,12 @@ static enum MHD_Result multipart_part(void *cls, enum MHD_ValueKind kind, const 
         /* a second part with the same query path would overwrite: keep the first name */
         if (upload_open(pc->sh, rc, target) < 0)
             return MHD_YES;
+        pc->part_open = true;
+        pc->part_bytes = 0;
+        snprintf(pc->part, sizeof pc->part, "%s", target);
     }
     upload_write(rc, data, size);
+    pc->part_bytes += size;
     return MHD_YES;
 }
 

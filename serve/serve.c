@@ -251,6 +251,26 @@ static json_t *notes_of(abx_sandbox *sb)
     return json_is_object(notes) ? notes : (json_decref(notes), json_object());
 }
 
+/* E2B's network object: what the create asked (its notes), with the
+ * allowOut and denyOut lists in force now (abx's, so that updateNetwork
+ * shows); NULL when there is nothing to show. */
+static json_t *e2b_network(json_t *asked, const char *live_json)
+{
+    json_t *live = live_json ? json_loads(live_json, 0, NULL) : NULL;
+    json_t *allow = json_object_get(live, "allow_out"), *deny = json_object_get(live, "deny_out");
+    json_t *net = json_is_object(asked) ? json_deep_copy(asked) : NULL;
+    if (json_array_size(allow) || json_array_size(deny) || net) {
+        if (!net)
+            net = json_object();
+        if (json_is_array(allow))
+            json_object_set(net, "allowOut", allow);
+        if (json_is_array(deny))
+            json_object_set(net, "denyOut", deny);
+    }
+    json_decref(live);
+    return net;
+}
+
 /* The token E2B's SDK sends envd: the sandbox's own (its endpoint's), or
  * the one serve keeps in its notes for an envd it answers itself
  * (envd_front.c); points into ep or notes. */
@@ -305,11 +325,11 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
     json_object_set_new(o, "envdAccessToken", json_string(envd_token(detail_of, notes, &ep)));
     explicit_bzero(&ep, sizeof ep);
     json_object_set_new(o, "domain", json_string(atomic_load(&s->answer_domain)));
-    json_t *net = json_object_get(notes, "network");
     json_t *allow = json_object_get(notes, "allow_internet_access");
     json_object_set_new(o, "allowInternetAccess", json_is_boolean(allow) ? json_incref(allow) : json_false());
-    if (json_is_object(net))
-        json_object_set(o, "network", net);
+    json_t *net = e2b_network(json_object_get(notes, "network"), in->network_json);
+    if (net)
+        json_object_set_new(o, "network", net);
     json_object_set_new(o, "lifecycle",
                         json_pack("{s:b, s:s}", "autoResume",
                                   json_is_true(json_object_get(notes, "autoResume")), "onTimeout",

@@ -61,7 +61,7 @@ extern char **environ;
 #define COPY_MAX_ENTRIES 1000000u
 #define BUILD_MEMORY_MB 4096
 #define BUILD_PIDS 4096
-#define CACHE_FORMAT "abx-build-v2" /* v2: trees without setuid bits */
+#define CACHE_FORMAT "abx-build-v3" /* v2: trees without setuid bits; v3: RUN's HOME and ARGs as docker's */
 /* As Debian's container images: apt keeps no downloaded packages (a RUN
  * apt-get install leaves only what it installed in the template). */
 #define APT_CLEAN_HOOK                                                                                       \
@@ -618,10 +618,11 @@ static int open_copy(build *b, const df_step *s, abx_copy_src **srcs, size_t *n,
 
 #define PASSWD_MAX (1u << 20) /* the tree's /etc/passwd that USER reads */
 
-/* The id of name in the tree's etc/passwd or etc/group (table; both keep
- * it in the third field), opened inside the tree: a link there cannot lead
- * out. -1 when it has none. */
-static long tree_id(const char *tree, const char *table, const char *name)
+/* Field want (0-based) of the first line of the tree's table (etc/passwd
+ * or etc/group) whose field key is value, into out; opened inside the
+ * tree: a link there cannot lead out. -1 when there is none. */
+static int tree_field(const char *tree, const char *table, int key, const char *value, int want, char *out,
+                      size_t len)
 {
     int root = open(tree[0] ? tree : "/nonexistent", O_PATH | O_DIRECTORY | O_CLOEXEC);
     int fd = root < 0 ? -1 : abx__copy_open_in_context(root, table, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -632,23 +633,36 @@ static long tree_id(const char *tree, const char *table, const char *name)
     char *text = calloc(1, PASSWD_MAX + 1);
     ssize_t n = text ? abx__read_full(fd, text, PASSWD_MAX) : -1;
     close(fd);
-    long uid = -1;
-    size_t len = strlen(name);
-    for (char *line = n > 0 ? text : NULL, *next; line && uid < 0; line = next) {
+    int rc = -1;
+    for (char *line = n > 0 ? text : NULL, *next; line && rc < 0; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
-        char *f2 = strchr(line, ':'), *f3 = f2 ? strchr(f2 + 1, ':') : NULL;
-        unsigned u;
-        char num[16] = "";
-        if (f3)
-            snprintf(num, sizeof num, "%.*s", (int)strcspn(f3 + 1, ":"), f3 + 1);
-        if (f2 && (size_t)(f2 - line) == len && strncmp(line, name, len) == 0 &&
-            abx__parse_uint(num, 0, 4294967294u, &u) == 0)
-            uid = (long)u;
+        char *field[7] = {line};
+        int nf = 1;
+        for (char *c = line; *c && nf < 7; c++)
+            if (*c == ':') {
+                *c = '\0';
+                field[nf++] = c + 1;
+            }
+        if (key < nf && want < nf && strcmp(field[key], value) == 0 &&
+            snprintf(out, len, "%s", field[want]) < (int)len)
+            rc = 0;
     }
     free(text);
-    return uid;
+    return rc;
+}
+
+/* The id of name in the tree's etc/passwd or etc/group (table: both keep
+ * it in the third field); -1 when it has none. */
+static long tree_id(const char *tree, const char *table, const char *name)
+{
+    char num[16];
+    unsigned id;
+    return tree_field(tree, table, 0, name, 2, num, sizeof num) == 0 &&
+                   abx__parse_uint(num, 0, 4294967294u, &id) == 0
+               ? (long)id
+               : -1;
 }
 
 /* One part of --chown=U[:G]: a number, or a name the tree at this step
@@ -820,9 +834,22 @@ static int run_step(build *b, const df_step *s, abx_error **err)
         return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");
     json_t *uid = json_object_get(b->config, "uid"); /* steps run as root unless USER says otherwise */
     bool as_root = !uid || json_integer_value(uid) == 0;
-    abx_sandbox_env env;
-    if ((rc = abx__sandbox_env_init(&env, id, as_root, NULL, err)) < 0)
+    /* what docker build gives a RUN step: PATH, HOSTNAME, HOME (the user's
+     * in the tree's /etc/passwd, else /), then the ENV and ARG values */
+    abx_sandbox_env env = {.n = 0};
+    char uidtext[16], home[512], fixed_pair[600];
+    snprintf(uidtext, sizeof uidtext, "%lld", uid ? (long long)json_integer_value(uid) : 0LL);
+    if (tree_field(b->tree, "etc/passwd", 2, uidtext, 5, home, sizeof home) < 0 || home[0] != '/')
+        snprintf(home, sizeof home, "/");
+    const char *fixed[][2] = {{"PATH", ABX_SANDBOX_PATH}, {"HOSTNAME", id}, {"HOME", home}};
+    for (size_t i = 0; rc == 0 && i < sizeof fixed / sizeof fixed[0]; i++) {
+        snprintf(fixed_pair, sizeof fixed_pair, "%s=%s", fixed[i][0], fixed[i][1]);
+        rc = abx__sandbox_env_put(&env, fixed_pair, err);
+    }
+    if (rc < 0) {
+        abx__sandbox_env_free(&env);
         return rc;
+    }
     char **pairs = vars_of(b); /* ARG values reach RUN as variables, as in docker build */
     for (int o = 1; o >= 0 && pairs; o--) {
         const char *k;
@@ -1220,15 +1247,24 @@ static int config_step(build *b, const df_step *s, abx_error **err)
     case DF_SHELL:
     case DF_VOLUME:
         return recorded_step(b, s, err);
-    case DF_ENV:
+    case DF_ENV: {
+        /* every value of one ENV line sees the variables from before it, as
+         * Docker has it (ENV A=2 B=$A gives B the earlier A) */
+        json_t *set = json_object();
         for (size_t i = 0; i + 1 < s->nargs; i += 2) {
             char *v = expand(b, s->args[i + 1]);
-            if (!v)
+            if (!v) {
+                json_decref(set);
                 return step_fail(b, err, "a malformed ${...} in %s", s->args[i]);
-            json_object_set_new(b->env, s->args[i], json_string(v));
+            }
+            json_object_set_new(set, s->args[i], json_string(v));
             free(v);
         }
+        for (size_t i = 0; i + 1 < s->nargs; i += 2)
+            json_object_set(b->env, s->args[i], json_object_get(set, s->args[i]));
+        json_decref(set);
         return 0;
+    }
     case DF_ARG: {
         const char *given = NULL;
         size_t nlen = strlen(s->args[0]);

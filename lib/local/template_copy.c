@@ -245,8 +245,8 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *rel
     struct stat st;
     if (fstatat(srcdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -1;
-    if (abx__ignore_excluded(c->ignore, rel) &&
-        !(S_ISDIR(st.st_mode) && abx__ignore_has_exceptions(c->ignore)))
+    bool excluded = abx__ignore_excluded(c->ignore, rel);
+    if (excluded && !(S_ISDIR(st.st_mode) && abx__ignore_has_exceptions(c->ignore)))
         return 0;
     if (S_ISLNK(st.st_mode)) {
         char target[4096];
@@ -266,6 +266,10 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *rel
     int fd = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
+    if (excluded && !abx__ignore_dir_keeps(c->ignore, fd, rel)) { /* nothing kept under it: not made */
+        close(fd);
+        return 0;
+    }
     int rc = S_ISDIR(st.st_mode) ? copy_dir_fd(c, fd, &st, rel, dest, true, depth)
                                  : copy_file_fd(c, fd, &st, dest);
     int saved = errno;

@@ -171,7 +171,8 @@ export function buildCase(name, { abx, env, docker, dockerBase, mirrors, work })
   const dockerConfig = JSON.parse(must('/usr/bin/docker', ['-H', docker.host, 'inspect', tag]))[0].Config;
   const rootfs = path.join(env.ABX_HOME, 'templates', `corpus-${name}`, 'rootfs');
   const mine = manifestOf('dir', rootfs);
-  const container = must('/usr/bin/docker', ['-H', docker.host, 'create', tag]).trim();
+  // a command for create, which runs nothing: an image without CMD has none
+  const container = must('/usr/bin/docker', ['-H', docker.host, 'create', tag, 'sh']).trim();
   let theirs;
   try {
     theirs = JSON.parse(must('sh', ['-c', '/usr/bin/docker -H "$1" export "$2" | python3 "$3" tar -', 'sh', docker.host, container, manifestPy]));

@@ -89,6 +89,66 @@ const rows = [
     const items = await E2B.Sandbox.list({ query: { metadata: { suite: 'compat' } } }).nextItems();
     assert.ok(items.some((i) => i.sandboxId === sbx.sandboxId));
   }],
+  ['Sandbox', 'Sandbox.list({limit}): nextItems / hasNext / nextToken', 'ok', '', async ({ E2B }) => {
+    const made = await Promise.all([0, 1].map(() => E2B.Sandbox.create({ timeoutMs: 60000, metadata: { paged: 'yes' } })));
+    try {
+      const pages = E2B.Sandbox.list({ limit: 1, query: { metadata: { paged: 'yes' } } });
+      const first = await pages.nextItems();
+      assert.equal(first.length, 1);
+      assert.equal(pages.hasNext, true);
+      assert.ok(pages.nextToken);
+      const second = await pages.nextItems();
+      assert.equal(second.length, 1);
+      assert.notEqual(second[0].sandboxId, first[0].sandboxId);
+      assert.deepEqual(new Set([first[0].sandboxId, second[0].sandboxId]), new Set(made.map((m) => m.sandboxId)));
+    } finally {
+      await Promise.all(made.map((m) => m.kill()));
+    }
+  }],
+  ['Sandbox', 'Sandbox.list({query: {state: ["paused"]}})', 'ok', '', async ({ E2B, sbx }) => {
+    const p = await E2B.Sandbox.create({ timeoutMs: 60000 });
+    await p.pause();
+    const paused = await E2B.Sandbox.list({ query: { state: ['paused'] } }).nextItems();
+    await E2B.Sandbox.kill(p.sandboxId);
+    assert.ok(paused.some((i) => i.sandboxId === p.sandboxId));
+    assert.ok(!paused.some((i) => i.sandboxId === sbx.sandboxId));
+  }],
+  ['Sandbox', 'Sandbox.getFullInfo(id)', 'ok', '', async ({ E2B, sbx }) => {
+    const i = await E2B.Sandbox.getFullInfo(sbx.sandboxId);
+    assert.equal(i.sandboxId, sbx.sandboxId);
+    assert.equal(i.state, 'running');
+  }],
+  ['Sandbox', 'Sandbox.getMetrics(id)', 'differs', 'one sample, taken now (E2B keeps a history)', async ({ E2B, sbx }) => {
+    const m = await E2B.Sandbox.getMetrics(sbx.sandboxId);
+    assert.equal(m.length, 1);
+    assert.ok(m[0].cpuCount >= 1 && m[0].diskTotal > 0);
+  }],
+  ['Sandbox', 'Sandbox.pause(id) / sandbox.betaPause() / Sandbox.betaPause(id)', 'differs', 'memory stays resident while paused (E2B snapshots it)', async ({ E2B }) => {
+    for (const how of ['pause(id)', 'betaPause()', 'betaPause(id)']) {
+      const s = await E2B.Sandbox.create({ timeoutMs: 60000 });
+      const r = how === 'pause(id)' ? await E2B.Sandbox.pause(s.sandboxId)
+        : how === 'betaPause()' ? await s.betaPause() : await E2B.Sandbox.betaPause(s.sandboxId);
+      const st = (await s.getInfo()).state;
+      await s.kill();
+      assert.deepEqual([how, r, st], [how, true, 'paused']);
+    }
+  }],
+  ['Sandbox', 'sandbox.updateNetwork({allowOut, denyOut}) / Sandbox.updateNetwork(id)', 'ok', '', async ({ E2B }) => {
+    const s = await E2B.Sandbox.create({ timeoutMs: 60000, allowInternetAccess: true });
+    try {
+      await s.updateNetwork({ allowOut: ['1.1.1.1'], denyOut: ['0.0.0.0/0'] });
+      const net = (await s.getInfo()).network;
+      assert.deepEqual([net.allowOut, net.denyOut], [['1.1.1.1/32'], ['0.0.0.0/0']]);
+      await E2B.Sandbox.updateNetwork(s.sandboxId, {});
+      assert.equal((await s.getInfo()).network, undefined);
+    } finally {
+      await s.kill();
+    }
+  }],
+  ['Sandbox', 'Sandbox.kill(unknown id) → false; Sandbox.connect(unknown id) throws', 'ok', '', async ({ E2B }) => {
+    assert.equal(await E2B.Sandbox.kill('inothere0000000000000'), false);
+    await assert.rejects(E2B.Sandbox.connect('inothere0000000000000'), (e) => e instanceof E2B.SandboxNotFoundError || /not found/i.test(e.message));
+  }],
   ['Sandbox', 'Sandbox.getInfo(id) / Sandbox.setTimeout(id) / Sandbox.kill(id)', 'ok', '', async ({ E2B }) => {
     const s = await E2B.Sandbox.create({ timeoutMs: 60000 });
     assert.equal((await E2B.Sandbox.getInfo(s.sandboxId)).sandboxId, s.sandboxId);
@@ -122,9 +182,55 @@ const rows = [
     const c = await sbx.commands.connect(h.pid);
     assert.equal((await c.wait()).stdout, 'late\n');
   }],
+  ['commands', 'handle.disconnect() / commands.connect(pid) / handle.kill()', 'ok', '', async ({ sbx }) => {
+    const h = await sbx.commands.run('sleep 1; echo after', { background: true });
+    await h.disconnect();
+    assert.equal((await (await sbx.commands.connect(h.pid)).wait()).stdout, 'after\n');
+    const long = await sbx.commands.run('sleep 60', { background: true });
+    assert.equal(await long.kill(), true);
+  }],
+  ['commands', 'commands.closeStdin(pid)', 'ok', '', async ({ sbx }) => {
+    const h = await sbx.commands.run('cat; echo eof', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'abc\n');
+    await sbx.commands.closeStdin(h.pid);
+    assert.equal((await h.wait()).stdout, 'abc\neof\n');
+  }],
+  ['commands', 'commands.run(cmd, {user: "root", timeoutMs})', 'ok', '', async ({ sbx }) => {
+    assert.equal((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n');
+    assert.equal((await sbx.commands.run('id -u')).stdout, '1000\n');
+    const t = Date.now();
+    await assert.rejects(sbx.commands.run('sleep 10', { timeoutMs: 500 }), (e) => e.name === 'TimeoutError');
+    assert.ok(Date.now() - t < 5000);
+  }],
   ['files', 'files.write / read (text, bytes)', 'ok', '', async ({ sbx }) => {
     await sbx.files.write('/home/user/f.bin', new Uint8Array([0, 1, 255]).buffer);
     assert.deepEqual([...(await sbx.files.read('/home/user/f.bin', { format: 'bytes' }))], [0, 1, 255]);
+  }],
+  ['files', 'files.write(path, data) → one WriteInfo', 'ok', '', async ({ sbx }) => {
+    const w = await sbx.files.write('/home/user/one.txt', 'one');
+    assert.deepEqual([w.path, w.name, w.type], ['/home/user/one.txt', 'one.txt', 'file']);
+  }],
+  ['files', 'files.write([{path, data}, ...]) / writeFiles → a WriteInfo each', 'ok', '', async ({ sbx }) => {
+    const w = await sbx.files.write([{ path: '/home/user/m/a.txt', data: 'a' }, { path: '/home/user/m/sub/b.txt', data: 'bb' }]);
+    assert.deepEqual(w.map((x) => x.path), ['/home/user/m/a.txt', '/home/user/m/sub/b.txt']);
+    assert.equal(await sbx.files.read('/home/user/m/sub/b.txt'), 'bb');
+    const one = await sbx.files.writeFiles([{ path: '/home/user/m/c.txt', data: 'c' }]);
+    assert.deepEqual(one.map((x) => x.name), ['c.txt']);
+  }],
+  ['files', 'files.read(path, {format: "stream" | "blob"})', 'ok', '', async ({ sbx }) => {
+    await sbx.files.write('/home/user/s.txt', 'streamed');
+    assert.equal(await new Response(await sbx.files.read('/home/user/s.txt', { format: 'stream' })).text(), 'streamed');
+    assert.equal(await (await sbx.files.read('/home/user/s.txt', { format: 'blob' })).text(), 'streamed');
+  }],
+  ['files', 'files.list(path, {depth: 2})', 'ok', '', async ({ sbx }) => {
+    await sbx.files.write('/home/user/deep/x/y.txt', 'y');
+    const paths = (await sbx.files.list('/home/user/deep', { depth: 2 })).map((e) => e.path).sort();
+    assert.deepEqual(paths, ['/home/user/deep/x', '/home/user/deep/x/y.txt']);
+  }],
+  ['files', 'files.write / read {user: "root"}', 'ok', '', async ({ sbx }) => {
+    await sbx.files.write('/root/r.txt', 'r', { user: 'root' });
+    assert.equal(await sbx.files.read('/root/r.txt', { user: 'root' }), 'r');
+    await assert.rejects(sbx.files.read('/root/r.txt'));
   }],
   ['files', 'files.list / exists / getInfo / makeDir / rename / remove', 'ok', '', async ({ sbx }) => {
     await sbx.files.makeDir('/home/user/d');
@@ -153,6 +259,16 @@ const rows = [
     for (let i = 0; i < 50 && !out.includes('pty-42'); i++) await sleep(100);
     await sbx.pty.kill(p.pid);
     assert.match(out, /pty-42/);
+  }],
+  ['pty', 'pty.create / disconnect / pty.connect(pid)', 'ok', '', async ({ sbx }) => {
+    let out = '';
+    const p = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} });
+    await p.disconnect();
+    await sbx.pty.connect(p.pid, { onData: (d) => { out += new TextDecoder().decode(d); } });
+    await sbx.pty.sendInput(p.pid, new TextEncoder().encode('echo again-$((20+1))\n'));
+    for (let i = 0; i < 50 && !out.includes('again-21'); i++) await sleep(100);
+    await sbx.pty.kill(p.pid);
+    assert.match(out, /again-21/);
   }],
   ['code interpreter', 'runCode (python): state, logs, results', 'ok', '', async ({ ci }) => {
     await ci.runCode('x = 41');
@@ -185,8 +301,14 @@ const rows = [
   ['Sandbox', 'sandbox.createSnapshot() / listSnapshots()', 'unsupported', 'abx keeps no snapshots: templates are built (`abx template build`)', async ({ sbx }) => {
     await sbx.createSnapshot();
   }],
+  ['Sandbox', 'Sandbox.listSnapshots() / deleteSnapshot(id)', 'unsupported', 'no snapshots (as above)', async ({ E2B }) => {
+    await E2B.Sandbox.listSnapshots().nextItems();
+  }],
   ['Sandbox', 'Sandbox.fork()', 'unsupported', 'no live copies of a sandbox', async ({ sbx }) => {
     await sbx.fork();
+  }],
+  ['Sandbox', 'sandbox.getMcpUrl() / getMcpToken()', 'unsupported', 'no MCP gateway inside a sandbox: `abx mcp serve` is the MCP server', async ({ sbx }) => {
+    await sbx.getMcpToken();
   }],
 ];
 
@@ -199,6 +321,9 @@ What E2B's own SDKs do against \`abx serve\`, unmodified, configured only by
 row must work as on E2B's cloud, a differs row must show the difference
 named, an unsupported row must still fail) and fails when this page and the
 run disagree. SDKs: \`e2b\` ${version('e2b')}, \`@e2b/code-interpreter\` ${version('@e2b/code-interpreter')}.
+E2B's Python SDKs (\`e2b\`, \`e2b_code_interpreter\`) are not in this
+table: they install from PyPI, which this project's machines cannot reach;
+abx's own Python SDK (docs/python.md) takes their shapes.
 
 | Area | Call | Status | Note |
 | --- | --- | --- | --- |
