@@ -562,8 +562,8 @@ static enum MHD_Result on_part(void *cls, enum MHD_ValueKind kind, const char *k
     const char *target = f->path[0] ? f->path : filename;
     /* libmicrohttpd may open a part with an empty call at offset 0 and then
      * give its first bytes at offset 0 again: that is the same part */
-    bool same_part = f->part_path[0] && f->body.len == 0 && !f->too_big && target &&
-                     strcmp(target, f->part_path) == 0;
+    bool same_part =
+        f->part_path[0] && f->body.len == 0 && !f->too_big && target && strcmp(target, f->part_path) == 0;
     if (off == 0 && !same_part) {
         flush_part(f);
         if (!target || !*target || strlen(target) >= sizeof f->part_path) {
