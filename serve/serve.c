@@ -70,8 +70,10 @@ typedef struct serve_ctx {
     unsigned default_timeout_s;
     serve_key keys[MAX_KEYS];
     size_t nkeys;
-    serve_key *peers;     /* the service's: MAX_PEERS, the first npeers in use (mu) */
-    atomic_bool stopping; /* tunnels end (peers' TCP relays) */
+    serve_key *peers;                /* the service's: MAX_PEERS, the first npeers in use (mu) */
+    atomic_bool stopping;            /* tunnels end (peers' TCP relays) */
+    atomic_llong signed_walk_second; /* the second signed_target's walks are counted in, */
+    atomic_int signed_walks;         /* and how many it made then (at most SIGNED_WALKS_PER_S) */
     size_t npeers;
     pthread_mutex_t mu;
 } serve_ctx;
@@ -254,17 +256,44 @@ static json_t *notes_of(abx_sandbox *sb)
 /* E2B's network object: what the create asked (its notes), with the
  * allowOut and denyOut lists in force now (abx's, so that updateNetwork
  * shows); NULL when there is nothing to show. */
+/* Whether the list asked (E2B's strings) is the list abx keeps (live:
+ * bare addresses with their /32 or /128). */
+static bool same_rules(json_t *asked, json_t *live)
+{
+    if (json_array_size(asked) != json_array_size(live))
+        return false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(asked, i, v)
+    {
+        const char *a = json_string_value(v), *l = json_string_value(json_array_get(live, i));
+        if (!a || !l)
+            return false;
+        size_t n = strlen(a);
+        bool bare = !strchr(a, '/') && strspn(a, "0123456789.:abcdefABCDEF") == n;
+        const char *suffix = bare ? (strchr(a, ':') ? "/128" : "/32") : "";
+        if (strncmp(a, l, n) != 0 || strcmp(l + n, suffix) != 0)
+            return false;
+    }
+    return true;
+}
+
 static json_t *e2b_network(json_t *asked, const char *live_json)
 {
     json_t *live = live_json ? json_loads(live_json, 0, NULL) : NULL;
     json_t *allow = json_object_get(live, "allow_out"), *deny = json_object_get(live, "deny_out");
     json_t *net = json_is_object(asked) ? json_deep_copy(asked) : NULL;
-    if (json_array_size(allow) || json_array_size(deny) || net) {
+    json_t *asked_allow = json_object_get(asked, "allowOut"), *asked_deny = json_object_get(asked, "denyOut");
+    bool unchanged = json_is_array(allow) && json_is_array(deny) && same_rules(asked_allow, allow) &&
+                     same_rules(asked_deny, deny);
+    if (!unchanged && live && (json_array_size(allow) || json_array_size(deny) || net)) {
         if (!net)
             net = json_object();
-        if (json_is_array(allow))
+        json_object_del(net, "allowOut");
+        json_object_del(net, "denyOut");
+        if (json_array_size(allow))
             json_object_set(net, "allowOut", allow);
-        if (json_is_array(deny))
+        if (json_array_size(deny))
             json_object_set(net, "denyOut", deny);
     }
     json_decref(live);
@@ -1350,12 +1379,35 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
 /* A signed /files URL that names no sandbox (E2B's SDK makes them so when
  * E2B_SANDBOX_URL is set): the live sandbox whose envd token verifies the
  * signature, looked for among every sandbox this server fronts; its id
- * into id. The signature is the capability: nothing else is asked. */
+ * into id. The signature is the capability: nothing else is asked. Only a
+ * signature of the right form and unexpired is looked for, at most
+ * SIGNED_WALKS_PER_S times a second (past that, refused as unverified). */
+#define SIGNED_WALKS_PER_S 200 /* walks a second over every sandbox: what a caller without a key can cost */
+
+/* Whether a signature could verify at all (E2B's v1 form: "v1_" and 43
+ * base64 characters; unexpired) and the walk is within this second's
+ * budget: what is refused here never costs a walk. */
+static bool signed_walk_allowed(serve_ctx *s, struct MHD_Connection *c, const char *method)
+{
+    const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
+    const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
+    unsigned long long until = 0;
+    long long now = (long long)time(NULL);
+    if (!sig || strncmp(sig, "v1_", 3) != 0 || strlen(sig) != 3 + 43 ||
+        (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) ||
+        (exp && (abx__parse_u64(exp, &until) < 0 || until < (unsigned long long)now)))
+        return false;
+    long long second = atomic_load(&s->signed_walk_second);
+    if (second != now && atomic_compare_exchange_strong(&s->signed_walk_second, &second, now))
+        atomic_store(&s->signed_walks, 0);
+    return atomic_fetch_add(&s->signed_walks, 1) < SIGNED_WALKS_PER_S;
+}
+
 static bool signed_target(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
                           char id[64])
 {
     if (strcmp(url, "/files") != 0 || !MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature") ||
-        !s->data)
+        !s->data || !signed_walk_allowed(s, c, method))
         return false;
     bool found = false;
     for (unsigned offset = 0; !found && offset < 100000; offset += 100) {
