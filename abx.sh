@@ -7,6 +7,9 @@
 #   sh abx.sh test                  build (plain and ASan+UBSan) and run every test
 #   sh abx.sh build                 build only (build/abx, build-asan/abx)
 #   sh abx.sh bench                 run the benchmarks in bench/
+#   sh abx.sh corpus [--cold] [NAME...]
+#                                   build every Dockerfile of tests/dockerfiles/
+#                                   with abx and with Docker and compare them
 #   sh abx.sh install               build, install under /usr/local (binaries,
 #                                   libabx.so, header, pkg-config, the Python
 #                                   SDK, docs) and the abx service (systemd
@@ -183,5 +186,6 @@ case "${1:-}" in
     build) build; build_asan ;;
     bench) build; install_packages $BENCH_PACKAGES; exec sh bench/run.sh ;;
     install) cmd_install ;;
-    *) echo "usage: sh abx.sh start [ABX ARGS...] | test | build | bench | install" >&2; exit 2 ;;
+    corpus) shift; build; install_packages $TEST_PACKAGES; install_node; exec "$(node_bin)" tests/dockerfiles/run.mjs "$@" ;;
+    *) echo "usage: sh abx.sh start [ABX ARGS...] | test | build | bench | install | corpus [--cold] [NAME...]" >&2; exit 2 ;;
 esac

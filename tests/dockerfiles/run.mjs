@@ -2,7 +2,7 @@
 // run.mjs: the Dockerfile corpus from the command line (corpus.mjs says
 // what a run does). As root, after `sh abx.sh build`:
 //
-//   node tests/dockerfiles/run.mjs            every case
+//   node tests/dockerfiles/run.mjs            every case (sh abx.sh corpus builds first)
 //   node tests/dockerfiles/run.mjs --ci       the quarter CI runs (the file CI)
 //   node tests/dockerfiles/run.mjs NAME...    those cases
 //   --cold    an empty abx build cache and Docker data root (a cold run's time)

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { runAbx, privateHome, startHttpServer, stopServer } from '../lib/harness.mjs';
@@ -211,6 +212,70 @@ RUN echo ${nonce}; cp /bin/dash /opt/rootsh && chmod 6755 /opt/rootsh && cp /bin
   assert.equal(exec(id, 'stat -c %a /opt/rootsh').stdout.trim(), '755');
   abxh(['kill', id]);
   abxh(['template', 'rm', 'suid']);
+});
+
+// Moving an app: a Dockerfile written for Docker (a web app with its start
+// command and readiness check) built unchanged, and code written for E2B's
+// cloud (Sandbox.create(template), getHost) run unchanged: only the
+// E2B_API_URL / E2B_SANDBOX_URL / E2B_API_KEY settings differ.
+test('an app moves from E2B and Docker unchanged: its Dockerfile builds, E2B code creates it and reaches http://${getHost(port)}', { skip }, async () => {
+  const app = path.join(work, 'webapp');
+  fs.mkdirSync(app, { recursive: true });
+  fs.writeFileSync(path.join(app, 'Dockerfile'), `# a web app, as written for docker build
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends python3 && rm -rf /var/lib/apt/lists/*
+RUN useradd -m -u 1000 web
+WORKDIR /srv/site
+COPY --chown=web:web public/ ./
+ENV GREETING="moved unchanged"
+RUN printf '<p>%s</p>\\n' "$GREETING" > greeting.html
+USER web
+EXPOSE 8000
+HEALTHCHECK --interval=1s CMD python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/')"
+CMD ["python3", "-m", "http.server", "8000"]
+`);
+  fs.mkdirSync(path.join(app, 'public'), { recursive: true });
+  fs.writeFileSync(path.join(app, 'public', 'index.html'), '<h1>the app</h1>\n');
+  fs.writeFileSync(path.join(app, '.dockerignore'), 'Dockerfile\n');
+  const built = abxh(['template', 'build', 'webapp', app]);
+  assert.equal(built.status, 0, built.stderr);
+  const KEY = `e2b_${'d4'.repeat(20)}`;
+  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
+  const saved = { url: process.env.E2B_API_URL, sbx: process.env.E2B_SANDBOX_URL, key: process.env.E2B_API_KEY };
+  process.env.E2B_API_URL = process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${srv.port}`;
+  process.env.E2B_API_KEY = KEY;
+  try {
+    // the app's own code, as written for E2B's cloud
+    const { Sandbox } = await import('e2b');
+    const sbx = await Sandbox.create('webapp');
+    try {
+      const url = (p) => `http://${sbx.getHost(8000)}${p}`;
+      // *.localhost resolves to loopback in browsers and with systemd-resolved; here, told so
+      const loopback = (name, opts, cb) => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
+      const get = (u) => new Promise((resolve, reject) => {
+        http.get(u, { lookup: loopback }, (res) => {
+          let b = '';
+          res.on('data', (d) => { b += d; });
+          res.on('end', () => resolve({ status: res.statusCode, body: b }));
+        }).on('error', reject);
+      });
+      assert.deepEqual(await get(url('/')), { status: 200, body: '<h1>the app</h1>\n' });
+      assert.deepEqual(await get(url('/greeting.html')), { status: 200, body: '<p>moved unchanged</p>\n' });
+      assert.equal((await get(url('/Dockerfile'))).status, 404); // .dockerignore kept it out
+      const who = await sbx.commands.run('id -un; pwd; echo $GREETING');
+      assert.equal(who.stdout, 'web\n/srv/site\nmoved unchanged\n');
+      assert.equal((await sbx.getInfo()).templateId, 'webapp');
+    } finally {
+      await sbx.kill();
+    }
+  } finally {
+    for (const [k, v] of [['E2B_API_URL', saved.url], ['E2B_SANDBOX_URL', saved.sbx], ['E2B_API_KEY', saved.key]]) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await stopServer(srv);
+    abxh(['template', 'rm', 'webapp']);
+  }
 });
 
 test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templateID', { skip }, async () => {
