@@ -111,7 +111,8 @@ typedef struct build {
     abx_dockerfile df;
     char cache[512];
     char work[700];    /* cache/work-PID-XXXXXX: rootfs/ is the tree a step changes; "" until made */
-    bool work_current; /* work/rootfs holds the current state */
+    bool work_current; /* work/rootfs holds the current state, */
+    bool work_linked;  /* its files hard links to the cached tree's (only COPY and ADD write there) */
     char tree[1024];   /* the current state's tree; "" while it is empty (scratch) */
     char key[ABX_DIGEST_HEX];
     json_t *env;         /* ENV, in order */
@@ -492,9 +493,13 @@ static int commit_work(build *b, abx_error **err)
 }
 
 /* Makes work/rootfs a copy of the current tree, unless it is already the current state. */
-static int prepare_work(build *b, abx_error **err)
+/* work/rootfs as a copy of the current tree. link: its files hard links
+ * to the cached tree's (cp -al: metadata only), for COPY and ADD, which
+ * replace a file by unlinking it first and so never write into a cached
+ * inode; a RUN step, which may write any file in place, gets real copies. */
+static int prepare_work(build *b, bool link, abx_error **err)
 {
-    if (b->work_current)
+    if (b->work_current && (link || !b->work_linked))
         return 0;
     char root[760];
     if (!b->work[0]) {
@@ -509,11 +514,12 @@ static int prepare_work(build *b, abx_error **err)
     remove_tree(root);
     if (mkdir(root, 0755) < 0)
         return abx__error_errno(err, ABX_EIO, errno, "the build's work directory");
-    if (b->tree[0] && copy_tree(b, b->tree, root, false) < 0)
+    if (b->tree[0] && copy_tree(b, b->tree, root, link) < 0)
         return step_fail(b, err, "copying the previous step's tree failed");
     b->tail_len = 0;
     b->tail[0] = '\0';
     b->work_current = true;
+    b->work_linked = link;
     return 0;
 }
 
@@ -727,7 +733,7 @@ static int run_copy(build *b, const df_step *s, abx_copy_src *srcs, size_t n, co
             return step_fail(b, err, "--chmod=%.16s: an octal mode such as 0755", s->chmod);
         c.mode = (int)m;
     }
-    int rc = prepare_work(b, err);
+    int rc = prepare_work(b, true, err);
     char root[760], why[512] = "";
     snprintf(root, sizeof root, "%s/rootfs", b->work);
     if (rc == 0)
@@ -822,7 +828,7 @@ static int step_network_up(void *ctx, pid_t init_pid, char *resolv, size_t len, 
 
 static int run_step(build *b, const df_step *s, abx_error **err)
 {
-    int rc = prepare_work(b, err);
+    int rc = prepare_work(b, false, err);
     char root[760];
     snprintf(root, sizeof root, "%s/rootfs", b->work);
     if (rc == 0)
@@ -1088,7 +1094,9 @@ static void next_key(build *b, const df_step *s, const char *extra)
 {
     abx_digest *d = abx__digest_new();
     abx__digest_add_str(d, b->key);
-    abx__digest_add_str(d, s->text);
+    /* a FROM is keyed by what it resolved to (extra), not by how it is
+     * written: FROM ${BASE} AS deps and FROM debian:bookworm-slim share */
+    abx__digest_add_str(d, s->kind == DF_FROM ? "FROM" : s->text);
     char *args = json_dumps(b->args, JSON_COMPACT | JSON_SORT_KEYS);
     char *env = json_dumps(b->env, JSON_COMPACT);
     abx__digest_add_str(d, args ? args : "");

@@ -278,6 +278,37 @@ static int copy_entry(copy_ctx *c, int srcdir, const char *name, const char *rel
     return rc;
 }
 
+/* path with its final links followed (inside the tree: this runs
+ * chroot()ed into it), into out: where a file COPY names lands, as Docker
+ * writes through a link at the destination. Links in the directories
+ * before it the kernel follows. */
+static int follow_dest(const char *path, char *out, size_t len)
+{
+    char cur[4096], target[4096];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat st;
+        ssize_t n;
+        if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+            return snprintf(out, len, "%s", cur) < (int)len ? 0 : (errno = ENAMETOOLONG, -1);
+        if ((n = readlink(cur, target, sizeof target - 1)) < 0)
+            return -1;
+        target[n] = '\0';
+        char *slash = strrchr(cur, '/');
+        char next[4096];
+        int w = target[0] == '/' || !slash
+                    ? snprintf(next, sizeof next, "%s", target)
+                    : snprintf(next, sizeof next, "%.*s/%s", (int)(slash - cur), cur, target);
+        if (w < 0 || (size_t)w >= sizeof next) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(cur, next, (size_t)w + 1);
+    }
+    errno = ELOOP;
+    return -1;
+}
+
 static int copy_fn(void *ctx, char *why, size_t len)
 {
     copy_ctx *c = ctx;
@@ -309,8 +340,11 @@ static int copy_fn(void *ctx, char *why, size_t len)
             rc = make_dirs(parent, c->uid, c->gid);
         }
         failed = path;
+        char landing[4096];
         if (rc == 0)
-            rc = copy_file_fd(c, s->fd, &st, path);
+            rc = follow_dest(path, landing, sizeof landing);
+        if (rc == 0)
+            rc = copy_file_fd(c, s->fd, &st, landing);
     }
     if (rc < 0)
         snprintf(why, len, "writing %.300s in the template: %s", failed, strerror(errno));

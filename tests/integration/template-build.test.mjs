@@ -214,6 +214,26 @@ RUN echo ${nonce}; cp /bin/dash /opt/rootsh && chmod 6755 /opt/rootsh && cp /bin
   abxh(['template', 'rm', 'suid']);
 });
 
+test('COPY and ADD share the cached tree\'s files (hard links) yet never write into them: a later build sees the base as it was', { skip }, () => {
+  const ctxdir = path.join(work, 'overwrite');
+  fs.mkdirSync(ctxdir, { recursive: true });
+  fs.writeFileSync(path.join(ctxdir, 'os-release'), `replaced ${nonce}\n`);
+  fs.writeFileSync(path.join(ctxdir, 'Dockerfile'), `FROM debian:bookworm-slim\nCOPY os-release /etc/os-release\nCOPY os-release /usr/lib/os-release\nRUN cat /etc/os-release > /seen\n`);
+  let r = abxh(['template', 'build', 'overwrite', ctxdir]);
+  assert.equal(r.status, 0, r.stderr);
+  const t = path.join(H.home, 'templates', 'overwrite', 'rootfs');
+  assert.equal(fs.readFileSync(path.join(t, 'seen'), 'utf8'), `replaced ${nonce}\n`);
+  // the Debian base those steps started from is unchanged
+  fs.writeFileSync(path.join(ctxdir, 'Dockerfile'), `FROM debian:bookworm-slim\nRUN cat /etc/os-release /usr/lib/os-release > /seen # ${nonce}\n`);
+  r = abxh(['template', 'build', 'pristine', ctxdir]);
+  assert.equal(r.status, 0, r.stderr);
+  const seen = fs.readFileSync(path.join(H.home, 'templates', 'pristine', 'rootfs', 'seen'), 'utf8');
+  assert.match(seen, /^PRETTY_NAME="Debian GNU\/Linux 12 \(bookworm\)"/);
+  assert.ok(!seen.includes(nonce), seen);
+  abxh(['template', 'rm', 'overwrite']);
+  abxh(['template', 'rm', 'pristine']);
+});
+
 // Moving an app: a Dockerfile written for Docker (a web app with its start
 // command and readiness check) built unchanged, and code written for E2B's
 // cloud (Sandbox.create(template), getHost) run unchanged: only the
