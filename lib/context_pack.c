@@ -260,15 +260,11 @@ static int read_ignore(packer *p, int dirfd, abx_error **err)
     if (fd < 0)
         return errno == ENOENT ? 0
                                : abx__error_set(err, ABX_EIO, "context: .dockerignore: %s", strerror(errno));
-    char *text = malloc(ABX_IGNORE_MAX_BYTES + 1);
-    ssize_t n = text ? abx__read_full(fd, text, ABX_IGNORE_MAX_BYTES + 1) : -1;
-    close(fd);
     char why[300];
-    int rc = n < 0 ? abx__error_set(err, ABX_EIO, "context: reading .dockerignore")
-             : abx__ignore_parse(text, (size_t)n, &p->ignore, why, sizeof why) < 0
+    int rc = abx__ignore_read_fd(fd, &p->ignore, why, sizeof why) < 0
                  ? abx__error_set(err, ABX_EINVAL, "context: %s", why)
                  : 0;
-    free(text);
+    close(fd);
     return rc;
 }
 

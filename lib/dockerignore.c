@@ -8,6 +8,7 @@
  * make it run long. Bounds: ABX_IGNORE_MAX_* (dockerignore.h).
  */
 #include "dockerignore.h"
+#include "sysutil.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -139,6 +140,17 @@ int abx__ignore_parse(const char *text, size_t len, abx_ignore **out, char *why,
     }
     *out = ig;
     return 0;
+}
+
+int abx__ignore_read_fd(int fd, abx_ignore **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    char *text = malloc(ABX_IGNORE_MAX_BYTES + 1);
+    ssize_t n = text ? abx__read_full(fd, text, ABX_IGNORE_MAX_BYTES + 1) : -1;
+    int rc = n < 0 ? (snprintf(why, whylen, ".dockerignore: %s", text ? "unreadable" : "out of memory"), -1)
+                   : abx__ignore_parse(text, (size_t)n, out, why, whylen);
+    free(text);
+    return rc;
 }
 
 /* Whether the pattern's segments match the path's first nseg segments

@@ -1,5 +1,6 @@
 /* dockerignore.h: a build context's .dockerignore, as Docker reads it
- * (lib/dockerignore.c; pure logic, no system calls).
+ * (lib/dockerignore.c: the matching is pure logic;
+ * abx__ignore_read_fd and abx__ignore_dir_keeps read what they are given).
  *
  * One pattern a line; blank lines and lines starting with '#' are skipped;
  * surrounding spaces trimmed; a leading '!' makes an exception (what it
@@ -26,6 +27,9 @@ typedef struct abx_ignore abx_ignore;
 /* Parses text (len bytes; NUL bytes refused). *out is the caller's to free
  * with abx__ignore_free. -1 with the reason in why (naming the line). */
 int abx__ignore_parse(const char *text, size_t len, abx_ignore **out, char *why, size_t whylen);
+/* Reads a .dockerignore from fd (at most ABX_IGNORE_MAX_BYTES; the caller
+ * opened it and closes it) and parses it into *out; -1 with why. */
+int abx__ignore_read_fd(int fd, abx_ignore **out, char *why, size_t whylen);
 /* Whether rel (a path relative to the context's root, '/'-separated) is
  * excluded. NULL ig excludes nothing. */
 bool abx__ignore_excluded(const abx_ignore *ig, const char *rel);

@@ -1618,15 +1618,11 @@ static int read_dockerignore(build *b, abx_error **err)
     int fd = abx__copy_open_in_context(b->ctxfd, ".dockerignore", O_RDONLY | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT ? 0 : abx__error_errno(err, ABX_EINVAL, errno, "the context's .dockerignore");
-    char *text = malloc(ABX_IGNORE_MAX_BYTES + 1);
-    ssize_t n = text ? abx__read_full(fd, text, ABX_IGNORE_MAX_BYTES + 1) : -1;
-    close(fd);
     char why[300];
-    int rc = n < 0 ? abx__error_set(err, ABX_EIO, "reading the context's .dockerignore")
-             : abx__ignore_parse(text, (size_t)n, &b->ignore, why, sizeof why) < 0
+    int rc = abx__ignore_read_fd(fd, &b->ignore, why, sizeof why) < 0
                  ? abx__error_set(err, ABX_EINVAL, "%s", why)
                  : 0;
-    free(text);
+    close(fd);
     return rc;
 }
 

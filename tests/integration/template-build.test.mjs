@@ -214,6 +214,23 @@ RUN echo ${nonce}; cp /bin/dash /opt/rootsh && chmod 6755 /opt/rootsh && cp /bin
   abxh(['template', 'rm', 'suid']);
 });
 
+// Runs fn with abx serve up and E2B's SDK pointed at it (E2B_API_URL,
+// E2B_SANDBOX_URL, E2B_API_KEY: the only settings an E2B app changes),
+// then puts the environment back and stops the server.
+async function withE2B(key, fn) {
+  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: key }, serveArgs: ['serve'] });
+  const names = ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY'];
+  const saved = names.map((k) => process.env[k]);
+  process.env.E2B_API_URL = process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${srv.port}`;
+  process.env.E2B_API_KEY = key;
+  try {
+    return await fn();
+  } finally {
+    names.forEach((k, i) => { if (saved[i] === undefined) delete process.env[k]; else process.env[k] = saved[i]; });
+    await stopServer(srv);
+  }
+}
+
 test('COPY and ADD share the cached tree\'s files (hard links) yet never write into them: a later build sees the base as it was', { skip }, () => {
   const ctxdir = path.join(work, 'overwrite');
   fs.mkdirSync(ctxdir, { recursive: true });
@@ -259,52 +276,39 @@ CMD ["python3", "-m", "http.server", "8000"]
   fs.writeFileSync(path.join(app, '.dockerignore'), 'Dockerfile\n');
   const built = abxh(['template', 'build', 'webapp', app]);
   assert.equal(built.status, 0, built.stderr);
-  const KEY = `e2b_${'d4'.repeat(20)}`;
-  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
-  const saved = { url: process.env.E2B_API_URL, sbx: process.env.E2B_SANDBOX_URL, key: process.env.E2B_API_KEY };
-  process.env.E2B_API_URL = process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${srv.port}`;
-  process.env.E2B_API_KEY = KEY;
   try {
-    // the app's own code, as written for E2B's cloud
-    const { Sandbox } = await import('e2b');
-    const sbx = await Sandbox.create('webapp');
-    try {
-      const url = (p) => `http://${sbx.getHost(8000)}${p}`;
-      // *.localhost resolves to loopback in browsers and with systemd-resolved; here, told so
-      const loopback = (name, opts, cb) => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
-      const get = (u) => new Promise((resolve, reject) => {
-        http.get(u, { lookup: loopback }, (res) => {
-          let b = '';
-          res.on('data', (d) => { b += d; });
-          res.on('end', () => resolve({ status: res.statusCode, body: b }));
-        }).on('error', reject);
-      });
-      assert.deepEqual(await get(url('/')), { status: 200, body: '<h1>the app</h1>\n' });
-      assert.deepEqual(await get(url('/greeting.html')), { status: 200, body: '<p>moved unchanged</p>\n' });
-      assert.equal((await get(url('/Dockerfile'))).status, 404); // .dockerignore kept it out
-      const who = await sbx.commands.run('id -un; pwd; echo $GREETING');
-      assert.equal(who.stdout, 'web\n/srv/site\nmoved unchanged\n');
-      assert.equal((await sbx.getInfo()).templateId, 'webapp');
-    } finally {
-      await sbx.kill();
-    }
+    await withE2B(`e2b_${'d4'.repeat(20)}`, async () => {
+      // the app's own code, as written for E2B's cloud
+      const { Sandbox } = await import('e2b');
+      const sbx = await Sandbox.create('webapp');
+      try {
+        const url = (p) => `http://${sbx.getHost(8000)}${p}`;
+        // *.localhost resolves to loopback in browsers and with systemd-resolved; here, told so
+        const loopback = (name, opts, cb) => (opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4));
+        const get = (u) => new Promise((resolve, reject) => {
+          http.get(u, { lookup: loopback }, (res) => {
+            let b = '';
+            res.on('data', (d) => { b += d; });
+            res.on('end', () => resolve({ status: res.statusCode, body: b }));
+          }).on('error', reject);
+        });
+        assert.deepEqual(await get(url('/')), { status: 200, body: '<h1>the app</h1>\n' });
+        assert.deepEqual(await get(url('/greeting.html')), { status: 200, body: '<p>moved unchanged</p>\n' });
+        assert.equal((await get(url('/Dockerfile'))).status, 404); // .dockerignore kept it out
+        const who = await sbx.commands.run('id -un; pwd; echo $GREETING');
+        assert.equal(who.stdout, 'web\n/srv/site\nmoved unchanged\n');
+        assert.equal((await sbx.getInfo()).templateId, 'webapp');
+      } finally {
+        await sbx.kill();
+      }
+    });
   } finally {
-    for (const [k, v] of [['E2B_API_URL', saved.url], ['E2B_SANDBOX_URL', saved.sbx], ['E2B_API_KEY', saved.key]]) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-    await stopServer(srv);
     abxh(['template', 'rm', 'webapp']);
   }
 });
 
 test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templateID', { skip }, async () => {
-  const KEY = `e2b_${'c3'.repeat(20)}`;
-  const srv = await startHttpServer([], { env: { ...H.env, ABX_SERVE_API_KEYS: KEY }, serveArgs: ['serve'] });
-  const saved = { url: process.env.E2B_API_URL, sbx: process.env.E2B_SANDBOX_URL, key: process.env.E2B_API_KEY };
-  process.env.E2B_API_URL = process.env.E2B_SANDBOX_URL = `http://127.0.0.1:${srv.port}`;
-  process.env.E2B_API_KEY = KEY;
-  try {
+  await withE2B(`e2b_${'c3'.repeat(20)}`, async () => {
     const { Sandbox } = await import('e2b');
     const sbx = await Sandbox.create('demo', { timeoutMs: 120000 });
     try {
@@ -324,13 +328,7 @@ test('abx serve: E2B\'s SDK creates a sandbox from a built template by its templ
     } finally {
       await ci.kill();
     }
-  } finally {
-    for (const [k, v] of [['E2B_API_URL', saved.url], ['E2B_SANDBOX_URL', saved.sbx], ['E2B_API_KEY', saved.key]]) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-    await stopServer(srv);
-  }
+  });
 });
 
 test('the build cache keeps under ABX_BUILD_CACHE_MAX_MB: the least recently used trees go, never the build\'s own', { skip }, () => {
