@@ -243,7 +243,8 @@ int abx__digest_tree(const char *dir, const abx_tree_digest_rules *r, char hex[A
     int rc = walk(dirfd, "", 0, r->max_depth, &l);
     abx_digest *d = abx__digest_new();
     if (rc == 0) {
-        qsort(l.paths, l.n, sizeof *l.paths, cmp_paths); /* a directory comes before what it holds */
+        if (l.n > 1) /* a directory comes before what it holds */
+            qsort(l.paths, l.n, sizeof *l.paths, cmp_paths);
         for (size_t i = 0; i < l.n && rc == 0; i++)
             rc = hash_entry(d, dirfd, l.paths[i], r, copyfd);
     }

@@ -472,8 +472,8 @@ static int digest_source(abx_digest *d, int fd, const char *rel, const abx_ignor
     }
     for (size_t i = 0; i < n; i++)
         if (!list[i])
-            rc = -1; /* out of memory: no digest rather than a wrong one */
-    if (rc == 0)     /* sorted, so that the order on disk does not matter */
+            rc = -1;      /* out of memory: no digest rather than a wrong one */
+    if (rc == 0 && n > 1) /* sorted, so that the order on disk does not matter (none: no list) */
         qsort(list, n, sizeof *list, by_name);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!list[i]) {
