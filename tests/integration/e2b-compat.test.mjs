@@ -270,6 +270,36 @@ const rows = [
     await sbx.pty.kill(p.pid);
     assert.match(out, /again-21/);
   }],
+  ['git', 'git.init / configureUser / add / commit / status / branches / createBranch / checkoutBranch / deleteBranch', 'ok', 'the template\'s own git (base: the host\'s)', async ({ sbx }) => {
+    const repo = '/home/user/repo';
+    await sbx.git.init(repo, { initialBranch: 'main' });
+    await sbx.git.configureUser('A Dev', 'dev@example.com');
+    await sbx.files.write(`${repo}/a.txt`, 'a');
+    assert.equal((await sbx.git.status(repo)).hasUntracked, true);
+    await sbx.git.add(repo);
+    await sbx.git.commit(repo, 'first');
+    assert.equal((await sbx.git.status(repo)).isClean, true);
+    await sbx.git.createBranch(repo, 'feature');
+    assert.deepEqual((await sbx.git.branches(repo)).branches.sort(), ['feature', 'main']);
+    await sbx.git.checkoutBranch(repo, 'main');
+    await sbx.git.deleteBranch(repo, 'feature');
+    assert.equal((await sbx.git.branches(repo)).currentBranch, 'main');
+  }],
+  ['git', 'git.remoteAdd / remoteGet / setConfig / getConfig / push / clone / reset / restore', 'ok', 'to a remote in the sandbox (file://)', async ({ sbx }) => {
+    const repo = '/home/user/repo';
+    await sbx.commands.run('git init --bare --initial-branch=main /home/user/bare.git');
+    await sbx.git.remoteAdd(repo, 'origin', 'file:///home/user/bare.git');
+    assert.equal(await sbx.git.remoteGet(repo, 'origin'), 'file:///home/user/bare.git');
+    await sbx.git.setConfig('core.editor', 'vi', { scope: 'local', path: repo });
+    assert.equal(await sbx.git.getConfig('core.editor', { scope: 'local', path: repo }), 'vi');
+    await sbx.git.push(repo, { remote: 'origin', branch: 'main', setUpstream: true });
+    await sbx.git.clone('file:///home/user/bare.git', { path: '/home/user/clone' });
+    assert.equal(await sbx.files.read('/home/user/clone/a.txt'), 'a');
+    await sbx.files.write(`${repo}/a.txt`, 'changed');
+    await sbx.git.restore(repo, { paths: ['a.txt'] });
+    assert.equal(await sbx.files.read(`${repo}/a.txt`), 'a');
+    await sbx.git.reset(repo, { mode: 'hard' });
+  }],
   ['code interpreter', 'runCode (python): state, logs, results', 'ok', '', async ({ ci }) => {
     await ci.runCode('x = 41');
     const r = await ci.runCode('print("p"); x + 1');
