@@ -99,6 +99,8 @@ void cli_print_help(const cli_command *cmd);
     X(list, "list live sandboxes")                                                                           \
     X(info, "show a sandbox's details")                                                                      \
     X(timeout, "give a sandbox a new lifetime")                                                              \
+    X(pause, "freeze a sandbox's processes, its memory and files kept")                                      \
+    X(resume, "start a paused sandbox again")                                                                \
     X(kill, "destroy a sandbox")                                                                             \
     X(ps, "list a sandbox's running processes")                                                              \
     X(logs, "print a background task's output")                                                              \

@@ -220,6 +220,40 @@ test('timeout: a sandbox ends at its deadline and leaves nothing; abx timeout ex
   assertGone(kept);
 });
 
+test('abx pause / abx resume: processes freeze and go on, files kept; list shows paused; exec waits for resume; bad calls answer E8001/E8002', async () => {
+  const id = create(['--timeout', '120']);
+  assert.equal(abxh(['exec', id, 'echo kept > /tmp/file; (while :; do echo t >> /tmp/ticks; sleep 0.05; done) >/dev/null 2>&1 &']).status, 0);
+  await sleep(500);
+  const ticks = (file) => Number(abxh(['exec', id, `wc -l < ${file}`]).stdout.trim());
+  const beforePause = ticks('/tmp/ticks');
+  let r = abxh(['pause', id]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${id} paused (paused)\n`);
+  const paused = JSON.parse(abxh(['list', '--status', 'paused', '--json']).stdout).map((x) => x.sandbox_id);
+  assert.ok(paused.includes(id));
+  assert.equal(JSON.parse(abxh(['info', id, '--json']).stdout).status, 'paused');
+  r = abxh(['exec', id, 'true']);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /^abx: E8016: .*resume/);
+  assert.match(abxh(['pause', id]).stderr, /^abx: E8001: /);
+  await sleep(1500); // frozen: the loop (20 lines a second) writes nothing meanwhile
+  r = abxh(['resume', id, '--timeout', '300', '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const info = JSON.parse(r.stdout);
+  assert.equal(info.status, 'running');
+  assert.ok(Math.abs((Date.parse(info.end_at) - Date.now()) / 1000 - 300) <= 5);
+  const atResume = ticks('/tmp/ticks');
+  assert.ok(atResume - beforePause < 15, `${atResume - beforePause} lines written across a 1.5 s pause`);
+  assert.equal(abxh(['exec', id, 'cat /tmp/file']).stdout, 'kept\n');
+  await sleep(600);
+  assert.ok(ticks('/tmp/ticks') > atResume + 3, 'the loop goes on after resume');
+  assert.match(abxh(['resume', id]).stderr, /^abx: E8001: /);
+  assert.match(abxh(['pause', 'local:inothere00000000000']).stderr, /^abx: E8002: /);
+  assert.match(abxh(['resume']).stderr, /^abx: E8014: usage: abx resume ID/);
+  abxh(['kill', id]);
+  assertGone(id);
+});
+
 test('kill removes processes, mounts, cgroups and state; a killed id is unknown', async () => {
   const mounts = mountCount();
   const id = create();
