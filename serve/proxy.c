@@ -276,6 +276,13 @@ static void add_header_line(serve_proxy *p, const char *name, const char *value)
     explicit_bzero(line, sizeof line);
 }
 
+bool serve_signed_url_unexpired(struct MHD_Connection *c)
+{
+    const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
+    unsigned long long until = 0;
+    return !exp || (abx__parse_u64(exp, &until) == 0 && until >= (unsigned long long)time(NULL));
+}
+
 bool serve_signed_url_ok(struct MHD_Connection *c, const char *method, const char *token)
 {
     const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
@@ -283,9 +290,7 @@ bool serve_signed_url_ok(struct MHD_Connection *c, const char *method, const cha
     const char *user = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "username");
     const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
     const char *op = strcmp(method, "GET") == 0 ? "read" : strcmp(method, "POST") == 0 ? "write" : NULL;
-    unsigned long long until = 0;
-    if (!sig || !op || !token || !token[0] || strlen(sig) > 64 || (exp && abx__parse_u64(exp, &until) < 0) ||
-        (exp && until < (unsigned long long)time(NULL)))
+    if (!sig || !op || !token || !token[0] || strlen(sig) > 64 || !serve_signed_url_unexpired(c))
         return false;
     /* E2B's v1: base64(sha256("path:operation:user:token[:expiration]")), unpadded */
     char *raw = NULL;

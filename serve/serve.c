@@ -1390,12 +1390,9 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
 static bool signed_walk_allowed(serve_ctx *s, struct MHD_Connection *c, const char *method)
 {
     const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature");
-    const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "signature_expiration");
-    unsigned long long until = 0;
     long long now = (long long)time(NULL);
     if (!sig || strncmp(sig, "v1_", 3) != 0 || strlen(sig) != 3 + 43 ||
-        (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) ||
-        (exp && (abx__parse_u64(exp, &until) < 0 || until < (unsigned long long)now)))
+        (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) || !serve_signed_url_unexpired(c))
         return false;
     long long second = atomic_load(&s->signed_walk_second);
     if (second != now && atomic_compare_exchange_strong(&s->signed_walk_second, &second, now))

@@ -57,6 +57,8 @@ serve_proxy *serve_proxy_begin(struct MHD_Connection *c, abx_sandbox *sb, unsign
  * downloadUrl: signature, signature_expiration, path, username) that the
  * sandbox's envd token verifies for its method (GET read, POST write),
  * compared in constant time; an expired one never is. */
+/* Whether the request's signature_expiration, if any, is a number not yet past. */
+bool serve_signed_url_unexpired(struct MHD_Connection *c);
 bool serve_signed_url_ok(struct MHD_Connection *c, const char *method, const char *token);
 /* The request's body bytes, as they come. false: stop (the sandbox went away). */
 bool serve_proxy_upload(serve_proxy *p, const char *data, size_t len);

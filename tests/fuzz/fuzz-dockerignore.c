@@ -6,6 +6,7 @@
 #include "dockerignore.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         *slash = '\0';
         (void)abx__ignore_excluded(ig, path);
     }
-    strcat(path, "/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z");
+    size_t used = strlen(path);
+    snprintf(path + used, sizeof path - used, "/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z");
     (void)abx__ignore_excluded(ig, path);
     abx__ignore_free(ig);
     return 0;
