@@ -108,6 +108,11 @@ struct abx_provider {
      * Optional: without them, only "base" exists. */
     int (*template_exists)(abx_client *c, const char *name, abx_error **err);
     int (*template_list)(abx_client *c, json_t **json, abx_error **err);
+    /* Optional: volumes (abx.h). verb "create" (name, size_mb), "list",
+     * "inspect" and "remove" (name: a name or volume id); *out a new JSON
+     * value (an info, a list; NULL for remove). Without it: E8004. */
+    int (*volume)(abx_client *c, const char *verb, const char *name, unsigned size_mb, json_t **out,
+                  abx_error **err);
     /* The capabilities it declares (EPP's names), a new JSON array. */
     int (*features)(abx_client *c, json_t **json, abx_error **err);
 };

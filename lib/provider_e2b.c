@@ -16,6 +16,7 @@
  * E2B_SANDBOX_URL way). The data plane itself is lib/sandbox_envd.c's.
  */
 #include "provider.h"
+#include "volume.h"
 #include "tenant.h"
 #include "parse.h"
 #include "buf.h"
@@ -485,6 +486,34 @@ static json_t *service_options(const abx_create_options *o)
     return x;
 }
 
+/* E2B's volumeMounts of the create's volumes (abx's readOnly for the service only). */
+static int volume_mounts(const e2b_client *ec, const abx_create_options *o, json_t *body, abx_error **err)
+{
+    size_t n = 0;
+    while (o && o->volumes && o->volumes[n])
+        n++;
+    if (!n)
+        return 0;
+    abx_volume_mount m[ABX_VOLUME_MOUNTS_MAX];
+    int rc = abx__volume_mounts_parse(o->volumes, m, &n, err);
+    json_t *arr = json_array();
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (m[i].read_only && !ec->unix_socket[0])
+            rc = abx__error_set(err, ABX_ENOTSUP,
+                                "--volume %s:ro: provider '%s' mounts volumes read-write only", m[i].name,
+                                ec->id);
+        json_t *one = json_pack("{s:s, s:s}", "name", m[i].name, "path", m[i].path);
+        if (m[i].read_only)
+            json_object_set_new(one, "readOnly", json_true());
+        json_array_append_new(arr, one);
+    }
+    if (rc == 0)
+        json_object_set_new(body, "volumeMounts", arr);
+    else
+        json_decref(arr);
+    return rc;
+}
+
 static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **out, abx_error **err)
 {
     int rc = 0;
@@ -509,6 +538,8 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
         json_object_set_new(body, "abx", service_options(o));
     json_t *doc = NULL;
     if (rc == 0)
+        rc = volume_mounts(c->state, o, body, err);
+    if (rc == 0)
         rc = api(c->state, "POST", "/sandboxes", body, &doc, NULL, 0, err);
     if (rc == -ABX_ENOTFOUND) /* E2B's API: 404 for a template it does not have */
         rc = abx__error_set(err, ABX_ENOTFOUND, "provider '%s' has no template '%.64s'",
@@ -522,6 +553,97 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
         *out = NULL;
         rc = abx__error_set(err, ABX_ENOMEM, "notes");
     }
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- volumes: E2B's /volumes ---------------------------------------------------------------- */
+
+/* libabx's volume info of E2B's Volume (abx's own details under "abx", from the service). */
+static json_t *volume_info_of(json_t *v)
+{
+    json_t *own = json_object_get(v, "abx");
+    json_t *size = json_object_get(own, "size_mb");
+    json_t *created = json_object_get(own, "created_at");
+    return json_pack("{s:O?, s:O?, s:I, s:O?, s:b}", "name", json_object_get(v, "name"), "volume_id",
+                     json_object_get(v, "volumeID"), "size_mb", json_integer_value(size), "created_at",
+                     json_is_string(created) ? created : NULL, "in_use",
+                     json_is_true(json_object_get(own, "in_use")));
+}
+
+/* The volume id of name_or_id: itself when the API knows it as an id, else
+ * the id of the volume of that name (E2B's API takes ids only). */
+static int volume_id_of(e2b_client *ec, const char *name_or_id, char *id, size_t len, json_t **found,
+                        abx_error **err)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/volumes/%s", name_or_id);
+    int rc = api(ec, "GET", path, NULL, found, NULL, 0, NULL);
+    if (rc == 0) {
+        snprintf(id, len, "%s", name_or_id);
+        return 0;
+    }
+    json_t *all = NULL, *v;
+    size_t i;
+    if ((rc = api(ec, "GET", "/volumes", NULL, &all, NULL, 0, err)) < 0)
+        return rc;
+    rc = abx__error_set(err, ABX_ENOTFOUND, "volume %.64s: no such volume (abx volume list)", name_or_id);
+    json_array_foreach(all, i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        const char *vid = json_string_value(json_object_get(v, "volumeID"));
+        if (name && vid && strcmp(name, name_or_id) == 0 && strlen(vid) < len &&
+            strspn(vid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == strlen(vid)) {
+            snprintf(id, len, "%s", vid);
+            *found = json_incref(v);
+            rc = 0;
+            break;
+        }
+    }
+    json_decref(all);
+    return rc;
+}
+
+static int e2b_volume(abx_client *c, const char *verb, const char *name, unsigned size_mb, json_t **out,
+                      abx_error **err)
+{
+    e2b_client *ec = c->state;
+    bool service = ec->unix_socket[0] != '\0';
+    json_t *doc = NULL;
+    int rc;
+    *out = NULL;
+    if (strcmp(verb, "create") == 0) {
+        if (size_mb && !service)
+            return abx__error_set(err, ABX_ENOTSUP, "--size: provider '%s' sizes its volumes itself", ec->id);
+        json_t *body = json_pack("{s:s}", "name", name);
+        if (size_mb)
+            json_object_set_new(body, "abx", json_pack("{s:i}", "size_mb", (int)size_mb));
+        rc = api(ec, "POST", "/volumes", body, &doc, NULL, 0, err);
+        json_decref(body);
+    } else if (strcmp(verb, "list") == 0) {
+        if ((rc = api(ec, "GET", "/volumes", NULL, &doc, NULL, 0, err)) == 0) {
+            json_t *list = json_array(), *v;
+            size_t i;
+            json_array_foreach(doc, i, v) json_array_append_new(list, volume_info_of(v));
+            json_decref(doc);
+            *out = list;
+        }
+        return rc;
+    } else {
+        char id[128], path[160];
+        if ((rc = volume_id_of(ec, name, id, sizeof id, &doc, err)) < 0)
+            return rc;
+        if (strcmp(verb, "remove") == 0) {
+            json_decref(doc);
+            doc = NULL;
+            snprintf(path, sizeof path, "/volumes/%s", id);
+            rc = api(ec, "DELETE", path, NULL, &doc, NULL, 0, err);
+            json_decref(doc);
+            return rc;
+        }
+    }
+    if (rc == 0 && !(*out = volume_info_of(doc)))
+        rc = abx__error_set(err, ABX_ENOMEM, "volume");
     json_decref(doc);
     return rc;
 }
@@ -553,6 +675,11 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out, ch
         free(out->env_names_json);
         out->env_names_json = json_dumps(json_object_get(own, "env_names"), JSON_COMPACT);
     }
+    json_t *vols = json_object_get(own, "volumes");
+    if (json_is_array(vols))
+        out->volumes_json = json_dumps(vols, JSON_COMPACT);
+    else if (json_array_size(json_object_get(d, "volumeMounts")))
+        out->volumes_json = json_dumps(json_object_get(d, "volumeMounts"), JSON_COMPACT);
 }
 
 static int e2b_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
@@ -814,6 +941,7 @@ const abx_provider abx__provider_e2b = {
     .endpoint = e2b_endpoint,
     .template_exists = e2b_template_exists,
     .template_list = e2b_template_list,
+    .volume = e2b_volume,
     .set_network = e2b_set_network,
     .connect_port = e2b_connect_port,
     .metrics = e2b_metrics,

@@ -317,6 +317,7 @@ void abx_sandbox_info_clear(abx_sandbox_info *info)
     free(info->metadata_json);
     free(info->env_names_json);
     free(info->network_json);
+    free(info->volumes_json);
     memset(info, 0, sizeof *info);
 }
 

@@ -405,6 +405,33 @@ int abx__quota_reserve(abx_client *c, bool networked, abx_error **err)
     return rc;
 }
 
+int abx__quota_volume(const char *tenant, unsigned count, unsigned long long mb, unsigned add_mb,
+                      abx_error **err)
+{
+    if (!tenant || !*tenant)
+        return 0;
+    unsigned per_tenant = ABX_VOLUMES_PER_TENANT_DEFAULT, mb_per_tenant = ABX_VOLUME_MB_PER_TENANT_DEFAULT;
+    abx_kvs *kvs = calloc(1, sizeof *kvs);
+    if (kvs && abx__config_load(kvs, NULL) == 0) {
+        const char *v = abx__kvs_get(kvs, "limits.volumes_per_tenant");
+        unsigned u = 0;
+        if (v && abx__parse_uint(v, 0, 1000000, &u) == 0)
+            per_tenant = u;
+        v = abx__kvs_get(kvs, "limits.volume_mb_per_tenant");
+        if (v && abx__parse_uint(v, 0, 4000000000u, &u) == 0)
+            mb_per_tenant = u;
+    }
+    free(kvs);
+    if (count >= per_tenant)
+        return over(err, "the most volumes a tenant may", per_tenant, "[limits] volumes_per_tenant");
+    if (mb + add_mb > mb_per_tenant)
+        return abx__error_set(err, ABX_EQUOTA,
+                              "this tenant's volumes would hold %llu MiB, past %u (config.toml [limits] "
+                              "volume_mb_per_tenant)",
+                              mb + add_mb, mb_per_tenant);
+    return 0;
+}
+
 void abx__quota_release(abx_client *c, bool networked)
 {
     if (!c->tenant[0])

@@ -45,6 +45,12 @@ int abx__tenant_may_build(const char *tenant, abx_error **err);
 int abx__quota_reserve(abx_client *c, bool networked, abx_error **err);
 void abx__quota_release(abx_client *c, bool networked);
 
+/* Whether tenant (NULL or "": the administrator, unbounded) may have one
+ * more volume of add_mb MiB, holding count volumes of mb MiB now, against
+ * [limits] volumes_per_tenant and volume_mb_per_tenant. E8030 past them. */
+int abx__quota_volume(const char *tenant, unsigned count, unsigned long long mb, unsigned add_mb,
+                      abx_error **err);
+
 /* The root client's book of creates in flight (root clients only). */
 typedef struct abx_quota_book abx_quota_book;
 abx_quota_book *abx__quota_book_new(void);

@@ -76,6 +76,8 @@ static const mcp_hint_row rows[] = {
     {ABX_ESERVICE, "The server cannot reach its machine's abx service." TELL_USER},
     {ABX_ENOTALLOWED, "The server's operator does not allow this: ask for what it allows (fewer resources, "
                       "another network mode), or tell the user."},
+    {ABX_EBUSY, "Something still uses it (a volume a sandbox mounts): kill that sandbox first, or tell the "
+                "user."},
 };
 
 const char *mcp_hint(int code)

@@ -141,6 +141,7 @@ static int create_box(mcp_session *s, const mcp_create_args *a, mcp_sandbox **ou
         .network = a ? a->network : NULL,
         .allow_out = a ? a->allow_out : NULL,
         .deny_out = a ? a->deny_out : NULL,
+        .volumes = a ? a->volumes : NULL,
     };
     abx_sandbox *h = NULL;
     int rc = abx_sandbox_create(s->client, &o, &h, err);

@@ -60,6 +60,7 @@ typedef struct mcp_create_args {
     /* the network (abx_create_options): mode NULL decided by the lists */
     const char *network;
     const char *const *allow_out, *const *deny_out;
+    const char *const *volumes; /* "NAME:/path[:ro]" (abx_create_options) */
 } mcp_create_args;
 
 /* Creates a sandbox and makes it the default. The result holds a reference

@@ -294,28 +294,56 @@ static int limit_user_namespace(char *why, size_t len)
     return 0;
 }
 
-int abx__jail_idmapped_tree(const char *root, pid_t pid, abx_error **err)
+/* Id-maps the detached tree for the user namespace of pid (nosuid, nodev,
+ * and read-only when asked). 0, or -ABX_EJAIL (the tree is still the caller's). */
+static int idmap_tree(int tree, pid_t pid, bool read_only, abx_error **err)
 {
-    int tree = open_tree(AT_FDCWD, root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (tree < 0)
-        return abx__error_errno(err, ABX_EJAIL, errno, "opening the tree to id-map");
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
     int userns = open(path, O_RDONLY | O_CLOEXEC);
-    struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                          (read_only ? MOUNT_ATTR_RDONLY : 0),
                               .userns_fd = (uint64_t)userns};
     int rc =
         userns < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0 ? -1 : 0;
     int saved = errno;
     if (userns >= 0)
         close(userns);
-    if (rc < 0) {
-        close(tree);
+    if (rc < 0)
         return abx__error_errno(err, ABX_EJAIL, saved,
                                 "an id-mapped view of the tree (needs kernel 5.12+ and a filesystem that "
                                 "supports it)");
+    return 0;
+}
+
+int abx__jail_idmapped_tree(const char *root, pid_t pid, abx_error **err)
+{
+    int tree = open_tree(AT_FDCWD, root, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (tree < 0)
+        return abx__error_errno(err, ABX_EJAIL, errno, "opening the tree to id-map");
+    int rc = idmap_tree(tree, pid, false, err);
+    if (rc < 0) {
+        close(tree);
+        return rc;
     }
     return tree;
+}
+
+/* The volumes' trees, id-mapped for sandbox pid, sent to its init after
+ * the template's (each tree_fd consumed). */
+static int send_volumes(const abx_jail_config *cfg, pid_t pid, int sock, abx_error **err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < cfg->n_volumes; i++) {
+        int tree = cfg->volumes[i].tree_fd;
+        cfg->volumes[i].tree_fd = -1;
+        if (rc == 0)
+            rc = idmap_tree(tree, pid, cfg->volumes[i].read_only, err);
+        if (rc == 0 && abx__send_fd(sock, tree) < 0)
+            rc = abx__error_errno(err, ABX_EJAIL, errno, "volume: handing its tree to the sandbox");
+        close(tree);
+    }
+    return rc;
 }
 
 /* The template's tree, id-mapped for sandbox pid, sent to its init. */
@@ -345,12 +373,16 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         _exit(125);
     resolv[len] = '\0';
     int template_fd = -1;
-    if (template_sock >= 0) {
-        template_fd = abx__recv_fd(template_sock);
-        close(template_sock);
-        if (template_fd < 0)
-            report_fail(report_fd, ABX_EJAIL, 125, "template: its tree did not arrive: %s", strerror(errno));
+    abx_rootfs_volume volumes[ABX_VOLUME_MOUNTS_MAX];
+    if (template_sock >= 0 && cfg->template_root && (template_fd = abx__recv_fd(template_sock)) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "template: its tree did not arrive: %s", strerror(errno));
+    for (size_t i = 0; i < cfg->n_volumes; i++) {
+        volumes[i] = (abx_rootfs_volume){.fd = abx__recv_fd(template_sock), .path = cfg->volumes[i].path};
+        if (volumes[i].fd < 0)
+            report_fail(report_fd, ABX_EJAIL, 125, "volume: its tree did not arrive: %s", strerror(errno));
     }
+    if (template_sock >= 0)
+        close(template_sock);
     scrub_inherited_environment();
     /* the supervisor's borrowed owner id came with SECBIT_NO_SETUID_FIXUP */
     if (full_id_range && prctl(PR_SET_SECUREBITS, 0UL) < 0)
@@ -369,7 +401,9 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
                             .full_id_range = full_id_range,
                             .resolv_conf = go == 'r' ? resolv : NULL,
                             .template_fd = template_fd,
-                            .template_writable = cfg->template_writable};
+                            .template_writable = cfg->template_writable,
+                            .volumes = volumes,
+                            .n_volumes = cfg->n_volumes};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
@@ -508,6 +542,10 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     if (!full_id_range && cfg->template_root)
         return abx__error_set(err, ABX_EPERM,
                               "sandboxes from a template need abx to run as root (id-mapped mounts)");
+    if (cfg->n_volumes > ABX_VOLUME_MOUNTS_MAX || (!full_id_range && cfg->n_volumes))
+        return abx__error_set(err, ABX_EPERM,
+                              "volumes need abx to run as root (id-mapped mounts), at most %d",
+                              ABX_VOLUME_MOUNTS_MAX);
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
                               "running as 'user' inside needs abx to run as root; use --user root");
@@ -528,7 +566,8 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     }
     int go[2], report[2], control[2] = {-1, -1}, tpl[2] = {-1, -1};
     if ((!cfg->argv && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) ||
-        (cfg->template_root && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tpl) < 0)) {
+        ((cfg->template_root || cfg->n_volumes) &&
+         socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tpl) < 0)) {
         int saved = errno;
         for (int i = 0; i < 2; i++)
             if (control[i] >= 0)
@@ -591,7 +630,9 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         goto out_filter;
     }
     if (tpl[0] >= 0) {
-        rc = send_template(cfg->template_root, (pid_t)pid, tpl[0], err);
+        rc = cfg->template_root ? send_template(cfg->template_root, (pid_t)pid, tpl[0], err) : 0;
+        if (rc == 0)
+            rc = send_volumes(cfg, (pid_t)pid, tpl[0], err);
         close(tpl[0]);
         tpl[0] = -1;
         if (rc < 0) {

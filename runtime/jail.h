@@ -13,6 +13,14 @@
  * only ones mapped. */
 #define ABX_HOST_ID_COUNT 65536u
 
+/* A volume for a sandbox (runtime/volume_mount.h makes its tree). */
+typedef struct abx_jail_volume {
+    int tree_fd;      /* a detached mount of its tree, not id-mapped yet: id-mapped here for the sandbox
+                         (and closed: it is used once) */
+    const char *path; /* where inside (a plain absolute path, lib/volume.h) */
+    bool read_only;
+} abx_jail_volume;
+
 typedef struct abx_jail_config {
     const char *id; /* sandbox id; also the hostname */
     /* The sandbox's name on the host (its cgroups): one that does not tell
@@ -35,13 +43,16 @@ typedef struct abx_jail_config {
     /* A template's tree on the host (NULL: the host view): the sandbox's
      * root is an overlay over an id-mapped view of it. Needs root. */
     const char *template_root;
-    bool template_writable; /* template_root is the root itself, written through: a
-                               template build's step (no overlay, no /app or /home) */
-    bool host_network;      /* no network namespace of its own: the host's network, as
-                               `docker build` has it (template builds only) */
-    bool root_caps;         /* root inside keeps abx__root_caps (privs.h): template sandboxes, builds */
-    const int *stdio;       /* the command's fds 0, 1, 2 (the caller's, dup'ed); NULL:
-                               the supervisor's own */
+    bool template_writable;   /* template_root is the root itself, written through: a
+                                 template build's step (no overlay, no /app or /home) */
+    bool host_network;        /* no network namespace of its own: the host's network, as
+                                 `docker build` has it (template builds only) */
+    bool root_caps;           /* root inside keeps abx__root_caps (privs.h): template sandboxes, builds */
+    const int *stdio;         /* the command's fds 0, 1, 2 (the caller's, dup'ed); NULL:
+                                 the supervisor's own */
+    abx_jail_volume *volumes; /* n_volumes (at most ABX_VOLUME_MOUNTS_MAX) mounted after the
+                                 root is built; needs root. Their tree_fd are consumed (-1 after). */
+    size_t n_volumes;
 } abx_jail_config;
 
 #define ABX_JAIL_RESOLV_MAX 255 /* its length travels in one byte */

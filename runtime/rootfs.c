@@ -690,7 +690,58 @@ fail:
     return -ABX_EJAIL;
 }
 
+static int rootfs_build_tree(const abx_rootfs_spec *spec, char *errbuf, size_t errlen);
+
+/* Mounts the volume's tree at path inside root: each component made a
+ * directory where missing and opened without following a link, so that
+ * nothing in a template's tree can send the mount outside it. */
+static int attach_volume(const char *root, const abx_rootfs_volume *v, char *errbuf, size_t errlen)
+{
+    char rest[PATH_MAX];
+    snprintf(rest, sizeof rest, "%s", v->path + 1);
+    int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *step = "the root";
+    for (char *comp = rest, *next; dir >= 0 && comp && *comp; comp = next) {
+        next = strchr(comp, '/');
+        if (next)
+            *next++ = '\0';
+        step = "making its directory";
+        if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
+            goto fail;
+        step = "a component that is not a directory";
+        int sub = openat(dir, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(dir);
+        dir = sub;
+    }
+    if (dir < 0)
+        goto fail;
+    step = "attaching it";
+    if (move_mount(v->fd, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        goto fail;
+    close(dir);
+    return 0;
+fail:
+    snprintf(errbuf, errlen, "volume at %s: %s: %s", v->path, step, strerror(errno));
+    if (dir >= 0)
+        close(dir);
+    return -ABX_EJAIL;
+}
+
+static void close_volumes(const abx_rootfs_spec *spec)
+{
+    for (size_t i = 0; i < spec->n_volumes; i++)
+        if (spec->volumes[i].fd >= 0)
+            close(spec->volumes[i].fd);
+}
+
 int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
+{
+    int rc = rootfs_build_tree(spec, errbuf, errlen);
+    close_volumes(spec);
+    return rc;
+}
+
+static int rootfs_build_tree(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
 {
     op_plan plan; /* about 22 KiB: on the init's stack, which is the process stack */
     memset(&plan, 0, sizeof plan);
@@ -726,6 +777,8 @@ int abx__rootfs_build(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
     }
     mode_t old_umask = umask(0);
     int rc = run_ops(&plan, errbuf, errlen);
+    for (size_t i = 0; rc == 0 && i < spec->n_volumes; i++)
+        rc = attach_volume(plan.root, &spec->volumes[i], errbuf, errlen);
     umask(old_umask);
     if (rc < 0)
         return rc;

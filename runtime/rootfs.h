@@ -5,6 +5,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+typedef struct abx_rootfs_volume {
+    int fd;           /* a detached, id-mapped mount of the volume's tree (consumed) */
+    const char *path; /* where in the tree: made (each component a directory, no link followed) */
+} abx_rootfs_volume;
+
 typedef struct abx_rootfs_spec {
     const char *hostname;    /* written to /etc/hostname and /etc/hosts */
     unsigned disk_mb;        /* size of the writable layer */
@@ -14,6 +19,8 @@ typedef struct abx_rootfs_spec {
     bool template_writable;  /* that tree is the root itself, written through (template builds):
                                 no overlay, no /app or /home made in it, /etc's hostname, hosts
                                 and resolv.conf bound over, not written */
+    const abx_rootfs_volume *volumes; /* mounted last, before the pivot */
+    size_t n_volumes;
 } abx_rootfs_spec;
 
 /* Inside a fresh mount namespace (and user namespace with CAP_SYS_ADMIN),

@@ -83,6 +83,18 @@ json_t *abx__shim_info_locked(shim *sh)
         json_object_set_new(doc, "network", network ? network : json_pack("{s:s}", "mode", "none"));
     else
         json_decref(network);
+    json_t *mounts = json_array(), *m;
+    size_t i;
+    json_array_foreach(sh->volumes, i, m)
+    {
+        json_array_append_new(mounts, json_pack("{s:O, s:O, s:b}", "name", json_object_get(m, "name"), "path",
+                                                json_object_get(m, "path"), "read_only",
+                                                json_is_true(json_object_get(m, "read_only"))));
+    }
+    if (doc)
+        json_object_set_new(doc, "volumes", mounts);
+    else
+        json_decref(mounts);
     return doc;
 }
 
@@ -376,7 +388,14 @@ static int read_config(shim *sh, abx_error **err)
     snprintf(sh->attach_cgroup, sizeof sh->attach_cgroup, "%s", acg ? acg : "");
     snprintf(sh->listen_addr, sizeof sh->listen_addr, "%s", listen ? listen : "");
     json_int_t owner = json_integer_value(json_object_get(cfg, "owner_pid"));
+    json_t *volumes = json_object_get(cfg, "volumes");
+    sh->volumes = json_is_array(volumes) && json_array_size(volumes) <= ABX_VOLUME_MOUNTS_MAX
+                      ? json_incref(volumes)
+                      : NULL;
+    bool volumes_bad = volumes && !sh->volumes;
     json_decref(cfg);
+    if (volumes_bad)
+        return abx__error_set(err, ABX_ECONFIG, "the sandbox request's volumes are malformed");
     /* opened while the owner waits for this shim's ready line: the pid is its */
     if (sh->standby && (owner <= 0 || (sh->owner_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)owner, 0)) < 0))
         return abx__error_set(err, ABX_ECONFIG, "a standby sandbox needs its pool's process");
@@ -503,6 +522,30 @@ static int start_attached(shim *sh, abx_error **err)
     return 0;
 }
 
+/* Takes every volume of the request (held for this shim's life) and fills
+ * jv[] with their trees for the jail. */
+static int take_volumes(shim *sh, abx_jail_volume *jv, abx_error **err)
+{
+    json_t *m;
+    size_t i;
+    json_array_foreach(sh->volumes, i, m)
+    {
+        const char *dir = json_string_value(json_object_get(m, "dir"));
+        const char *path = json_string_value(json_object_get(m, "path"));
+        if (!dir || !path || path[0] != '/' || strlen(path) > 255)
+            return abx__error_set(err, ABX_ECONFIG, "the sandbox request's volumes are malformed");
+        abx_volume_hold *h = &sh->holds[sh->n_holds];
+        int rc = abx__volume_take(dir, json_is_true(json_object_get(m, "image")), h, err);
+        if (rc < 0)
+            return abx__error_wrap(err, rc, "volume %s", json_string_value(json_object_get(m, "name")) ?: "");
+        sh->n_holds++;
+        jv[i] = (abx_jail_volume){
+            .tree_fd = h->tree_fd, .path = path, .read_only = json_is_true(json_object_get(m, "read_only"))};
+        h->tree_fd = -1; /* the jail's now */
+    }
+    return 0;
+}
+
 static int start(shim *sh, abx_error **err)
 {
     int rc = read_config(sh, err);
@@ -530,7 +573,20 @@ static int start(shim *sh, abx_error **err)
             return rc;
         goto serve;
     }
-    if ((rc = abx__jail_start(&cfg, &sh->jail, err)) < 0)
+    abx_jail_volume jv[ABX_VOLUME_MOUNTS_MAX];
+    if ((rc = take_volumes(sh, jv, err)) < 0) {
+        for (size_t i = 0; i < sh->n_holds; i++)
+            if (jv[i].tree_fd >= 0)
+                close(jv[i].tree_fd);
+        return rc;
+    }
+    cfg.volumes = jv;
+    cfg.n_volumes = sh->n_holds;
+    rc = abx__jail_start(&cfg, &sh->jail, err);
+    for (size_t i = 0; i < sh->n_holds; i++)
+        if (jv[i].tree_fd >= 0)
+            close(jv[i].tree_fd);
+    if (rc < 0)
         return rc;
     if (runs_in_background(sh))
         abx__cgroup_set_background(&sh->jail.cgroup, true, NULL);

@@ -20,6 +20,7 @@
 
 #include "abx/abx.h"
 #include "jail.h"
+#include "volume_mount.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -135,6 +136,9 @@ typedef struct shim {
     char listen_addr[64];
     int code_listen_fd; /* the agent's code interpreter (port 49999) when the image has Python; -1 */
     void *httpd_code;
+    json_t *volumes; /* the create's [{name, dir, path, read_only, image}] (lib/local/volume_store.h); NULL */
+    abx_volume_hold holds[ABX_VOLUME_MOUNTS_MAX]; /* each held for the shim's whole life */
+    size_t n_holds;
 } shim;
 
 /* shim.c */

@@ -144,6 +144,7 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_erro
     int code = rc < 0 ? -rc : rc;
     unsigned status = (unsigned)abx_err_http_status(code);
     bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY || code == ABX_ENOTALLOWED ||
+                     code == ABX_EBUSY ||
                      code == ABX_EBUILD; /* a build's failing step: the caller's own Dockerfile's output */
     const char *detail = code == ABX_ENOTFOUND                 ? "sandbox not found"
                          : own_words && abx_error_message(err) ? abx_error_message(err)
@@ -343,9 +344,10 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
     if (o && s->peers) { /* abx's clients: the network and env names as abx keeps them */
         json_t *net = in->network_json ? json_loads(in->network_json, 0, NULL) : NULL;
         json_t *names = in->env_names_json ? json_loads(in->env_names_json, 0, NULL) : NULL;
+        json_t *vols = in->volumes_json ? json_loads(in->volumes_json, 0, NULL) : NULL;
         json_object_set_new(o, "abx",
-                            json_pack("{s:o, s:o}", "network", net ? net : json_null(), "env_names",
-                                      names ? names : json_array()));
+                            json_pack("{s:o, s:o, s:o}", "network", net ? net : json_null(), "env_names",
+                                      names ? names : json_array(), "volumes", vols ? vols : json_array()));
     }
     if (!o || !detail_of)
         return o;
@@ -364,6 +366,16 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
                                   json_is_true(json_object_get(notes, "autoResume")), "onTimeout",
                                   json_is_true(json_object_get(notes, "autoPause")) ? "pause" : "kill"));
     json_decref(notes);
+    json_t *vols = in->volumes_json ? json_loads(in->volumes_json, 0, NULL) : NULL, *v;
+    json_t *mounts = json_array();
+    size_t i;
+    json_array_foreach(vols, i, v)
+    {
+        json_array_append_new(mounts, json_pack("{s:O, s:O}", "name", json_object_get(v, "name"), "path",
+                                                json_object_get(v, "path")));
+    }
+    json_decref(vols);
+    json_object_set_new(o, "volumeMounts", mounts);
     return o;
 }
 
@@ -540,6 +552,35 @@ static bool extras_of(json_t *own, create_extras *x, char *why, size_t len)
     return !bad;
 }
 
+/* E2B's volumeMounts [{name, path}] (and abx's readOnly) as create options'
+ * "NAME:/path[:ro]"; false when malformed (libabx checks names and paths). */
+typedef struct mount_specs {
+    char text[ABX_VOLUME_MOUNTS_MAX][64 + 1 + 256 + 4];
+    const char *list[ABX_VOLUME_MOUNTS_MAX + 1];
+} mount_specs;
+
+static bool mounts_of(json_t *mounts, mount_specs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!mounts || json_is_null(mounts))
+        return true;
+    if (!json_is_array(mounts) || json_array_size(mounts) > ABX_VOLUME_MOUNTS_MAX)
+        return false;
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *path = json_string_value(json_object_get(m, "path"));
+        json_t *ro = json_object_get(m, "readOnly");
+        if (!name || !path || strlen(name) > 64 || strlen(path) > 256 || (ro && !json_is_boolean(ro)))
+            return false;
+        snprintf(out->text[i], sizeof out->text[i], "%s:%s%s", name, path, json_is_true(ro) ? ":ro" : "");
+        out->list[i] = out->text[i];
+    }
+    return true;
+}
+
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
     (void)s;
@@ -589,8 +630,18 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         e.allow = x.allow;
         e.deny = x.deny;
     }
+    mount_specs mounts;
+    if (!mounts_of(json_object_get(body, "volumeMounts"), &mounts)) {
+        free_pairs(meta);
+        free_pairs(envs);
+        if (!own)
+            abx__net_egress_free(&e);
+        extras_free(&x);
+        return send_error(c, 400, "invalid body: volumeMounts must be at most 8 {name, path}");
+    }
     char *notes = notes_for(body);
     abx_create_options o = {.template_id = template_id,
+                            .volumes = mounts.list[0] ? mounts.list : NULL,
                             .timeout_s = (unsigned)timeout,
                             .metadata = (const char *const *)meta,
                             .envs = (const char *const *)envs,
@@ -1155,6 +1206,85 @@ static enum MHD_Result template_one(struct MHD_Connection *c, serve_req *rq, con
     return get ? send_json(c, 200, doc ? doc : json_object(), NULL) : send_text(c, 204, NULL, NULL, NULL);
 }
 
+/* ---- volumes: E2B's /volumes (its content API, with the volume's token, is not served) ---- */
+
+/* E2B's Volume[AndToken] of a libabx volume info, abx's own details under "abx". */
+static json_t *volume_json(const char *info_text, bool with_token)
+{
+    json_t *in = info_text ? json_loads(info_text, 0, NULL) : NULL;
+    json_t *o =
+        json_pack("{s:O?, s:O?, s:{s:O?, s:O?, s:O?}}", "volumeID", json_object_get(in, "volume_id"), "name",
+                  json_object_get(in, "name"), "abx", "size_mb", json_object_get(in, "size_mb"), "created_at",
+                  json_object_get(in, "created_at"), "in_use", json_object_get(in, "in_use"));
+    if (o && with_token)
+        json_object_set_new(o, "token", json_string(""));
+    json_decref(in);
+    return o;
+}
+
+static enum MHD_Result volume_error(struct MHD_Connection *c, int rc, abx_error *err)
+{
+    if (rc == -ABX_ENOTFOUND) {
+        abx_error_free(err);
+        return send_error(c, 404, "volume not found");
+    }
+    return send_abx_error(c, rc, err);
+}
+
+/* GET and POST /volumes, GET and DELETE /volumes/{name or id}. */
+static enum MHD_Result volumes_route(struct MHD_Connection *c, serve_req *rq, const char *url,
+                                     const char *method, json_t *body)
+{
+    abx_client *who = rq->key->client;
+    bool get = strcmp(method, "GET") == 0;
+    abx_error *err = NULL;
+    char *text = NULL;
+    int rc;
+    if (strcmp(url, "/volumes") == 0 && strcmp(method, "POST") == 0) {
+        json_t *size = json_object_get(json_object_get(body, "abx"), "size_mb");
+        const char *name = json_string_value(json_object_get(body, "name"));
+        if (!name || (size && (!json_is_integer(size) || json_integer_value(size) < 0 ||
+                               json_integer_value(size) > ABX_VOLUME_MB_MAX)))
+            return send_error(c, 400, "invalid body: name must be a string (abx.size_mb an integer of MiB)");
+        rc = abx_volume_create(who, name, (unsigned)json_integer_value(size), &text, &err);
+        if (rc < 0)
+            return volume_error(c, rc, err);
+        json_t *o = volume_json(text, true);
+        abx_free(text);
+        return send_json(c, 201, o, NULL);
+    }
+    if (strcmp(url, "/volumes") == 0 && get) {
+        if ((rc = abx_volume_list(who, &text, &err)) < 0)
+            return volume_error(c, rc, err);
+        json_t *all = json_loads(text, 0, NULL), *v, *out = json_array();
+        abx_free(text);
+        size_t i;
+        json_array_foreach(all, i, v)
+        {
+            char *one = json_dumps(v, JSON_COMPACT);
+            json_array_append_new(out, volume_json(one, false));
+            free(one);
+        }
+        json_decref(all);
+        return send_json(c, 200, out, NULL);
+    }
+    const char *id = url + strlen("/volumes/");
+    if (strncmp(url, "/volumes/", 9) != 0 || !*id || strchr(id, '/'))
+        return send_error(c, 404, "no such endpoint");
+    if (get) {
+        if ((rc = abx_volume_inspect(who, id, &text, &err)) < 0)
+            return volume_error(c, rc, err);
+        json_t *o = volume_json(text, true);
+        abx_free(text);
+        return send_json(c, 200, o, NULL);
+    }
+    if (strcmp(method, "DELETE") != 0)
+        return send_error(c, 404, "no such endpoint");
+    if ((rc = abx_volume_remove(who, id, &err)) < 0)
+        return volume_error(c, rc, err);
+    return send_text(c, 204, NULL, NULL, NULL);
+}
+
 /* /sandboxes/{id}[/verb], /v2/sandboxes/{id}[/verb]: id and verb ("" when none). */
 static bool split_path(const char *url, char *id, size_t id_len, char *verb, size_t verb_len)
 {
@@ -1189,6 +1319,8 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = list(s, c, rq);
     else if (get && strcmp(url, "/templates") == 0)
         r = templates(s, c, rq);
+    else if (strcmp(url, "/volumes") == 0 || strncmp(url, "/volumes/", 9) == 0)
+        r = volumes_route(c, rq, url, method, body);
     else if (s->peers && strncmp(url, "/abx/templates/", 15) == 0 && (get || strcmp(method, "DELETE") == 0))
         r = template_one(c, rq, url + 15, get);
     else if (!split_path(url, id, sizeof id, verb, sizeof verb))

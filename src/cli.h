@@ -115,6 +115,7 @@ void cli_print_help(const cli_command *cmd);
     X(expose, "forward a host port to a port inside a sandbox")                                              \
     X(network, "show or change a sandbox's network policy")                                                  \
     X(template, "build, import, list, inspect and remove sandbox templates")                                 \
+    X(volume, "create, list, inspect and remove volumes (storage that outlives sandboxes)")                  \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                           \

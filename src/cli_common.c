@@ -257,6 +257,11 @@ json_t *cli_info_json(const abx_sandbox_info *i)
         json_object_set_new(doc, "network", net);
     else
         json_decref(net);
+    json_t *vols = i->volumes_json ? json_loads(i->volumes_json, 0, NULL) : NULL;
+    if (doc && json_array_size(vols))
+        json_object_set_new(doc, "volumes", vols);
+    else
+        json_decref(vols);
     return doc;
 }
 

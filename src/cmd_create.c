@@ -7,7 +7,7 @@
 const char cmd_create_help[] =
     "Usage: abx create [--template T] [--timeout S] [--env K=V]... [--metadata K=V]...\n"
     "                  [--cpu N] [--memory MB] [--network none|internet|allowlist]\n"
-    "                  [--allow-out X]... [--deny-out X]... [--json]\n"
+    "                  [--allow-out X]... [--deny-out X]... [--volume NAME:/PATH[:ro]]... [--json]\n"
     "\n"
     "Creates a sandbox that lives until it times out or is killed, across abx\n"
     "invocations, and prints its id (local:<id>).\n"
@@ -30,13 +30,15 @@ const char cmd_create_help[] =
                            "  --deny-out X    one it may not (repeatable; alone it means --network "
                            "internet);\n"
                            "                  see docs/network.md\n"
+                           "  --volume V:/P[:ro] mounts volume V at /P (abx volume; repeatable, at most 8;\n"
+                           "                  ro: read-only)\n"
                            "  --json          {\"sandbox_id\": ..., ...} instead of the id alone\n";
 
 int cmd_create(cli_ctx *ctx, int argc, char **argv)
 {
     const char *envs[129] = {NULL}, *meta[129] = {NULL}, *pos[CLI_MAX_POSITIONAL];
-    const char *allow[4097] = {NULL}, *deny[4097] = {NULL};
-    size_t nenvs = 0, nmeta = 0, npos = 0, nallow = 0, ndeny = 0;
+    const char *allow[4097] = {NULL}, *deny[4097] = {NULL}, *volumes[ABX_VOLUME_MOUNTS_MAX + 1] = {NULL};
+    size_t nenvs = 0, nmeta = 0, npos = 0, nallow = 0, ndeny = 0, nvolumes = 0;
     abx_create_options o = {0};
     const cli_flag flags[] = {
         {"--template", CLI_STRING, &o.template_id, 0, 0, NULL, 0, NULL},
@@ -48,6 +50,7 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         {"--network", CLI_STRING, &o.network, 0, 0, NULL, 0, NULL},
         {"--allow-out", CLI_MULTI, allow, 0, 0, &nallow, 4096, NULL},
         {"--deny-out", CLI_MULTI, deny, 0, 0, &ndeny, 4096, NULL},
+        {"--volume", CLI_MULTI, volumes, 0, 0, &nvolumes, ABX_VOLUME_MOUNTS_MAX, NULL},
     };
     int rc = cli_parse(ctx, "create", cmd_create_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
                        &npos);
@@ -59,6 +62,7 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
     o.metadata = meta;
     o.allow_out = allow;
     o.deny_out = deny;
+    o.volumes = nvolumes ? volumes : NULL;
     o.options = ctx->nopts ? ctx->opts : NULL; /* --opt K=V, anywhere on the line */
     int status = 0;
     abx_client *c = cli_client(ctx, &status);

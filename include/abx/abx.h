@@ -73,6 +73,10 @@ ABX_API const char *abx_version(void);
 #define ABX_NOTES_MAX 16384                 /* bytes of a front end's notes (abx_create_options.notes_json) */
 #define ABX_SANDBOXES_PER_TENANT_DEFAULT 64 /* [limits] sandboxes_per_tenant */
 #define ABX_TENANT_POOL_SHARE_DEFAULT 50    /* [limits] tenant_pool_share: percent of a host-wide pool */
+#define ABX_VOLUMES_PER_TENANT_DEFAULT 32   /* [limits] volumes_per_tenant */
+#define ABX_VOLUME_MB_PER_TENANT_DEFAULT 65536 /* [limits] volume_mb_per_tenant: MiB of sized volumes */
+#define ABX_VOLUME_MB_MAX 1048576              /* a volume's --size, MiB */
+#define ABX_VOLUME_MOUNTS_MAX 8                /* volumes mounted in one sandbox */
 
 /* ---- one-shot sandbox run (abx run) ------------------------------------ */
 
@@ -263,6 +267,11 @@ typedef struct abx_create_options {
      * lifecycle.onTimeout "pause" (autoPause); a paused one is kept a day.
      * The local provider; others refuse nothing and kill. */
     bool pause_on_timeout;
+    /* Volumes to mount, "NAME:/path" or "NAME:/path:ro", NULL-terminated,
+     * may be NULL: at most ABX_VOLUME_MOUNTS_MAX, each of the client's
+     * tenant (abx_volume_create). The local provider as root or through
+     * the service; E8004 where the provider has none. */
+    const char *const *volumes;
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -292,6 +301,9 @@ typedef struct abx_sandbox_info {
     /* {"mode", "allow_out", "deny_out"[, "address", "gateway", "interface"]};
      * NULL when the provider does not say. Freed by abx_sandbox_info_clear. */
     char *network_json;
+    /* [{"name", "path", "read_only"}]: the volumes mounted in it; NULL
+     * when the provider does not say. Freed by abx_sandbox_info_clear. */
+    char *volumes_json;
 } abx_sandbox_info;
 
 ABX_API void abx_sandbox_info_clear(abx_sandbox_info *info);
@@ -326,6 +338,36 @@ ABX_API int abx_sandbox_pause(abx_sandbox *s, abx_error **err);
  * last one it was given). E8001 when it is not paused. */
 ABX_API int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err);
 ABX_API int abx_kill_by_id(abx_client *c, const char *id, abx_error **err);
+
+/* ---- volumes (docs/volumes.md) ---------------------------------------------
+ *
+ * A volume is a named directory that outlives sandboxes: mounted into one
+ * at create (abx_create_options.volumes) it keeps what is written there
+ * across kill, a killed supervisor and a machine restart. Each belongs to
+ * the tenant of the client that made it: another tenant's answers as one
+ * that does not exist (E8002), and its names are its own. Files keep the
+ * owner they were written with inside (uid 1000 'user' stays 1000 in every
+ * later sandbox: an id-mapped mount). Several sandboxes may mount one at
+ * once: they share one directory, with the consistency of one local
+ * filesystem (a write is seen by the others at once; nothing locks files
+ * for them). A volume in use is not removed (E8034). size_mb 0: no bound
+ * but the host's disk (the administrator's only: a tenant's volume always
+ * has a size, ABX_VOLUME_DEFAULT_MB when none is asked); else a filesystem
+ * image of that size. Quotas: [limits] volumes_per_tenant and
+ * volume_mb_per_tenant (E8030 past them).
+ *
+ * Info is a JSON object: {name, volume_id, size_mb, created_at, in_use}. */
+#define ABX_VOLUME_DEFAULT_MB 1024u
+/* Names: 1-63 of [a-z0-9._-], starting with a letter or digit. */
+ABX_API bool abx_volume_name_valid(const char *name);
+ABX_API int abx_volume_create(abx_client *c, const char *name, unsigned size_mb, char **info,
+                              abx_error **err);
+/* The client's volumes as a JSON array of infos, by name (*json: abx_free). */
+ABX_API int abx_volume_list(abx_client *c, char **json, abx_error **err);
+/* One volume by name or volume id (*info: abx_free). */
+ABX_API int abx_volume_inspect(abx_client *c, const char *name_or_id, char **info, abx_error **err);
+/* Removes a volume and what it holds, for good. E8034 while a sandbox uses it. */
+ABX_API int abx_volume_remove(abx_client *c, const char *name_or_id, abx_error **err);
 
 /* ---- templates (the provider's) ------------------------------------------ */
 

@@ -26,6 +26,7 @@
 #include "netpolicy.h"
 #include "net_filter.h"
 #include "uid_pool.h"
+#include "volume_store.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -413,8 +414,8 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
 static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool pause_on_timeout, json_t *envs,
-                         json_t *meta, json_t *network, const char *tenant, const char *notes, bool standby,
-                         abx_sandbox **out, abx_error **err)
+                         json_t *meta, json_t *network, json_t *volumes, const char *tenant,
+                         const char *notes, bool standby, abx_sandbox **out, abx_error **err)
 {
     char shim_path[PATH_MAX];
     if (find_shim(shim_path, sizeof shim_path) < 0)
@@ -447,6 +448,8 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool p
         json_object_set_new(cfg, "pause_on_timeout", json_true());
     if (cfg && network)
         json_object_set(cfg, "network", network);
+    if (cfg && volumes)
+        json_object_set(cfg, "volumes", volumes);
     char tree[PATH_MAX];
     if (cfg && strcmp(shape->template_id, "base") != 0 &&
         abx__template_root(shape->template_id, tree, sizeof tree) == 0) {
@@ -493,9 +496,9 @@ out:
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
     json_t *none = json_object();
-    int rc =
-        none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, true, out, NULL)
-             : -ABX_ENOMEM;
+    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, NULL, true,
+                                  out, NULL)
+                  : -ABX_ENOMEM;
     json_decref(none);
     if (rc == 0) {
         /* a sandbox's first process costs about a millisecond more than the
@@ -614,13 +617,15 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         json_decref(meta);
         return rc;
     }
-    json_t *network = NULL;
+    json_t *network = NULL, *volumes = NULL;
     char default_mode[32], pool[32];
-    if ((rc = abx__config_network_default(default_mode, sizeof default_mode, err)) < 0 ||
+    if ((rc = abx__volume_mounts(c->tenant, o ? o->volumes : NULL, &volumes, err)) < 0 ||
+        (rc = abx__config_network_default(default_mode, sizeof default_mode, err)) < 0 ||
         (rc = abx__net_policy_build(o ? o->network : NULL, o ? o->allow_out : NULL, o ? o->deny_out : NULL,
                                     default_mode, &network, err)) < 0 ||
         (rc = abx__config_net_walls(network, abx__netf_pool_cidr(pool), err)) < 0) {
         json_decref(network);
+        json_decref(volumes);
         json_decref(envs);
         json_decref(meta);
         return rc;
@@ -632,10 +637,15 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
     const char *notes = o ? o->notes_json : NULL;
     bool pause = o && o->pause_on_timeout;
-    *out = networked ? NULL : claim_warm(c->state, &shape, timeout_s, pause, envs, meta, c->tenant, notes);
+    /* standby sandboxes have no network and no volumes */
+    *out = networked || volumes
+               ? NULL
+               : claim_warm(c->state, &shape, timeout_s, pause, envs, meta, c->tenant, notes);
     if (!*out)
-        rc = start_sandbox(&shape, timeout_s, pause, envs, meta, network, c->tenant, notes, false, out, err);
+        rc = start_sandbox(&shape, timeout_s, pause, envs, meta, network, volumes, c->tenant, notes, false,
+                           out, err);
     json_decref(network);
+    json_decref(volumes);
     json_decref(envs);
     json_decref(meta);
     json_t *config =
@@ -670,6 +680,8 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     out->env_names_json = e ? json_dumps(e, JSON_COMPACT) : strdup("[]");
     json_t *net = json_object_get(doc, "network");
     out->network_json = json_is_object(net) ? json_dumps(net, JSON_COMPACT) : NULL;
+    json_t *vols = json_object_get(doc, "volumes");
+    out->volumes_json = json_is_array(vols) ? json_dumps(vols, JSON_COMPACT) : NULL;
 }
 
 static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
@@ -924,6 +936,19 @@ static int local_template_list(abx_client *c, json_t **json, abx_error **err)
     return abx__template_list_for(c->tenant, json, err);
 }
 
+static int local_volume(abx_client *c, const char *verb, const char *name, unsigned size_mb, json_t **out,
+                        abx_error **err)
+{
+    *out = NULL;
+    if (strcmp(verb, "create") == 0)
+        return abx__volume_create(c->tenant, name, size_mb, out, err);
+    if (strcmp(verb, "list") == 0)
+        return abx__volume_list(c->tenant, out, err);
+    if (strcmp(verb, "inspect") == 0)
+        return abx__volume_inspect(c->tenant, name, out, err);
+    return abx__volume_remove(c->tenant, name, err);
+}
+
 static int local_features(abx_client *c, json_t **json, abx_error **err)
 {
     (void)c;
@@ -956,4 +981,5 @@ const abx_provider abx__provider_local = {
     .pools = local_pools,
     .template_exists = local_template_exists,
     .template_list = local_template_list,
+    .volume = local_volume,
 };

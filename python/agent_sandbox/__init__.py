@@ -9,6 +9,7 @@ from .errors import (AuthenticationError, CancelledError, ConfigError, InvalidAr
                      SandboxPermissionError, SandboxTimeoutError, StateError)
 from .sandbox import (CommandHandle, CommandResult, Commands, EntryInfo, Execution, ExecutionError, Files, Logs,
                       Result, Sandbox, SandboxInfo, WriteInfo)
+from .volume import Volume
 from . import _native
 
 
@@ -17,7 +18,7 @@ def version() -> str:
     return _native.lib.abx_version().decode()
 
 
-__all__ = ["Sandbox", "SandboxInfo", "CommandResult", "CommandHandle", "Commands", "Files", "Execution",
+__all__ = ["Sandbox", "SandboxInfo", "Volume", "CommandResult", "CommandHandle", "Commands", "Files", "Execution",
            "EntryInfo", "WriteInfo", "Result", "Logs",
            "ExecutionError", "SandboxError", "InvalidArgumentError", "NotFoundError", "SandboxTimeoutError",
            "AuthenticationError", "SandboxPermissionError", "LimitError", "ProviderError", "StateError",

@@ -65,14 +65,15 @@ class ClientOptions(Structure):
 class CreateOptions(Structure):
     _fields_ = [("template_id", c_char_p), ("timeout_s", c_uint), ("envs", StrArray), ("metadata", StrArray),
                 ("cpu_count", c_uint), ("memory_mb", c_uint), ("options", StrArray), ("network", c_char_p),
-                ("allow_out", StrArray), ("deny_out", StrArray), ("notes_json", c_char_p)]
+                ("allow_out", StrArray), ("deny_out", StrArray), ("notes_json", c_char_p),
+                ("pause_on_timeout", c_bool), ("volumes", StrArray)]
 
 
 class SandboxInfo(Structure):
     _fields_ = [("sandbox_id", c_char * 96), ("template_id", c_char * 64), ("status", c_char * 16),
                 ("started_at", c_longlong), ("end_at", c_longlong), ("cpu_count", c_uint), ("memory_mb", c_uint),
                 ("disk_size_mb", c_uint), ("metadata_json", c_void_p), ("env_names_json", c_void_p),
-                ("network_json", c_void_p)]
+                ("network_json", c_void_p), ("volumes_json", c_void_p)]
 
 
 class ExecOptions(Structure):

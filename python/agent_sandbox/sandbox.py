@@ -127,6 +127,7 @@ class SandboxInfo:
     metadata: Dict[str, str] = field(default_factory=dict)
     env_names: List[str] = field(default_factory=list)
     network: Optional[Dict[str, Any]] = None
+    volumes: List[Dict[str, Any]] = field(default_factory=list)  # [{name, path, read_only}]
 
 
 def _info_from(c: n.SandboxInfo) -> SandboxInfo:
@@ -138,7 +139,7 @@ def _info_from(c: n.SandboxInfo) -> SandboxInfo:
         started_at=datetime.fromtimestamp(c.started_at, timezone.utc),
         end_at=datetime.fromtimestamp(c.end_at, timezone.utc), cpu_count=c.cpu_count, memory_mb=c.memory_mb,
         disk_size_mb=c.disk_size_mb, metadata=js(c.metadata_json, {}), env_names=js(c.env_names_json, []),
-        network=js(c.network_json, None))
+        network=js(c.network_json, None), volumes=js(c.volumes_json, []))
 
 
 class _Stream:
@@ -420,6 +421,7 @@ class Sandbox:
                cpu: Optional[int] = None, memory: Optional[int] = None, provider: Optional[str] = None,
                region: Optional[str] = None, api_key: Optional[str] = None, network: Optional[str] = None,
                allow_out: Optional[List[str]] = None, deny_out: Optional[List[str]] = None,
+               volumes: Optional[List[str]] = None, volume_mounts: Optional[Dict[str, Any]] = None,
                **opts: Any) -> "Sandbox":
         """Creates a sandbox on the provider resolved as the CLI resolves it
         (argument > ABX_PROVIDER > .env > ~/.abx/config.toml > local).
@@ -428,14 +430,17 @@ class Sandbox:
         options = dict(opts)
         if region is not None:
             options["region"] = region
+        # volumes: "NAME:/path[:ro]"; volume_mounts: E2B's {path: Volume or name}
+        mounts = list(volumes or []) + [f"{getattr(v, 'name', v)}:{p}" for p, v in (volume_mounts or {}).items()]
         keep = [n.StrList(n.pairs(envs)), n.StrList(n.pairs(metadata)), n.StrList(n.pairs(options)),
-                n.StrList(allow_out or []), n.StrList(deny_out or [])]
+                n.StrList(allow_out or []), n.StrList(deny_out or []), n.StrList(mounts)]
         o = n.CreateOptions(template_id=n.b(template), timeout_s=int(timeout or 0),
                             envs=keep[0].array if envs else None, metadata=keep[1].array if metadata else None,
                             cpu_count=int(cpu or 0), memory_mb=int(memory or 0),
                             options=keep[2].array if options else None, network=n.b(network),
                             allow_out=keep[3].array if allow_out else None,
-                            deny_out=keep[4].array if deny_out else None)
+                            deny_out=keep[4].array if deny_out else None,
+                            volumes=keep[5].array if mounts else None)
         out = ctypes.c_void_p()
         n.call(n.lib.abx_sandbox_create, c, ctypes.byref(o), ctypes.byref(out))
         return cls(out, provider or n.lib.abx_client_provider(c).decode(), True)

@@ -133,6 +133,36 @@ class TestSandbox(Base):
             sb.commands.run("true")
         self.assertEqual(e.exception.category, "state")
 
+    @unittest.skipUnless(os.geteuid() == 0, "volumes are root's (or the abx service's)")
+    def test_volumes(self):
+        """Volume.create -> mount (both forms) -> files kept across sandboxes -> destroy refused in use -> destroy"""
+        from agent_sandbox import StateError, Volume
+        vol = Volume.create("py-vol", size_mb=32)
+        self.assertEqual((vol.name, vol.size_mb, vol.in_use), ("py-vol", 32, False))
+        self.assertRegex(vol.volume_id, r"^vol-[0-9a-f]{24}$")
+        sb = self.create(volume_mounts={"/data": vol})
+        sb.commands.run("echo kept > /data/f")
+        self.assertEqual(sb.get_info().volumes, [{"name": "py-vol", "path": "/data", "read_only": False}])
+        with self.assertRaises(StateError) as caught:
+            Volume.destroy(vol.volume_id)
+        self.assertEqual(caught.exception.code, "E8034")
+        sb.kill()
+        again = self.create(volumes=["py-vol:/v:ro"])
+        self.assertEqual(again.commands.run("cat /v/f; stat -c %U /v/f").stdout, "kept\nuser\n")
+        self.assertNotEqual(again.commands.run("touch /v/x").exit_code, 0)
+        again.kill()
+        self.assertIn("py-vol", [v.name for v in Volume.list()])
+        self.assertEqual(Volume.get_info("py-vol").volume_id, vol.volume_id)
+        with self.assertRaises(InvalidArgumentError):
+            Volume.create("Bad Name")
+        with self.assertRaises(NotFoundError):
+            self.create(volumes=["nosuch:/x"])
+        deadline = time.time() + 10
+        while Volume.get_info("py-vol").in_use and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(Volume.destroy("py-vol"))
+        self.assertFalse(Volume.destroy("py-vol"))
+
     def test_context_manager_kills(self):
         with Sandbox.create() as sb:
             sid = sb.sandbox_id
