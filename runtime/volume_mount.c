@@ -53,7 +53,7 @@ static int loop_of_image(dev_t dev, ino_t ino)
         if (strncmp(e->d_name, "loop", 4) != 0 || strlen(e->d_name) > 16)
             continue;
         char path[64];
-        snprintf(path, sizeof path, "/dev/%s", e->d_name);
+        snprintf(path, sizeof path, "/dev/%.16s", e->d_name);
         int fd = open(path, O_RDWR | O_CLOEXEC);
         struct loop_info64 info;
         if (fd >= 0 && ioctl(fd, LOOP_GET_STATUS64, &info) == 0 && info.lo_device == dev &&

@@ -328,6 +328,28 @@ const rows = [
     const r = await ci.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()');
     assert.ok(r.results.some((x) => x.png), JSON.stringify(r.error));
   }],
+  ['Volume', 'Volume.create(name) / list() / getInfo(id) / destroy(id)', 'ok', 'the key\'s own volumes (a tenant\'s: 1024 MiB, ext4); destroy of a mounted one refused', async ({ E2B }) => {
+    const v = await E2B.Volume.create('compat-vol');
+    assert.ok((await E2B.Volume.list()).some((x) => x.volumeId === v.volumeId && x.name === 'compat-vol'));
+    assert.equal((await E2B.Volume.getInfo(v.volumeId)).name, 'compat-vol');
+    assert.equal(await E2B.Volume.destroy(v.volumeId), true);
+    assert.equal(await E2B.Volume.destroy(v.volumeId), false);
+  }],
+  ['Volume', 'Sandbox.create({volumeMounts: {path: volume}}) / getInfo().volumeMounts', 'ok', 'id-mapped: files keep their owner across sandboxes', async ({ E2B }) => {
+    const v = await E2B.Volume.create('compat-mount');
+    const a = await E2B.Sandbox.create({ volumeMounts: { '/mnt/v': v } });
+    await a.files.write('/mnt/v/x', 'kept');
+    assert.deepEqual((await a.getInfo()).volumeMounts, [{ name: 'compat-mount', path: '/mnt/v' }]);
+    await a.kill();
+    const b = await E2B.Sandbox.create({ volumeMounts: { '/w': 'compat-mount' } });
+    assert.equal(await b.files.read('/w/x'), 'kept');
+    await b.kill();
+    for (let i = 0; i < 50 && !(await E2B.Volume.destroy(v.volumeId).catch(() => false)); i++) await sleep(100);
+  }],
+  ['Volume', 'volume.list / readFile / writeFile (the content API, with the volume\'s token)', 'unsupported', 'not served: mount the volume in a sandbox', async ({ E2B }) => {
+    const v = await E2B.Volume.create('compat-content');
+    try { await v.list('/'); } finally { await E2B.Volume.destroy(v.volumeId); }
+  }],
   ['Sandbox', 'sandbox.createSnapshot() / listSnapshots()', 'unsupported', 'abx keeps no snapshots: templates are built (`abx template build`)', async ({ sbx }) => {
     await sbx.createSnapshot();
   }],

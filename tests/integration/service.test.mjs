@@ -145,6 +145,43 @@ test('each allowed user runs abx run, create/exec/files/kill through the service
   assert.ok(Number(maps[0]) > 65535 && Number(maps[1]) > 65535, `host uids ${maps}`);
 });
 
+test('volumes through the service: each user\'s own names, sized, mounted id-mapped, kept across sandboxes; another user\'s answer as none', () => {
+  const made = as(A, ['volume', 'create', 'work', '--json']);
+  assert.equal(made.status, 0, made.stderr);
+  const vol = JSON.parse(made.stdout);
+  assert.equal(vol.size_mb, 1024); // a tenant's volume always has a size
+  const first = as(A, ['create', '--timeout', '120', '--volume', 'work:/data']).stdout.trim();
+  assert.match(first, /^local:i/);
+  assert.equal(as(A, ['exec', first, 'echo mine > /data/f; stat -c %U /data/f']).stdout, 'user\n');
+  assert.deepEqual(JSON.parse(as(A, ['info', first, '--json']).stdout).volumes, [{ name: 'work', path: '/data', read_only: false }]);
+  const busy = as(A, ['volume', 'rm', 'work']);
+  assert.equal(busy.status, 1);
+  assert.match(busy.stderr, /E8034/);
+  assert.equal(as(A, ['kill', first]).status, 0);
+  const second = as(A, ['create', '--timeout', '120', '--volume', 'work:/v:ro']).stdout.trim();
+  assert.equal(as(A, ['exec', second, 'cat /v/f']).stdout, 'mine\n');
+  assert.equal(as(A, ['kill', second]).status, 0);
+  // B: nothing of A's, by name or id; its own of the same name is another volume
+  assert.deepEqual(JSON.parse(as(B, ['volume', 'list', '--json']).stdout), []);
+  const byId = as(B, ['volume', 'inspect', vol.volume_id]);
+  const none = as(B, ['volume', 'inspect', 'vol-000000000000000000000000']);
+  assert.equal(byId.status, none.status);
+  assert.equal(byId.stderr.replaceAll(vol.volume_id, 'ID'), none.stderr.replaceAll('vol-000000000000000000000000', 'ID'));
+  assert.equal(as(B, ['volume', 'rm', vol.volume_id]).status, 1);
+  const mount = as(B, ['create', '--volume', 'work:/data']);
+  assert.equal(mount.status, 1);
+  assert.match(mount.stderr, /E8002/);
+  const own = JSON.parse(as(B, ['volume', 'create', 'work', '--json']).stdout);
+  assert.notEqual(own.volume_id, vol.volume_id);
+  assert.equal(as(B, ['volume', 'rm', 'work']).status, 0);
+  // on disk: root's, 0700, each user apart
+  const dir = path.join(H.home, 'volumes', `t-uid:${uidOf(A)}`);
+  assert.equal(fs.statSync(path.join(H.home, 'volumes')).mode & 0o777, 0o700);
+  assert.ok(fs.existsSync(path.join(dir, 'work', 'image.ext4')));
+  assert.equal(as(A, ['volume', 'rm', 'work']).status, 0);
+  assert.deepEqual(JSON.parse(as(A, ['volume', 'list', '--json']).stdout), []);
+});
+
 test('a user\'s --memory is enforced: an allocation over it is killed', () => {
   const r = as(A, ['run', '--memory', '64', '--', 'python3', '-c', 'a = bytearray(300 << 20); print(len(a))']);
   assert.equal(r.status, 137, `${r.status} ${r.stderr}`);
