@@ -536,6 +536,10 @@ static int e2b_create(abx_client *c, const abx_create_options *o, abx_sandbox **
         json_object_set_new(body, "envVars", envs);
     if (((e2b_client *)c->state)->unix_socket[0] && o) /* the service takes abx's own create options too */
         json_object_set_new(body, "abx", service_options(o));
+    if (o && (o->persistent || o->pause_on_timeout)) /* E2B's: an auto-paused sandbox is durable */
+        json_object_set_new(body, "autoPause", json_true());
+    if (o && o->pause_drops_memory)
+        json_object_set_new(body, "autoPauseMemory", json_false());
     json_t *doc = NULL;
     if (rc == 0)
         rc = volume_mounts(c->state, o, body, err);
@@ -675,6 +679,11 @@ static void info_from(const e2b_client *ec, json_t *d, abx_sandbox_info *out, ch
         free(out->env_names_json);
         out->env_names_json = json_dumps(json_object_get(own, "env_names"), JSON_COMPACT);
     }
+    json_t *durable = json_object_get(own, "durable");
+    out->persistent = json_is_object(durable);
+    out->boots = (unsigned)json_integer_value(json_object_get(durable, "boots"));
+    snprintf(out->resumed_from, sizeof out->resumed_from, "%s",
+             json_string_value(json_object_get(durable, "resumed_from")) ?: "");
     json_t *vols = json_object_get(own, "volumes");
     if (json_is_array(vols))
         out->volumes_json = json_dumps(vols, JSON_COMPACT);

@@ -7,7 +7,8 @@
  *      concurrent first calls create exactly one (creating_default + cv).
  *   3. Sandboxes are created with the session's template unless one is named.
  *   4. kill_sandbox without an id kills the default, or fails if there is
- *      none. Ending the session destroys every sandbox it created.
+ *      none. Ending the session destroys every sandbox it created, but
+ *      a persistent (durable) one, which it pauses.
  *   5. An explicit sandbox_id addresses that sandbox and never moves the
  *      default. Before each use an owned sandbox is renewed by its creation
  *      timeout (or the last set_sandbox_timeout).
@@ -70,6 +71,10 @@ static int connect_external(mcp_session *s, const char *id, abx_sandbox **out, a
     if (rc < 0)
         return rc;
     *have_info = abx_sandbox_get_info(*out, info, NULL) == 0;
+    if (*have_info && strcmp(info->status, "paused") == 0 && abx_sandbox_resume(*out, 0, NULL) == 0) {
+        abx_sandbox_info_clear(info); /* a paused one (a durable one at rest) goes on, as E2B's connect */
+        *have_info = abx_sandbox_get_info(*out, info, NULL) == 0;
+    }
     return 0;
 }
 
@@ -142,12 +147,15 @@ static int create_box(mcp_session *s, const mcp_create_args *a, mcp_sandbox **ou
         .allow_out = a ? a->allow_out : NULL,
         .deny_out = a ? a->deny_out : NULL,
         .volumes = a ? a->volumes : NULL,
+        .persistent = a && a->persistent,
     };
     abx_sandbox *h = NULL;
     int rc = abx_sandbox_create(s->client, &o, &h, err);
     if (rc < 0)
         return rc;
     *out = box_new(abx_sandbox_id(h), h, true, o.timeout_s, o.template_id);
+    if (*out)
+        (*out)->persistent = o.persistent;
     if (!*out) {
         abx_sandbox_kill(h, NULL);
         abx_sandbox_free(h);
@@ -166,9 +174,12 @@ static bool adopt_locked(mcp_session *s, mcp_sandbox *b)
     return true;
 }
 
+/* The session's end: a sandbox goes, a durable one is paused (a later
+ * session names it by id, which resumes it). */
 static void destroy_box(mcp_sandbox *b)
 {
-    abx_sandbox_kill(b->handle, NULL);
+    if (!b->persistent || abx_sandbox_pause(b->handle, NULL) < 0)
+        abx_sandbox_kill(b->handle, NULL);
 }
 
 int mcp_session_create(mcp_session *s, const mcp_create_args *a, mcp_sandbox **out, abx_error **err)
@@ -456,7 +467,7 @@ static void *end_worker(void *arg)
     return NULL;
 }
 
-/* Kills and releases boxes[0..n) (one reference each, taken by the caller);
+/* Kills (a durable one: pauses) and releases boxes[0..n) (one reference each, taken by the caller);
  * if no thread can be started, the caller's own does all of it. */
 static void destroy_all(mcp_session *s, mcp_sandbox **boxes, int n)
 {

@@ -22,6 +22,7 @@ typedef struct mcp_sandbox {
     uint64_t renewed_ms; /* when it was last renewed (monotonic ms) */
     int refs;
     bool killed;
+    bool persistent; /* durable (create_sandbox persistent): the session's end pauses it, never kills it */
 } mcp_sandbox;
 
 typedef struct mcp_session {
@@ -61,6 +62,7 @@ typedef struct mcp_create_args {
     const char *network;
     const char *const *allow_out, *const *deny_out;
     const char *const *volumes; /* "NAME:/path[:ro]" (abx_create_options) */
+    bool persistent;            /* durable (abx_create_options) */
 } mcp_create_args;
 
 /* Creates a sandbox and makes it the default. The result holds a reference

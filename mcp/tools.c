@@ -823,7 +823,9 @@ static json_t *tool_create_sandbox(mcp_call *c)
     }
     abx_net_egress net = {0};
     volume_specs volumes;
-    if (!arg_volumes(c, &volumes, &f) || !arg_network(c, &net, &f)) {
+    json_t *persistent = json_object_get(c->args, "persistent");
+    if ((persistent && !json_is_boolean(persistent) && !fail_arg(&f, "persistent", "must be a boolean")) ||
+        !arg_volumes(c, &volumes, &f) || !arg_network(c, &net, &f)) {
         free_pairs(envs);
         abx__net_egress_free(&net);
         return invalid(&f);
@@ -836,7 +838,8 @@ static json_t *tool_create_sandbox(mcp_call *c)
                          .network = net.mode,
                          .allow_out = (const char *const *)net.allow,
                          .deny_out = (const char *const *)net.deny,
-                         .volumes = volumes.list[0] ? volumes.list : NULL};
+                         .volumes = volumes.list[0] ? volumes.list : NULL,
+                         .persistent = json_is_true(json_object_get(c->args, "persistent"))};
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;
     progress(c, "creating the sandbox");

@@ -334,6 +334,11 @@ int abx__jail_idmapped_tree(const char *root, pid_t pid, abx_error **err)
 static int send_volumes(const abx_jail_config *cfg, pid_t pid, int sock, abx_error **err)
 {
     int rc = 0;
+    if (cfg->durable) {
+        rc = idmap_tree(cfg->layer_fd, pid, false, err);
+        if (rc == 0 && abx__send_fd(sock, cfg->layer_fd) < 0)
+            rc = abx__error_errno(err, ABX_EJAIL, errno, "handing the durable layer to the sandbox");
+    }
     for (size_t i = 0; i < cfg->n_volumes; i++) {
         int tree = cfg->volumes[i].tree_fd;
         cfg->volumes[i].tree_fd = -1;
@@ -376,6 +381,9 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
     abx_rootfs_volume volumes[ABX_VOLUME_MOUNTS_MAX];
     if (template_sock >= 0 && cfg->template_root && (template_fd = abx__recv_fd(template_sock)) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "template: its tree did not arrive: %s", strerror(errno));
+    int layer_fd = -1;
+    if (template_sock >= 0 && cfg->durable && (layer_fd = abx__recv_fd(template_sock)) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "the durable layer did not arrive: %s", strerror(errno));
     for (size_t i = 0; i < cfg->n_volumes; i++) {
         volumes[i] = (abx_rootfs_volume){.fd = abx__recv_fd(template_sock), .path = cfg->volumes[i].path};
         if (volumes[i].fd < 0)
@@ -402,6 +410,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
                             .resolv_conf = go == 'r' ? resolv : NULL,
                             .template_fd = template_fd,
                             .template_writable = cfg->template_writable,
+                            .layer_fd = layer_fd,
                             .volumes = volumes,
                             .n_volumes = cfg->n_volumes};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
@@ -542,10 +551,11 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     if (!full_id_range && cfg->template_root)
         return abx__error_set(err, ABX_EPERM,
                               "sandboxes from a template need abx to run as root (id-mapped mounts)");
-    if (cfg->n_volumes > ABX_VOLUME_MOUNTS_MAX || (!full_id_range && cfg->n_volumes))
-        return abx__error_set(err, ABX_EPERM,
-                              "volumes need abx to run as root (id-mapped mounts), at most %d",
-                              ABX_VOLUME_MOUNTS_MAX);
+    if (cfg->n_volumes > ABX_VOLUME_MOUNTS_MAX || (!full_id_range && (cfg->n_volumes || cfg->durable)))
+        return abx__error_set(
+            err, ABX_EPERM,
+            "volumes and durable sandboxes need abx to run as root (id-mapped mounts); at most %d volumes",
+            ABX_VOLUME_MOUNTS_MAX);
     if (!full_id_range && !cfg->as_root)
         return abx__error_set(err, ABX_EPERM,
                               "running as 'user' inside needs abx to run as root; use --user root");
@@ -566,7 +576,7 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
     }
     int go[2], report[2], control[2] = {-1, -1}, tpl[2] = {-1, -1};
     if ((!cfg->argv && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) ||
-        ((cfg->template_root || cfg->n_volumes) &&
+        ((cfg->template_root || cfg->n_volumes || cfg->durable) &&
          socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, tpl) < 0)) {
         int saved = errno;
         for (int i = 0; i < 2; i++)

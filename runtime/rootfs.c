@@ -94,6 +94,7 @@ typedef struct op_plan {
     char pool[POOL_SIZE];
     size_t used;
     bool overflow;
+    bool durable; /* the root or its upper layer is a durable layer: what a start made may be there */
 } op_plan;
 
 /* Copies a formatted string into the plan's pool; NULL (and overflow) when full. */
@@ -169,8 +170,9 @@ static void add_host_entry(op_plan *p, const char *host_path, bool optional)
 
 static void plan_base(op_plan *p, const abx_rootfs_spec *spec)
 {
-    add(p,
-        (mount_op){.kind = OP_TMPFS, .dst = "/", .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
+    if (spec->layer_fd < 0) /* a durable layer is the root already (stage_layer) */
+        add(p, (mount_op){
+                   .kind = OP_TMPFS, .dst = "/", .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
     add_dir(p, "/usr", 0755, NO_OWNER);
     add(p, (mount_op){.kind = OP_RO_BIND, .src = "/usr", .dst = "/usr"});
     static const char *const top_links[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
@@ -458,7 +460,14 @@ static int ensure_line(const char *target, const char *prefix, const char *line)
     return rc;
 }
 
-static int run_op(const mount_op *op, const char *target, const char *null_dev)
+/* A durable layer keeps what the last start made: a file or link the plan
+ * makes replaces the one there (a directory there is an error). */
+static int clear_for(const char *target, bool durable)
+{
+    return durable && unlink(target) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int run_op(const mount_op *op, const char *target, const char *null_dev, bool durable)
 {
     switch (op->kind) {
     case OP_TMPFS:
@@ -472,13 +481,13 @@ static int run_op(const mount_op *op, const char *target, const char *null_dev)
     case OP_FILE:
         if (op->if_missing && access(target, F_OK) == 0)
             return 0;
-        if (op->replace && unlink(target) < 0 && errno != ENOENT)
+        if ((op->replace || durable) && unlink(target) < 0 && errno != ENOENT)
             return -1;
         return abx__create_file(target, op->data, op->mode);
     case OP_COPY:
-        return copy_file(op->src, target, op->mode);
+        return clear_for(target, durable) < 0 ? -1 : copy_file(op->src, target, op->mode);
     case OP_SYMLINK:
-        return symlink(op->data, target);
+        return clear_for(target, durable) < 0 ? -1 : symlink(op->data, target);
     case OP_RO_BIND:
         return bind_at(op->src, target, MS_RDONLY | MS_NOSUID | MS_NODEV);
     case OP_DEV_BIND:
@@ -552,7 +561,7 @@ static int run_ops(const op_plan *p, char *errbuf, size_t errlen)
         }
         char null_dev[64];
         snprintf(null_dev, sizeof null_dev, "%s/dev/null", p->root);
-        if (run_op(op, target, null_dev) < 0) {
+        if (run_op(op, target, null_dev, p->durable) < 0) {
             snprintf(errbuf, errlen, "%s %s: %s", op_name(op->kind), op->dst, strerror(errno));
             return -ABX_EJAIL;
         }
@@ -621,19 +630,41 @@ static void plan_etc_template(op_plan *p, const abx_rootfs_spec *spec)
                       .data = spec->resolv_conf ? spec->resolv_conf : "# no network\n"});
 }
 
+/* A durable sandbox from the host view: its layer (an id-mapped ext4
+ * mount from the supervisor) is the root itself. */
+static int stage_layer(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
+{
+    if (move_mount(spec->layer_fd, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        chmod(NEWROOT, 0755) < 0) {
+        snprintf(errbuf, errlen, "the durable layer: %s", strerror(errno));
+        return -ABX_EJAIL;
+    }
+    return 0;
+}
+
 /* The template's tree (an idmapped mount from the supervisor) as the lower
- * layer of an overlay whose upper layer lies on a tmpfs of disk_mb. */
+ * layer of an overlay whose upper layer lies on a tmpfs of disk_mb, or on
+ * the durable layer (upper/ and work/ in it, kept from start to start). */
 static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errlen)
 {
     char opts[64];
-    snprintf(opts, sizeof opts, "size=%um,mode=0755", spec->disk_mb);
+    bool durable = spec->layer_fd >= 0;
+    snprintf(opts, sizeof opts, "size=%um,mode=0755", durable ? 1 : spec->disk_mb);
     const char *step = "the writable layer";
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV | MS_SILENT, opts) < 0)
         goto fail;
     step = "the overlay's directories";
-    static const char *const dirs[] = {NEWROOT "/lower", NEWROOT "/upper", NEWROOT "/work", TEMPLATE_ROOT};
+    static const char *const dirs[] = {NEWROOT "/lower", NEWROOT "/layer", TEMPLATE_ROOT};
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
         if (mkdir(dirs[i], 0755) < 0)
+            goto fail;
+    step = "attaching the durable layer";
+    if (durable && move_mount(spec->layer_fd, "", AT_FDCWD, NEWROOT "/layer", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        goto fail;
+    step = "the overlay's directories";
+    static const char *const kept[] = {NEWROOT "/layer/upper", NEWROOT "/layer/work"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (mkdir(kept[i], 0755) < 0 && !(durable && errno == EEXIST))
             goto fail;
     step = "attaching the template";
     if (move_mount(spec->template_fd, "", AT_FDCWD, NEWROOT "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -644,10 +675,11 @@ static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errl
      * rename fails with EXDEV (dpkg does those); an older kernel gets the
      * overlay without it */
     if (mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
-              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT
-              "/work,userxattr") < 0 &&
+              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/layer/upper,workdir=" NEWROOT
+              "/layer/work,userxattr") < 0 &&
         mount("overlay", TEMPLATE_ROOT, "overlay", MS_NOSUID | MS_NODEV | MS_SILENT,
-              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/upper,workdir=" NEWROOT "/work") < 0)
+              "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/layer/upper,workdir=" NEWROOT
+              "/layer/work") < 0)
         goto fail;
     return 0;
 fail:
@@ -729,6 +761,8 @@ fail:
 
 static void close_volumes(const abx_rootfs_spec *spec)
 {
+    if (spec->layer_fd >= 0)
+        close(spec->layer_fd);
     for (size_t i = 0; i < spec->n_volumes; i++)
         if (spec->volumes[i].fd >= 0)
             close(spec->volumes[i].fd);
@@ -764,9 +798,15 @@ static int rootfs_build_tree(const abx_rootfs_spec *spec, char *errbuf, size_t e
         plan.root = TEMPLATE_ROOT;
         plan_etc_template(&plan, spec);
     } else {
+        if (spec->layer_fd >= 0) {
+            int rc = stage_layer(spec, errbuf, errlen);
+            if (rc < 0)
+                return rc;
+        }
         plan_base(&plan, spec);
         plan_etc(&plan, spec);
     }
+    plan.durable = spec->layer_fd >= 0;
     if (!spec->template_writable)
         plan_dirs(&plan, spec);
     plan_dev(&plan, spec);

@@ -37,6 +37,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <linux/openat2.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -83,6 +84,11 @@ json_t *abx__shim_info_locked(shim *sh)
         json_object_set_new(doc, "network", network ? network : json_pack("{s:s}", "mode", "none"));
     else
         json_decref(network);
+    if (doc && sh->durable)
+        json_object_set_new(doc, "durable",
+                            json_pack("{s:i, s:s, s:b}", "boots", (int)sh->boots, "resumed_from",
+                                      sh->resumed_from ? sh->resumed_from : "", "pause_keeps_memory",
+                                      sh->pause_keeps_memory));
     json_t *mounts = json_array(), *m;
     size_t i;
     json_array_foreach(sh->volumes, i, m)
@@ -130,7 +136,43 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds)
     return rc;
 }
 
-#define PAUSED_KEPT_S (24 * 3600) /* a paused sandbox is kept a day at most */
+#define PAUSED_KEPT_S (24 * 3600) /* a paused sandbox is kept a day at most (a durable one then rests) */
+
+/* Writes what the sandbox's filesystems hold to disk, then freezes its
+ * processes, then writes again what was in flight: what a pause leaves is
+ * on disk, as after E2B envd's /freeze. The root (its writable layer) and
+ * each volume. Lock: mu. */
+static int sync_then_freeze(shim *sh, abx_error **err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/root", (int)sh->jail.init_pid);
+    int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fds[1 + ABX_VOLUME_MOUNTS_MAX], n = 0;
+    if (root >= 0)
+        fds[n++] = root;
+    json_t *m;
+    size_t i;
+    json_array_foreach(sh->volumes, i, m)
+    {
+        const char *at = json_string_value(json_object_get(m, "path"));
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        int fd = root >= 0 && at && n < (int)(sizeof fds / sizeof fds[0])
+                     ? (int)syscall(SYS_openat2, root, at + 1, &how, sizeof how)
+                     : -1;
+        if (fd >= 0)
+            fds[n++] = fd;
+    }
+    for (int k = 0; k < n; k++)
+        syncfs(fds[k]);
+    int rc = abx__cgroup_freeze(&sh->jail.cgroup, true, err);
+    for (int k = 0; k < n; k++) {
+        if (rc == 0)
+            syncfs(fds[k]);
+        close(fds[k]);
+    }
+    return rc;
+}
 
 int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
 {
@@ -141,9 +183,22 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
     else if (sh->paused == pause)
         rc = abx__error_set(err, ABX_EINVAL,
                             pause ? "the sandbox is already paused" : "the sandbox is not paused");
+    else if (pause)
+        rc = sync_then_freeze(sh, err);
     else
-        rc = abx__cgroup_freeze(&sh->jail.cgroup, pause, err);
+        rc = abx__cgroup_freeze(&sh->jail.cgroup, false, err);
+    if (rc == 0 && pause && sh->durable && !sh->pause_keeps_memory) {
+        sh->paused = true;
+        sh->ending = true; /* at rest: the event loop ends the processes and keeps the files */
+        write_meta_locked(sh);
+        pthread_cond_broadcast(&sh->cv);
+        pthread_mutex_unlock(&sh->mu);
+        abx__shim_wake(sh);
+        return 0;
+    }
     if (rc == 0) {
+        if (!pause && sh->paused && sh->durable)
+            sh->resumed_from = "memory";
         sh->paused = pause;
         if (!pause && timeout)
             sh->timeout_s = timeout;
@@ -292,6 +347,7 @@ void abx__shim_request_end(shim *sh)
     uint64_t one = 1;
     pthread_mutex_lock(&sh->mu);
     sh->ending = true;
+    sh->killed = true;
     pthread_cond_broadcast(&sh->cv);
     pthread_mutex_unlock(&sh->mu);
     (void)write(sh->wakefd, &one, sizeof one);
@@ -314,6 +370,21 @@ static void remove_state(const char *dir)
     rmdir(dir);
 }
 
+/* A durable sandbox at rest: its processes gone, its files kept (the
+ * layer, the request, the token), recorded as paused; libabx starts it
+ * again from them (a resume, a connect). */
+static void rest(shim *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->paused = true;
+    sh->ending = false;
+    write_meta_locked(sh);
+    pthread_mutex_unlock(&sh->mu);
+    char path[600];
+    snprintf(path, sizeof path, "%s/envd.sock", sh->state_dir);
+    unlink(path);
+}
+
 __attribute__((noreturn)) static void teardown(shim *sh, int status)
 {
     pthread_mutex_lock(&sh->mu);
@@ -322,7 +393,10 @@ __attribute__((noreturn)) static void teardown(shim *sh, int status)
     pthread_mutex_unlock(&sh->mu);
     abx__net_down(sh->net);       /* the resolver, the filter's objects, the links, the address */
     abx__jail_destroy(&sh->jail); /* SIGKILL init: the pid namespace dies with it */
-    remove_state(sh->state_dir);
+    if (sh->durable && !sh->killed)
+        rest(sh);
+    else
+        remove_state(sh->state_dir);
     _exit(status);
 }
 
@@ -360,7 +434,10 @@ static int read_config(shim *sh, abx_error **err)
     const char *troot = json_string_value(json_object_get(cfg, "template_root"));
     snprintf(sh->template_root, sizeof sh->template_root, "%s", troot ? troot : "");
     sh->timeout_s = (unsigned)json_integer_value(json_object_get(cfg, "timeout"));
-    sh->pause_on_timeout = json_is_true(json_object_get(cfg, "pause_on_timeout"));
+    sh->durable = json_is_true(json_object_get(cfg, "persistent"));
+    sh->pause_keeps_memory = !json_is_false(json_object_get(cfg, "pause_keeps_memory"));
+    /* a durable sandbox's timeout pauses it: it ends only when killed */
+    sh->pause_on_timeout = json_is_true(json_object_get(cfg, "pause_on_timeout")) || sh->durable;
     sh->limits.cpu_count = (unsigned)json_integer_value(json_object_get(cfg, "cpu_count"));
     sh->limits.memory_mb = (unsigned)json_integer_value(json_object_get(cfg, "memory_mb"));
     sh->limits.disk_mb = (unsigned)json_integer_value(json_object_get(cfg, "disk_size_mb"));
@@ -423,6 +500,7 @@ static int listen_socket(shim *sh, abx_error **err)
         return abx__error_errno(err, ABX_EIO, errno, "opening the state directory");
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/envd.sock", dirfd);
+    unlinkat(dirfd, "envd.sock", 0); /* a durable sandbox's last shim's (this one holds the lock) */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
@@ -522,6 +600,44 @@ static int start_attached(shim *sh, abx_error **err)
     return 0;
 }
 
+#define LAYER_IMAGE "layer.ext4"
+
+/* A durable sandbox's writable layer: layer.ext4 in the state directory
+ * (made at its first start, disk_size_mb), mounted detached; counts the
+ * start in boots. Its fd, or -ABX_E*. */
+static int take_layer(shim *sh, abx_error **err)
+{
+    char path[600], text[32] = "";
+    snprintf(path, sizeof path, "%s/boots", sh->state_dir);
+    if (abx__read_small_file(path, text, sizeof text) == 0)
+        sh->boots = (unsigned)strtoul(text, NULL, 10);
+    snprintf(path, sizeof path, "%s/" LAYER_IMAGE, sh->state_dir);
+    bool exists = access(path, F_OK) == 0;
+    int rc = exists ? 0 : abx__image_make(path, sh->limits.disk_mb, 0, err);
+    if (rc < 0)
+        return rc;
+    sh->keep_state_on_fail = exists;
+    sh->resumed_from = exists ? "files" : "";
+    int dir = open(sh->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "the state directory");
+    int layer = abx__image_mount(dir, LAYER_IMAGE, err);
+    close(dir);
+    if (layer < 0)
+        return layer;
+    snprintf(text, sizeof text, "%u", ++sh->boots);
+    char tmp[620];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    snprintf(path, sizeof path, "%s/boots", sh->state_dir);
+    snprintf(tmp, sizeof tmp, "%s/boots.new", sh->state_dir);
+    unlink(tmp);
+    if (abx__create_file(tmp, text, 0600) < 0 || rename(tmp, path) < 0) {
+        close(layer);
+        return abx__error_errno(err, ABX_EIO, errno, "recording the sandbox's start");
+    }
+    return layer;
+}
+
 /* Takes every volume of the request (held for this shim's life) and fills
  * jv[] with their trees for the jail. */
 static int take_volumes(shim *sh, abx_jail_volume *jv, abx_error **err)
@@ -573,8 +689,15 @@ static int start(shim *sh, abx_error **err)
             return rc;
         goto serve;
     }
+    int layer = -1;
+    if (sh->durable && (layer = take_layer(sh, err)) < 0)
+        return layer;
+    cfg.durable = sh->durable;
+    cfg.layer_fd = layer;
     abx_jail_volume jv[ABX_VOLUME_MOUNTS_MAX];
     if ((rc = take_volumes(sh, jv, err)) < 0) {
+        if (layer >= 0)
+            close(layer);
         for (size_t i = 0; i < sh->n_holds; i++)
             if (jv[i].tree_fd >= 0)
                 close(jv[i].tree_fd);
@@ -583,6 +706,8 @@ static int start(shim *sh, abx_error **err)
     cfg.volumes = jv;
     cfg.n_volumes = sh->n_holds;
     rc = abx__jail_start(&cfg, &sh->jail, err);
+    if (layer >= 0)
+        close(layer);
     for (size_t i = 0; i < sh->n_holds; i++)
         if (jv[i].tree_fd >= 0)
             close(jv[i].tree_fd);
@@ -780,7 +905,10 @@ int abx__shim_main(int argc, char **argv)
         abx_error_free(err);
         abx__net_down(sh.net);
         abx__jail_destroy(&sh.jail);
-        remove_state(sh.state_dir);
+        if (sh.keep_state_on_fail)
+            rest(&sh); /* a durable sandbox that will not start again keeps its files */
+        else
+            remove_state(sh.state_dir);
         return 1;
     }
     tell_creator(0, NULL);

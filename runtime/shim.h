@@ -136,6 +136,14 @@ typedef struct shim {
     char listen_addr[64];
     int code_listen_fd; /* the agent's code interpreter (port 49999) when the image has Python; -1 */
     void *httpd_code;
+    bool durable; /* config "persistent": the writable layer is layer.ext4 in the state directory, and
+                     the sandbox ends only by a kill: any other end leaves it at rest (paused, files kept) */
+    bool pause_keeps_memory; /* a durable sandbox's pause freezes it (true) or puts it at rest (false) */
+    bool killed;             /* a kill asked for the end: the state goes, durable or not */
+    bool keep_state_on_fail; /* a durable sandbox started again: a failed start leaves its files */
+    unsigned boots;          /* starts of a durable sandbox, this one included */
+    const char
+        *resumed_from; /* "memory" after a resume in this shim, "files" after a start from its layer, "" */
     json_t *volumes; /* the create's [{name, dir, path, read_only, image}] (lib/local/volume_store.h); NULL */
     abx_volume_hold holds[ABX_VOLUME_MOUNTS_MAX]; /* each held for the shim's whole life */
     size_t n_holds;

@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define LOOP_SEARCH_MAX 4096 /* loop devices looked at for the image's */
@@ -72,7 +73,7 @@ static int loop_bind(int image_fd, abx_error **err)
 {
     int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0)
-        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "volume: /dev/loop-control (a loop device)");
+        return abx__error_errno(err, ABX_EHOSTSUPPORT, errno, "/dev/loop-control (a loop device)");
     for (int attempt = 0; attempt < 8; attempt++) {
         int n = ioctl(ctl, LOOP_CTL_GET_FREE);
         if (n < 0)
@@ -119,21 +120,19 @@ static int mount_loop(int loop_fd)
     return mnt;
 }
 
-/* The image's filesystem, mounted detached: on the loop device bound to it
- * now, else on a new one. Under attach.lock. */
-static int image_tree(int dir_fd, abx_error **err)
+int abx__image_mount(int dir_fd, const char *name, abx_error **err)
 {
     int lock = openat(dir_fd, "attach.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (lock < 0 || flock(lock, LOCK_EX) < 0) {
         int saved = errno;
         if (lock >= 0)
             close(lock);
-        return abx__error_errno(err, ABX_EIO, saved, "volume: its attach lock");
+        return abx__error_errno(err, ABX_EIO, saved, "an image's attach lock");
     }
-    int rc = -1, image = openat(dir_fd, ABX_VOLUME_IMAGE, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int rc = -1, image = openat(dir_fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (image < 0 || fstat(image, &st) < 0 || !S_ISREG(st.st_mode)) {
-        rc = abx__error_errno(err, ABX_EIO, errno, "volume: its image");
+        rc = abx__error_errno(err, ABX_EIO, errno, "an ext4 image");
         goto out;
     }
     int loop = loop_of_image(st.st_dev, st.st_ino);
@@ -149,7 +148,7 @@ static int image_tree(int dir_fd, abx_error **err)
         int saved = errno;
         close(loop); /* the mount holds it now; AUTOCLEAR unbinds it after the last */
         if (mnt < 0) {
-            rc = abx__error_errno(err, ABX_EIO, saved, "volume: mounting its filesystem");
+            rc = abx__error_errno(err, ABX_EIO, saved, "mounting an ext4 image");
             goto out;
         }
     }
@@ -159,6 +158,42 @@ out:
         close(image);
     close(lock);
     return rc;
+}
+
+int abx__image_make(const char *path, unsigned size_mb, unsigned owner, abx_error **err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return abx__error_errno(err, ABX_EIO, errno, "an ext4 image");
+    int rc = ftruncate(fd, (off_t)size_mb << 20);
+    int saved = errno;
+    close(fd);
+    if (rc < 0)
+        return abx__error_errno(err, ABX_EIO, saved, "sizing an ext4 image");
+    static const char *const mkfs[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"};
+    const char *tool = access(mkfs[0], X_OK) == 0 ? mkfs[0] : access(mkfs[1], X_OK) == 0 ? mkfs[1] : NULL;
+    if (!tool)
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "mkfs.ext4 not found (apt-get install e2fsprogs)");
+    pid_t pid = fork();
+    if (pid < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "fork");
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+        }
+        char opts[64];
+        snprintf(opts, sizeof opts, "root_owner=%u:%u,lazy_itable_init=1", owner, owner);
+        execl(tool, tool, "-q", "-F", "-m", "0", "-E", opts, path, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return abx__error_set(err, ABX_EIO, "mkfs.ext4 failed on an image (status %d)", status);
+    return 0;
 }
 
 /* A detached clone of the directory volume's data/ (not following a link). */
@@ -177,7 +212,7 @@ int abx__volume_take(const char *dir, bool image, abx_volume_hold *out, abx_erro
     int fd = hold_dir(dir, err);
     if (fd < 0)
         return fd;
-    int tree = image ? image_tree(fd, err) : dir_tree(fd, err);
+    int tree = image ? abx__image_mount(fd, ABX_VOLUME_IMAGE, err) : dir_tree(fd, err);
     if (tree < 0) {
         close(fd);
         return tree;

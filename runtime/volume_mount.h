@@ -22,6 +22,14 @@ typedef struct abx_volume_hold {
  * never two over one image). Needs root. *out is the caller's:
  * abx__volume_release. */
 int abx__volume_take(const char *dir, bool image, abx_volume_hold *out, abx_error **err);
+/* The ext4 filesystem of the image name in dir_fd, mounted detached
+ * (nosuid, nodev): on the loop device bound to the image now, else on a
+ * new one (AUTOCLEAR), under dir_fd's attach.lock. Its fd, or -ABX_E*. */
+int abx__image_mount(int dir_fd, const char *name, abx_error **err);
+/* Makes path (new, 0600) a sparse ext4 image of size_mb whose root
+ * belongs to uid and gid owner (as ids inside a sandbox), with mkfs.ext4. */
+int abx__image_make(const char *path, unsigned size_mb, unsigned owner, abx_error **err);
+
 /* Closes what is still open of it (its tree, then the hold). Idempotent. */
 void abx__volume_release(abx_volume_hold *h);
 

@@ -348,6 +348,10 @@ static json_t *listed_json(serve_ctx *s, const abx_sandbox_info *in, abx_sandbox
         json_object_set_new(o, "abx",
                             json_pack("{s:o, s:o, s:o}", "network", net ? net : json_null(), "env_names",
                                       names ? names : json_array(), "volumes", vols ? vols : json_array()));
+        if (in->persistent)
+            json_object_set_new(
+                json_object_get(o, "abx"), "durable",
+                json_pack("{s:i, s:s}", "boots", (int)in->boots, "resumed_from", in->resumed_from));
     }
     if (!o || !detail_of)
         return o;
@@ -651,8 +655,11 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
                             .cpu_count = x.cpu_count,
                             .memory_mb = x.memory_mb,
                             .notes_json = notes,
-                            /* E2B's lifecycle.onTimeout "pause", as its SDKs send it */
-                            .pause_on_timeout = json_is_true(json_object_get(body, "autoPause"))};
+                            /* E2B's lifecycle.onTimeout "pause", as its SDKs send it: a durable
+                               sandbox, whose pause keeps its memory unless autoPauseMemory is false */
+                            .pause_on_timeout = json_is_true(json_object_get(body, "autoPause")),
+                            .persistent = json_is_true(json_object_get(body, "autoPause")),
+                            .pause_drops_memory = json_is_false(json_object_get(body, "autoPauseMemory"))};
     abx_sandbox *sb = NULL;
     rc = notes ? abx_sandbox_create(rq->key->client, &o, &sb, &err) : -ABX_ENOMEM;
     free_pairs(meta);

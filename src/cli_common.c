@@ -257,6 +257,9 @@ json_t *cli_info_json(const abx_sandbox_info *i)
         json_object_set_new(doc, "network", net);
     else
         json_decref(net);
+    if (doc && i->persistent)
+        json_object_set_new(doc, "durable",
+                            json_pack("{s:i, s:s}", "boots", (int)i->boots, "resumed_from", i->resumed_from));
     json_t *vols = i->volumes_json ? json_loads(i->volumes_json, 0, NULL) : NULL;
     if (doc && json_array_size(vols))
         json_object_set_new(doc, "volumes", vols);

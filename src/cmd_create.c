@@ -7,7 +7,8 @@
 const char cmd_create_help[] =
     "Usage: abx create [--template T] [--timeout S] [--env K=V]... [--metadata K=V]...\n"
     "                  [--cpu N] [--memory MB] [--network none|internet|allowlist]\n"
-    "                  [--allow-out X]... [--deny-out X]... [--volume NAME:/PATH[:ro]]... [--json]\n"
+    "                  [--allow-out X]... [--deny-out X]... [--volume NAME:/PATH[:ro]]...\n"
+    "                  [--persistent [--pause-files-only]] [--json]\n"
     "\n"
     "Creates a sandbox that lives until it times out or is killed, across abx\n"
     "invocations, and prints its id (local:<id>).\n"
@@ -32,6 +33,12 @@ const char cmd_create_help[] =
                            "                  see docs/network.md\n"
                            "  --volume V:/P[:ro] mounts volume V at /P (abx volume; repeatable, at most 8;\n"
                            "                  ro: read-only)\n"
+                           "  --persistent    durable: its writable layer on disk (its disk size, half its\n"
+                           "                  memory), paused at its timeout, kept paused with its files\n"
+                           "                  across a killed supervisor, an upgrade or a restart; resume\n"
+                           "                  starts it from them (docs/durable.md); ends only by kill\n"
+                           "  --pause-files-only  with --persistent: a pause ends its processes and keeps\n"
+                           "                  its files (E2B's autoPauseMemory false): resume cold-boots\n"
                            "  --json          {\"sandbox_id\": ..., ...} instead of the id alone\n";
 
 int cmd_create(cli_ctx *ctx, int argc, char **argv)
@@ -51,6 +58,8 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
         {"--allow-out", CLI_MULTI, allow, 0, 0, &nallow, 4096, NULL},
         {"--deny-out", CLI_MULTI, deny, 0, 0, &ndeny, 4096, NULL},
         {"--volume", CLI_MULTI, volumes, 0, 0, &nvolumes, ABX_VOLUME_MOUNTS_MAX, NULL},
+        {"--persistent", CLI_BOOL, &o.persistent, 0, 0, NULL, 0, NULL},
+        {"--pause-files-only", CLI_BOOL, &o.pause_drops_memory, 0, 0, NULL, 0, NULL},
     };
     int rc = cli_parse(ctx, "create", cmd_create_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
                        &npos);
@@ -63,6 +72,8 @@ int cmd_create(cli_ctx *ctx, int argc, char **argv)
     o.allow_out = allow;
     o.deny_out = deny;
     o.volumes = nvolumes ? volumes : NULL;
+    if (o.pause_drops_memory && !o.persistent)
+        return cli_fail(ctx, ABX_EUSAGE, "--pause-files-only: only with --persistent");
     o.options = ctx->nopts ? ctx->opts : NULL; /* --opt K=V, anywhere on the line */
     int status = 0;
     abx_client *c = cli_client(ctx, &status);

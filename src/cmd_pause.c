@@ -8,13 +8,18 @@
 const char cmd_pause_help[] = "Usage: abx pause ID [--json]\n"
                               "\n"
                               "Freezes every process of a sandbox; its memory and files are kept while\n"
-                              "its supervisor lives (nothing is written to disk), and its lifetime stops\n"
-                              "counting. A paused sandbox is kept 24 h at most. `abx list --status paused`\n"
-                              "shows it; `abx resume ID` starts it again.\n";
+                              "its supervisor lives, and its lifetime stops counting. A paused sandbox is\n"
+                              "kept 24 h at most. `abx list --status paused` shows it; `abx resume ID`\n"
+                              "starts it again. A durable one (abx create --persistent) has what its\n"
+                              "filesystems hold written to disk first, and stays paused with its files\n"
+                              "after a killed supervisor or a restart (then resume starts it from them);\n"
+                              "with --pause-files-only its processes end at once (docs/durable.md).\n";
 
 const char cmd_resume_help[] = "Usage: abx resume ID [--timeout S] [--json]\n"
                                "\n"
-                               "Starts a paused sandbox's processes again, where they stopped.\n"
+                               "Starts a paused sandbox's processes again, where they stopped; a durable\n"
+                               "one at rest (after a restart) starts from its files, its processes from\n"
+                               "the template's start command.\n"
                                "\n"
                                "  --timeout S  its lifetime from now (default: the one it was given last)\n";
 

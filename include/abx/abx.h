@@ -272,6 +272,18 @@ typedef struct abx_create_options {
      * tenant (abx_volume_create). The local provider as root or through
      * the service; E8004 where the provider has none. */
     const char *const *volumes;
+    /* Durable (docs/durable.md): the writable layer is kept on disk (an
+     * ext4 image of the sandbox's disk size) instead of in memory, and the
+     * sandbox ends only when killed: its timeout pauses it, and a killed
+     * supervisor, an abx upgrade or a machine restart leave it paused with
+     * its files; a resume (or connect) starts it again from them, its
+     * processes from the template's start command (memory does not survive
+     * a restart). E2B's autoPause. The local provider as root. */
+    bool persistent;
+    /* A durable sandbox's pause puts it at rest at once (processes ended,
+     * files kept; a resume cold-boots) instead of freezing it in memory:
+     * E2B's autoPauseMemory false. */
+    bool pause_drops_memory;
 } abx_create_options;
 
 /* Creates a sandbox; *out is the caller's (abx_sandbox_free). */
@@ -304,6 +316,13 @@ typedef struct abx_sandbox_info {
     /* [{"name", "path", "read_only"}]: the volumes mounted in it; NULL
      * when the provider does not say. Freed by abx_sandbox_info_clear. */
     char *volumes_json;
+    /* A durable sandbox (abx_create_options.persistent): its starts so far,
+     * and what its last resume came back from: "memory" (frozen while its
+     * supervisor lived), "files" (started again from its layer: after a
+     * restart or a memory-less pause), "" (not resumed). */
+    bool persistent;
+    unsigned boots;
+    char resumed_from[8];
 } abx_sandbox_info;
 
 ABX_API void abx_sandbox_info_clear(abx_sandbox_info *info);

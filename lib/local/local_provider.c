@@ -218,7 +218,8 @@ static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, ab
     snprintf(path, sizeof path, "%s/standby", dir);
     bool standby = access(path, F_OK) == 0; /* a warm pool's, nobody's yet */
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    if (standby || !abx__tenant_may_see(c, tenant) || access(path, F_OK) < 0 || !abx__state_shim_alive(dir)) {
+    if (standby || !abx__tenant_may_see(c, tenant) || access(path, F_OK) < 0 ||
+        (!abx__state_shim_alive(dir) && !abx__state_durable(dir))) { /* a durable one at rest is there */
         reconcile_now_and_then(c);
         return abx__tenant_not_found(err);
     }
@@ -414,8 +415,9 @@ static void shape_of(const abx_create_options *o, abx_warm_shape *shape)
 /* Starts a sandbox of that shape, or a standby one for a warm pool (owned by
  * this process, its envs and metadata given when it is claimed). */
 static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool pause_on_timeout, json_t *envs,
-                         json_t *meta, json_t *network, json_t *volumes, const char *tenant,
-                         const char *notes, bool standby, abx_sandbox **out, abx_error **err)
+                         json_t *meta, json_t *network, json_t *volumes, const abx_create_options *durable,
+                         const char *tenant, const char *notes, bool standby, abx_sandbox **out,
+                         abx_error **err)
 {
     char shim_path[PATH_MAX];
     if (find_shim(shim_path, sizeof shim_path) < 0)
@@ -450,6 +452,10 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool p
         json_object_set(cfg, "network", network);
     if (cfg && volumes)
         json_object_set(cfg, "volumes", volumes);
+    if (cfg && durable && durable->persistent) {
+        json_object_set_new(cfg, "persistent", json_true());
+        json_object_set_new(cfg, "pause_keeps_memory", json_boolean(!durable->pause_drops_memory));
+    }
     char tree[PATH_MAX];
     if (cfg && strcmp(shape->template_id, "base") != 0 &&
         abx__template_root(shape->template_id, tree, sizeof tree) == 0) {
@@ -467,6 +473,9 @@ static int start_sandbox(const abx_warm_shape *shape, unsigned timeout_s, bool p
         wrc = write_private(path, token);
     snprintf(path, sizeof path, "%s/standby", dir);
     if (wrc == 0 && standby)
+        wrc = write_private(path, "");
+    snprintf(path, sizeof path, "%s/durable", dir);
+    if (wrc == 0 && durable && durable->persistent)
         wrc = write_private(path, "");
     if (wrc < 0) {
         rc = abx__error_errno(err, ABX_EIO, errno, "writing the sandbox request");
@@ -496,8 +505,8 @@ out:
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
     json_t *none = json_object();
-    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, NULL, true,
-                                  out, NULL)
+    int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, NULL, NULL,
+                                  true, out, NULL)
                   : -ABX_ENOMEM;
     json_decref(none);
     if (rc == 0) {
@@ -637,13 +646,18 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
     const char *notes = o ? o->notes_json : NULL;
     bool pause = o && o->pause_on_timeout;
-    /* standby sandboxes have no network and no volumes */
-    *out = networked || volumes
+    /* standby sandboxes have no network, no volumes and no durable layer */
+    bool durable = o && o->persistent;
+    if (durable && geteuid() != 0)
+        rc = abx__error_set(err, ABX_EPERM,
+                            "--persistent: durable sandboxes need abx to run as root, or the "
+                            "machine's abx service");
+    *out = rc < 0 || networked || volumes || durable
                ? NULL
                : claim_warm(c->state, &shape, timeout_s, pause, envs, meta, c->tenant, notes);
-    if (!*out)
-        rc = start_sandbox(&shape, timeout_s, pause, envs, meta, network, volumes, c->tenant, notes, false,
-                           out, err);
+    if (!*out && rc == 0)
+        rc = start_sandbox(&shape, timeout_s, pause || durable, envs, meta, network, volumes, o, c->tenant,
+                           notes, false, out, err);
     json_decref(network);
     json_decref(volumes);
     json_decref(envs);
@@ -682,12 +696,38 @@ static void info_from_json(json_t *doc, abx_sandbox_info *out)
     out->network_json = json_is_object(net) ? json_dumps(net, JSON_COMPACT) : NULL;
     json_t *vols = json_object_get(doc, "volumes");
     out->volumes_json = json_is_array(vols) ? json_dumps(vols, JSON_COMPACT) : NULL;
+    json_t *durable = json_object_get(doc, "durable");
+    out->persistent = json_is_object(durable);
+    out->boots = (unsigned)json_integer_value(json_object_get(durable, "boots"));
+    snprintf(out->resumed_from, sizeof out->resumed_from, "%s",
+             json_string_value(json_object_get(durable, "resumed_from")) ?: "");
+}
+
+/* A durable sandbox at rest (its shim gone, its files kept): true, and its
+ * last info (status paused) in *doc when doc is not NULL. */
+static bool at_rest(const char *dir, json_t **doc)
+{
+    if (!abx__state_durable(dir) || abx__state_shim_alive(dir))
+        return false;
+    if (doc) {
+        char path[760];
+        snprintf(path, sizeof path, "%s/meta.json", dir);
+        *doc = json_load_file(path, 0, NULL);
+        if (!json_is_object(*doc)) {
+            json_decref(*doc);
+            *doc = NULL;
+            return false;
+        }
+        json_object_set_new(*doc, "status", json_string("paused"));
+    }
+    return true;
 }
 
 static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
 {
     json_t *doc = NULL;
-    int rc = abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
+    int rc =
+        at_rest(local_of(s)->dir, &doc) ? 0 : abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
     if (rc < 0)
         return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)")
                                       : rc;
@@ -722,11 +762,11 @@ static int local_list(abx_client *c, const char *status_filter, abx__listed **it
         if (access(meta, F_OK) == 0) /* a warm pool's */
             continue;
         snprintf(meta, sizeof meta, "%s/meta.json", dir);
-        json_t *doc = json_load_file(meta, 0, NULL);
-        if (!doc || !abx__state_shim_alive(dir)) {
-            json_decref(doc);
+        json_t *doc = NULL;
+        if (!at_rest(dir, &doc))
+            doc = abx__state_shim_alive(dir) ? json_load_file(meta, 0, NULL) : NULL;
+        if (!doc)
             continue;
-        }
         if (n == cap) {
             abx__listed *grown = realloc(all, 2 * cap * sizeof *all);
             if (!grown) {
@@ -851,8 +891,44 @@ static int local_set_network(abx_sandbox *s, json_t *policy, abx_error **err)
 }
 
 /* Freezes or thaws the sandbox's cgroup (the shim's /abx/pause, /abx/resume). */
+/* Starts a durable sandbox at rest again from its files: a new shim on its
+ * state directory (lifetime timeout_s, or the last one), then the
+ * template's start command. */
+static int wake(abx_sandbox *s, unsigned timeout_s, abx_error **err)
+{
+    local_sandbox *l = local_of(s);
+    char path[760], shim_path[PATH_MAX];
+    if (find_shim(shim_path, sizeof shim_path) < 0)
+        return abx__error_set(err, ABX_ECONFIG, "abx-shim not found beside abx (set ABX_SHIM to its path)");
+    abx__state_rest(l->id); /* what its last shim left in the kernel: cgroups, network */
+    snprintf(path, sizeof path, "%s/config.json", l->dir);
+    json_t *cfg = json_load_file(path, 0, NULL);
+    if (!cfg)
+        return abx__error_set(err, ABX_EIO, "the durable sandbox's request is unreadable");
+    if (timeout_s)
+        json_object_set_new(cfg, "timeout", json_integer(timeout_s));
+    char *text = json_dumps(cfg, JSON_COMPACT);
+    const char *tmpl = json_string_value(json_object_get(cfg, "template"));
+    json_t *config = tmpl && strcmp(tmpl, "base") != 0 ? abx__template_config(tmpl) : NULL;
+    json_decref(cfg);
+    int rc = text && replace_private(l->dir, "config.json", text) == 0
+                 ? 0
+                 : abx__error_set(err, ABX_EIO, "writing the durable sandbox's request");
+    free(text);
+    if (rc == 0 && (rc = start_shim(shim_path, l->dir, false, err)) < 0)
+        rc = abx__error_wrap(err, rc, "starting durable sandbox %s from its files", l->id);
+    if (rc == 0 && config)
+        rc = abx__template_start(s, config, err);
+    json_decref(config);
+    return rc;
+}
+
 static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error **err)
 {
+    if (at_rest(local_of(s)->dir, NULL))
+        return pause ? abx__error_set(err, ABX_EINVAL,
+                                      "the sandbox is already paused (at rest, its files kept)")
+                     : wake(s, timeout, err);
     json_t *body = timeout ? json_pack("{s:i}", "timeout", (int)timeout) : json_object(), *resp = NULL;
     int rc = abx__envd_json(&s->envd, "POST", pause ? "/abx/pause" : "/abx/resume", body, &resp, err);
     json_decref(body);
@@ -863,6 +939,10 @@ static int local_pause(abx_sandbox *s, bool pause, unsigned timeout, abx_error *
 static int local_kill(abx_sandbox *s, abx_error **err)
 {
     local_sandbox *l = local_of(s);
+    if (at_rest(l->dir, NULL)) {
+        abx__state_reap(l->id);
+        return 0;
+    }
     json_t *resp = NULL, *body = json_object();
     int rc = abx__envd_json(&s->envd, "POST", "/abx/kill", body, &resp, NULL);
     json_decref(body);

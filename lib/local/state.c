@@ -11,7 +11,10 @@
  * created right now is never touched.
  *
  * Files in a state directory (0700): config.json (the create request),
- * token (0600), shim.lock, envd.sock (0600), meta.json (atomic).
+ * token (0600), shim.lock, envd.sock (0600), meta.json (atomic); a durable
+ * sandbox's `durable` marker, layer.ext4 (its writable layer) and boots.
+ * A durable sandbox whose shim is gone is at rest, never reaped: only a
+ * kill removes it (docs/durable.md).
  */
 #include "state.h"
 #include "net.h"
@@ -197,6 +200,26 @@ static void host_name_of(const char *dir, const char *id, char *out, size_t len)
     json_decref(cfg);
 }
 
+bool abx__state_durable(const char *dir)
+{
+    char path[960];
+    snprintf(path, sizeof path, "%s/durable", dir);
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void abx__state_rest(const char *id)
+{
+    char root[560];
+    if (!abx__sandbox_id_valid(id) || abx__state_root(root, sizeof root, false, NULL) < 0)
+        return;
+    char dir[700], host_name[32];
+    snprintf(dir, sizeof dir, "%s/%s", root, id);
+    host_name_of(dir, id, host_name, sizeof host_name);
+    abx__cgroup_reap_name(host_name);
+    abx__net_reap(dir);
+}
+
 void abx__state_reap(const char *id)
 {
     char root[560];
@@ -255,7 +278,9 @@ void abx__state_reconcile(void)
             continue;
         char dir[900];
         snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
-        if (dead_and_reapable(dir))
+        if (dead_and_reapable(dir) && abx__state_durable(dir))
+            abx__state_rest(e->d_name); /* at rest: paused, its files kept */
+        else if (dead_and_reapable(dir))
             abx__state_reap(e->d_name);
     }
     closedir(d);

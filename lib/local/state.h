@@ -15,6 +15,11 @@ bool abx__state_shim_alive(const char *dir);
 /* Reaps every sandbox whose shim is gone: its processes, cgroups and
  * state directory. Safe to run concurrently with shims and other abx. */
 void abx__state_reconcile(void);
+/* Whether the sandbox in dir is durable (its `durable` marker). */
+bool abx__state_durable(const char *dir);
+/* A durable sandbox whose shim is gone: at rest. Its cgroups and network
+ * leftovers go; its directory (layer, request, token) stays. */
+void abx__state_rest(const char *id);
 /* Reaps one dead sandbox's leftovers (cgroups, then the directory). */
 void abx__state_reap(const char *id);
 

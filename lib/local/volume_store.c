@@ -22,6 +22,7 @@
 #include "error_internal.h"
 #include "parse.h"
 #include "random_id.h"
+#include "state.h"
 #include "sysutil.h"
 #include "tenant.h"
 #include "volume_mount.h"
@@ -34,7 +35,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,11 +104,15 @@ static bool in_use(const char *ns, const char *name)
 }
 
 /* The info a caller sees: the document and whether it is in use. */
+static bool kept_by_durable(const char *dir);
+
 static json_t *info_of(const char *ns, const char *name, json_t *doc)
 {
     json_t *info = json_deep_copy(doc);
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s", ns, name);
     if (info)
-        json_object_set_new(info, "in_use", json_boolean(in_use(ns, name)));
+        json_object_set_new(info, "in_use", json_boolean(in_use(ns, name) || kept_by_durable(dir)));
     return info;
 }
 
@@ -183,50 +187,13 @@ static void tally(const char *ns, unsigned *count, unsigned long long *mb)
         closedir(d);
 }
 
-/* mkfs.ext4 on the image at path: sized, no reserved blocks, its root
- * owned by user. */
-static int make_filesystem(const char *path, unsigned size_mb, abx_error **err)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return abx__error_errno(err, ABX_EIO, errno, "the volume's image");
-    int rc = ftruncate(fd, (off_t)size_mb << 20);
-    int saved = errno;
-    close(fd);
-    if (rc < 0)
-        return abx__error_errno(err, ABX_EIO, saved, "sizing the volume's image");
-    static const char *const mkfs[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"};
-    const char *tool = access(mkfs[0], X_OK) == 0 ? mkfs[0] : access(mkfs[1], X_OK) == 0 ? mkfs[1] : NULL;
-    if (!tool)
-        return abx__error_set(err, ABX_EHOSTSUPPORT, "mkfs.ext4 not found (apt-get install e2fsprogs)");
-    pid_t pid = fork();
-    if (pid < 0)
-        return abx__error_errno(err, ABX_ESYS, errno, "fork");
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        execl(tool, tool, "-q", "-F", "-m", "0", "-E", "root_owner=1000:1000,lazy_itable_init=1", path,
-              (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return abx__error_set(err, ABX_EIO, "mkfs.ext4 failed on the volume's image (status %d)", status);
-    return 0;
-}
-
 /* The volume's content in the partial directory: a tree or an image. */
 static int make_content(const char *partial, unsigned size_mb, abx_error **err)
 {
     char path[1300];
     if (size_mb) {
         snprintf(path, sizeof path, "%s/" ABX_VOLUME_IMAGE, partial);
-        return make_filesystem(path, size_mb, err);
+        return abx__image_make(path, size_mb, VOLUME_UID, err);
     }
     snprintf(path, sizeof path, "%s/" ABX_VOLUME_DATA, partial);
     if (mkdir(path, 0755) < 0)
@@ -389,6 +356,36 @@ static bool lock_soon(int fd)
     return false;
 }
 
+/* Whether a durable sandbox (at rest: its shim gone, so no flock) will
+ * mount the volume at dir when it is resumed. */
+static bool kept_by_durable(const char *dir)
+{
+    char root[560];
+    if (abx__state_root(root, sizeof root, false, NULL) < 0)
+        return false;
+    DIR *d = opendir(root);
+    struct dirent *e;
+    bool kept = false;
+    while (d && !kept && (e = readdir(d))) {
+        char sandbox[900], path[1000];
+        snprintf(sandbox, sizeof sandbox, "%s/%.64s", root, e->d_name);
+        if (e->d_name[0] == '.' || !abx__state_durable(sandbox))
+            continue;
+        snprintf(path, sizeof path, "%s/config.json", sandbox);
+        json_t *cfg = json_load_file(path, 0, NULL), *m;
+        size_t i;
+        json_array_foreach(json_object_get(cfg, "volumes"), i, m)
+        {
+            const char *used = json_string_value(json_object_get(m, "dir"));
+            kept = kept || (used && strcmp(used, dir) == 0);
+        }
+        json_decref(cfg);
+    }
+    if (d)
+        closedir(d);
+    return kept;
+}
+
 /* Takes the volume away from under its name (its exclusive flock held,
  * so no shim holds it), then deletes it. */
 static int take_away(const char *ns, const char *name, abx_error **err)
@@ -401,6 +398,14 @@ static int take_away(const char *ns, const char *name, abx_error **err)
     if (!lock_soon(fd)) {
         close(fd);
         return abx__error_set(err, ABX_EBUSY, "volume %s is in use by a sandbox: kill it first", name);
+    }
+    if (kept_by_durable(path)) {
+        close(fd);
+        return abx__error_set(
+            err, ABX_EBUSY,
+            "volume %s is mounted by a paused durable sandbox (abx list --status paused): kill "
+            "it first",
+            name);
     }
     if (abx__random_id(id, sizeof id) < 0) {
         close(fd);

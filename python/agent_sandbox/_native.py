@@ -66,14 +66,16 @@ class CreateOptions(Structure):
     _fields_ = [("template_id", c_char_p), ("timeout_s", c_uint), ("envs", StrArray), ("metadata", StrArray),
                 ("cpu_count", c_uint), ("memory_mb", c_uint), ("options", StrArray), ("network", c_char_p),
                 ("allow_out", StrArray), ("deny_out", StrArray), ("notes_json", c_char_p),
-                ("pause_on_timeout", c_bool), ("volumes", StrArray)]
+                ("pause_on_timeout", c_bool), ("volumes", StrArray), ("persistent", c_bool),
+                ("pause_drops_memory", c_bool)]
 
 
 class SandboxInfo(Structure):
     _fields_ = [("sandbox_id", c_char * 96), ("template_id", c_char * 64), ("status", c_char * 16),
                 ("started_at", c_longlong), ("end_at", c_longlong), ("cpu_count", c_uint), ("memory_mb", c_uint),
                 ("disk_size_mb", c_uint), ("metadata_json", c_void_p), ("env_names_json", c_void_p),
-                ("network_json", c_void_p), ("volumes_json", c_void_p)]
+                ("network_json", c_void_p), ("volumes_json", c_void_p), ("persistent", c_bool), ("boots", c_uint),
+                ("resumed_from", c_char * 8)]
 
 
 class ExecOptions(Structure):
@@ -153,6 +155,8 @@ _sig("abx_sandbox_info_list_free", None, POINTER(SandboxInfo), c_size_t)
 _sig("abx_sandbox_set_timeout", c_int, c_void_p, c_uint, Err)
 _sig("abx_set_timeout_by_id", c_int, c_void_p, c_char_p, c_uint, Err)
 _sig("abx_sandbox_kill", c_int, c_void_p, Err)
+_sig("abx_sandbox_pause", c_int, c_void_p, Err)
+_sig("abx_sandbox_resume", c_int, c_void_p, c_uint, Err)
 _sig("abx_kill_by_id", c_int, c_void_p, c_char_p, Err)
 _sig("abx_sandbox_get_metrics", c_int, c_void_p, POINTER(Metrics), Err)
 _sig("abx_sandbox_exec", c_int, c_void_p, c_char_p, POINTER(ExecOptions), POINTER(ExecResult), Err)

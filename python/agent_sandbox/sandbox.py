@@ -128,6 +128,9 @@ class SandboxInfo:
     env_names: List[str] = field(default_factory=list)
     network: Optional[Dict[str, Any]] = None
     volumes: List[Dict[str, Any]] = field(default_factory=list)  # [{name, path, read_only}]
+    persistent: bool = False
+    boots: int = 0
+    resumed_from: str = ""  # "memory", "files" or ""
 
 
 def _info_from(c: n.SandboxInfo) -> SandboxInfo:
@@ -139,7 +142,8 @@ def _info_from(c: n.SandboxInfo) -> SandboxInfo:
         started_at=datetime.fromtimestamp(c.started_at, timezone.utc),
         end_at=datetime.fromtimestamp(c.end_at, timezone.utc), cpu_count=c.cpu_count, memory_mb=c.memory_mb,
         disk_size_mb=c.disk_size_mb, metadata=js(c.metadata_json, {}), env_names=js(c.env_names_json, []),
-        network=js(c.network_json, None), volumes=js(c.volumes_json, []))
+        network=js(c.network_json, None), volumes=js(c.volumes_json, []), persistent=bool(c.persistent),
+        boots=c.boots, resumed_from=c.resumed_from.decode())
 
 
 class _Stream:
@@ -422,7 +426,7 @@ class Sandbox:
                region: Optional[str] = None, api_key: Optional[str] = None, network: Optional[str] = None,
                allow_out: Optional[List[str]] = None, deny_out: Optional[List[str]] = None,
                volumes: Optional[List[str]] = None, volume_mounts: Optional[Dict[str, Any]] = None,
-               **opts: Any) -> "Sandbox":
+               persistent: bool = False, pause_files_only: bool = False, **opts: Any) -> "Sandbox":
         """Creates a sandbox on the provider resolved as the CLI resolves it
         (argument > ABX_PROVIDER > .env > ~/.abx/config.toml > local).
         Extra keyword arguments (and region) are provider options."""
@@ -440,7 +444,8 @@ class Sandbox:
                             options=keep[2].array if options else None, network=n.b(network),
                             allow_out=keep[3].array if allow_out else None,
                             deny_out=keep[4].array if deny_out else None,
-                            volumes=keep[5].array if mounts else None)
+                            volumes=keep[5].array if mounts else None, persistent=bool(persistent),
+                            pause_drops_memory=bool(pause_files_only))
         out = ctypes.c_void_p()
         n.call(n.lib.abx_sandbox_create, c, ctypes.byref(o), ctypes.byref(out))
         return cls(out, provider or n.lib.abx_client_provider(c).decode(), True)
@@ -452,7 +457,10 @@ class Sandbox:
         c = _client(prov, region, api_key)
         out = ctypes.c_void_p()
         n.call(n.lib.abx_sandbox_connect, c, n.b(sid), ctypes.byref(out))
-        return cls(out, prov or n.lib.abx_client_provider(c).decode(), False)
+        sb = cls(out, prov or n.lib.abx_client_provider(c).decode(), False)
+        if sb.refresh_info().status == "paused":  # as E2B's connect: a paused sandbox goes on
+            sb.resume()
+        return sb
 
     # the instance
 
@@ -474,6 +482,14 @@ class Sandbox:
 
     def set_timeout(self, timeout: int) -> None:
         n.call(n.lib.abx_sandbox_set_timeout, self._h(), int(timeout))
+
+    def pause(self) -> None:
+        """Freezes its processes (a durable one: its files synced first); E2B's pause."""
+        n.call(n.lib.abx_sandbox_pause, self._h())
+
+    def resume(self, timeout: Optional[int] = None) -> None:
+        """Starts a paused sandbox again (a durable one at rest: from its files)."""
+        n.call(n.lib.abx_sandbox_resume, self._h(), int(timeout or 0))
 
     def kill(self) -> None:
         n.call(n.lib.abx_sandbox_kill, self._h())
