@@ -113,6 +113,14 @@ struct abx_provider {
      * value (an info, a list; NULL for remove). Without it: E8004. */
     int (*volume)(abx_client *c, const char *verb, const char *name, unsigned size_mb, json_t **out,
                   abx_error **err);
+    /* Optional: snapshots (abx.h). snapshot: a template of s's filesystem
+     * named name (NULL: one is made; fork: hidden, gone with its last
+     * sandbox), *info its description with "snapshot_id". snapshots: verb
+     * "list" (of sandbox_id, or all when NULL; *out an array) or "remove"
+     * (name). Without them: E8004. */
+    int (*snapshot)(abx_sandbox *s, const char *name, bool fork, json_t **info, abx_error **err);
+    int (*snapshots)(abx_client *c, const char *verb, const char *name, const char *sandbox_id, json_t **out,
+                     abx_error **err);
     /* The capabilities it declares (EPP's names), a new JSON array. */
     int (*features)(abx_client *c, json_t **json, abx_error **err);
 };

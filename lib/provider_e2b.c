@@ -486,6 +486,66 @@ static json_t *service_options(const abx_create_options *o)
     return x;
 }
 
+/* ---- snapshots: E2B's /sandboxes/{id}/snapshots, /snapshots, DELETE /templates/{id} ------------- */
+
+/* libabx's snapshot info of E2B's SnapshotInfo {snapshotID, names} (the service adds abx's own). */
+static json_t *snapshot_info_of(json_t *v, const char *sandbox_id)
+{
+    json_t *own = json_object_get(v, "abx");
+    json_t *info = json_is_object(own) ? json_deep_copy(own) : json_object();
+    json_object_set(info, "snapshot_id", json_object_get(v, "snapshotID"));
+    if (!json_object_get(info, "name"))
+        json_object_set(info, "name",
+                        json_array_get(json_object_get(v, "names"), 0) ?: json_object_get(v, "snapshotID"));
+    if (sandbox_id && !json_object_get(info, "snapshot"))
+        json_object_set_new(info, "snapshot", json_pack("{s:s}", "sandbox_id", sandbox_id));
+    return info;
+}
+
+static int e2b_snapshot(abx_sandbox *s, const char *name, bool fork, json_t **info, abx_error **err)
+{
+    (void)fork; /* the host keeps it until it is removed: a fork removes it itself */
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/snapshots", es->id);
+    json_t *body = name ? json_pack("{s:s}", "name", name) : json_object(), *doc = NULL;
+    int rc = api(es->client->state, "POST", path, body, &doc, NULL, 0, err);
+    json_decref(body);
+    if (rc == 0 && !(*info = snapshot_info_of(doc, es->id)))
+        rc = abx__error_set(err, ABX_ENOMEM, "snapshot");
+    json_decref(doc);
+    return rc;
+}
+
+static int e2b_snapshots(abx_client *c, const char *verb, const char *name, const char *sandbox_id,
+                         json_t **out, abx_error **err)
+{
+    e2b_client *ec = c->state;
+    char path[256];
+    json_t *doc = NULL;
+    if (strcmp(verb, "remove") == 0) {
+        if (strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(name))
+            return abx__error_set(err, ABX_ENOTFOUND, "snapshot %.64s: no such snapshot", name);
+        snprintf(path, sizeof path, "/templates/%s", name);
+        int rc = api(ec, "DELETE", path, NULL, &doc, NULL, 0, err);
+        json_decref(doc);
+        return rc;
+    }
+    const char *bare = sandbox_id && strchr(sandbox_id, ':') ? strchr(sandbox_id, ':') + 1 : sandbox_id;
+    if (bare && strspn(bare, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(bare))
+        return abx__error_set(err, ABX_EINVAL, "--sandbox: a sandbox id");
+    snprintf(path, sizeof path, "/snapshots%s%s", bare ? "?sandboxID=" : "", bare ? bare : "");
+    int rc = api(ec, "GET", path, NULL, &doc, NULL, 0, err);
+    if (rc < 0)
+        return rc;
+    *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(doc, i, v) json_array_append_new(*out, snapshot_info_of(v, NULL));
+    json_decref(doc);
+    return 0;
+}
+
 /* E2B's volumeMounts of the create's volumes (abx's readOnly for the service only). */
 static int volume_mounts(const e2b_client *ec, const abx_create_options *o, json_t *body, abx_error **err)
 {
@@ -951,6 +1011,8 @@ const abx_provider abx__provider_e2b = {
     .template_exists = e2b_template_exists,
     .template_list = e2b_template_list,
     .volume = e2b_volume,
+    .snapshot = e2b_snapshot,
+    .snapshots = e2b_snapshots,
     .set_network = e2b_set_network,
     .connect_port = e2b_connect_port,
     .metrics = e2b_metrics,

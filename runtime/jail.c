@@ -411,6 +411,7 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
                             .template_fd = template_fd,
                             .template_writable = cfg->template_writable,
                             .layer_fd = layer_fd,
+                            .host_view = cfg->template_host_view,
                             .volumes = volumes,
                             .n_volumes = cfg->n_volumes};
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)

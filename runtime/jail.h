@@ -43,13 +43,14 @@ typedef struct abx_jail_config {
     /* A template's tree on the host (NULL: the host view): the sandbox's
      * root is an overlay over an id-mapped view of it. Needs root. */
     const char *template_root;
-    bool template_writable; /* template_root is the root itself, written through: a
-                               template build's step (no overlay, no /app or /home) */
-    bool host_network;      /* no network namespace of its own: the host's network, as
-                               `docker build` has it (template builds only) */
-    bool root_caps;         /* root inside keeps abx__root_caps (privs.h): template sandboxes, builds */
-    const int *stdio;       /* the command's fds 0, 1, 2 (the caller's, dup'ed); NULL:
-                               the supervisor's own */
+    bool template_host_view; /* over template_root, the host view's /usr and /etc: a snapshot of base */
+    bool template_writable;  /* template_root is the root itself, written through: a
+                                template build's step (no overlay, no /app or /home) */
+    bool host_network;       /* no network namespace of its own: the host's network, as
+                                `docker build` has it (template builds only) */
+    bool root_caps;          /* root inside keeps abx__root_caps (privs.h): template sandboxes, builds */
+    const int *stdio;        /* the command's fds 0, 1, 2 (the caller's, dup'ed); NULL:
+                                the supervisor's own */
     bool durable; /* the writable layer is layer_fd, not a tmpfs: a detached ext4 mount (volume_mount.h),
                      id-mapped here for the sandbox; the fd stays the caller's. Needs root. */
     int layer_fd;

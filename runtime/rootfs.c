@@ -170,7 +170,7 @@ static void add_host_entry(op_plan *p, const char *host_path, bool optional)
 
 static void plan_base(op_plan *p, const abx_rootfs_spec *spec)
 {
-    if (spec->layer_fd < 0) /* a durable layer is the root already (stage_layer) */
+    if (spec->layer_fd < 0 && spec->template_fd < 0) /* a durable layer or a snapshot's overlay is the root */
         add(p, (mount_op){
                    .kind = OP_TMPFS, .dst = "/", .data = pool_fmt(p, "size=%um,mode=0755", spec->disk_mb)});
     add_dir(p, "/usr", 0755, NO_OWNER);
@@ -796,7 +796,12 @@ static int rootfs_build_tree(const abx_rootfs_spec *spec, char *errbuf, size_t e
         if (rc < 0)
             return rc;
         plan.root = TEMPLATE_ROOT;
-        plan_etc_template(&plan, spec);
+        if (spec->host_view) { /* a snapshot of a host-view sandbox: the host's /usr under its tree */
+            plan_base(&plan, spec);
+            plan_etc(&plan, spec);
+        } else {
+            plan_etc_template(&plan, spec);
+        }
     } else {
         if (spec->layer_fd >= 0) {
             int rc = stage_layer(spec, errbuf, errlen);
@@ -806,7 +811,7 @@ static int rootfs_build_tree(const abx_rootfs_spec *spec, char *errbuf, size_t e
         plan_base(&plan, spec);
         plan_etc(&plan, spec);
     }
-    plan.durable = spec->layer_fd >= 0;
+    plan.durable = spec->layer_fd >= 0 || spec->host_view; /* what the plan makes may be there already */
     if (!spec->template_writable)
         plan_dirs(&plan, spec);
     plan_dev(&plan, spec);

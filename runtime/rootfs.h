@@ -19,8 +19,10 @@ typedef struct abx_rootfs_spec {
     bool template_writable;  /* that tree is the root itself, written through (template builds):
                                 no overlay, no /app or /home made in it, /etc's hostname, hosts
                                 and resolv.conf bound over, not written */
-    int layer_fd; /* a durable sandbox's writable layer (an id-mapped ext4 mount, consumed): the root,
-                     or over a template the overlay's upper layer; -1: a tmpfs of disk_mb */
+    bool host_view; /* over template_fd, the host view's plan (/usr and /etc from the host): a snapshot
+                       of a sandbox from base */
+    int layer_fd;   /* a durable sandbox's writable layer (an id-mapped ext4 mount, consumed): the root,
+                       or over a template the overlay's upper layer; -1: a tmpfs of disk_mb */
     const abx_rootfs_volume *volumes; /* mounted last, before the pivot */
     size_t n_volumes;
 } abx_rootfs_spec;

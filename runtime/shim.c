@@ -24,6 +24,7 @@
 #include "netpolicy.h"
 #include "shim_files.h"
 #include "parse.h"
+#include "snapshot_tree.h"
 #include "sysutil.h"
 
 #include <dirent.h>
@@ -208,6 +209,80 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
         pthread_cond_broadcast(&sh->cv);
     }
     pthread_mutex_unlock(&sh->mu);
+    return rc;
+}
+
+/* Whether dest is a template store's staging directory of this machine
+ * ($ABX_HOME/templates/.partial-*, beside this sandbox's state), with an
+ * empty rootfs/ in it: the only place a snapshot is written. */
+static bool snapshot_dest_ok(const shim *sh, const char *dest)
+{
+    char home[512], want[600], real[PATH_MAX], parent[PATH_MAX];
+    snprintf(home, sizeof home, "%s", sh->state_dir);
+    for (int up = 0; up < 2; up++) { /* $ABX_HOME/sandboxes/ID */
+        char *slash = strrchr(home, '/');
+        if (!slash || slash == home)
+            return false;
+        *slash = '\0';
+    }
+    snprintf(want, sizeof want, "%s/templates", home);
+    const char *base = strrchr(dest, '/');
+    if (!base || strncmp(base + 1, ".partial-", 9) != 0 || strlen(dest) >= sizeof parent ||
+        !realpath(want, real))
+        return false;
+    snprintf(parent, sizeof parent, "%.*s", (int)(base - dest), dest);
+    char real_parent[PATH_MAX];
+    if (!realpath(parent, real_parent) || strcmp(real, real_parent) != 0)
+        return false;
+    char tree[PATH_MAX + 16];
+    snprintf(tree, sizeof tree, "%s/rootfs", dest);
+    struct stat st;
+    return lstat(tree, &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 2 && st.st_uid == 0;
+}
+
+typedef struct snapshot_thaw {
+    shim *sh;
+    bool froze;
+    uint64_t t0, paused_ms;
+} snapshot_thaw;
+
+/* The walk has recorded what the sandbox wrote: it goes on (lock: mu). */
+static int thaw_after_walk(void *ctx)
+{
+    snapshot_thaw *th = ctx;
+    int rc = th->froze ? abx__cgroup_freeze(&th->sh->jail.cgroup, false, NULL) : 0;
+    if (th->froze)
+        th->paused_ms = abx__shim_now_ms() - th->t0;
+    th->froze = false;
+    return rc;
+}
+
+int abx__shim_snapshot(shim *sh, const char *dest, json_t **out, abx_error **err)
+{
+    *out = NULL;
+    if (!dest || !snapshot_dest_ok(sh, dest))
+        return abx__error_set(err, ABX_EINVAL, "snapshot: not a template staging directory of this machine");
+    char tree[PATH_MAX + 16];
+    snprintf(tree, sizeof tree, "%s/rootfs", dest);
+    pthread_mutex_lock(&sh->mu);
+    int rc = sh->ending ? abx__error_set(err, ABX_ENOTRUNNING, "the sandbox is ending") : 0;
+    bool froze = rc == 0 && !sh->paused;
+    uint64_t t0 = abx__shim_now_ms();
+    if (froze)
+        rc = sync_then_freeze(sh, err);
+    abx_snapshot_stats st;
+    snapshot_thaw th = {.sh = sh, .froze = froze, .t0 = t0};
+    if (rc == 0)
+        rc = abx__snapshot_tree(sh->rootfd, tree, sh->template_root[0] ? sh->template_root : NULL,
+                                sh->jail.host_id_base, thaw_after_walk, &th, &st, err);
+    else if (froze)
+        thaw_after_walk(&th);
+    uint64_t paused_ms = th.paused_ms;
+    pthread_mutex_unlock(&sh->mu);
+    if (rc == 0)
+        *out = json_pack("{s:I, s:I, s:I, s:I, s:I}", "paused_ms", (json_int_t)paused_ms, "linked",
+                         (json_int_t)st.linked, "copied", (json_int_t)st.copied, "copied_bytes",
+                         (json_int_t)st.copied_bytes, "entries", (json_int_t)st.entries);
     return rc;
 }
 
@@ -446,6 +521,7 @@ static int read_config(shim *sh, abx_error **err)
     sh->envs = json_incref(json_object_get(cfg, "envs"));
     json_t *tc = json_object_get(cfg, "template_config");
     sh->template_env = json_incref(json_object_get(tc, "env"));
+    sh->template_host_view = json_is_true(json_object_get(tc, "host_view"));
     const char *wd = json_string_value(json_object_get(tc, "workdir"));
     snprintf(sh->template_workdir, sizeof sh->template_workdir, "%s", wd && wd[0] == '/' ? wd : "");
     sh->default_uid =
@@ -681,6 +757,7 @@ static int start(shim *sh, abx_error **err)
                            .cwd = "/",
                            .as_root = true,
                            .template_root = sh->template_root[0] ? sh->template_root : NULL,
+                           .template_host_view = sh->template_host_view,
                            .root_caps = sh->template_root[0] != '\0'};
     if (runs_in_background(sh))
         setpriority(PRIO_PROCESS, 0, STANDBY_NICE); /* before init and the threads: they inherit it */

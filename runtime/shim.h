@@ -136,6 +136,7 @@ typedef struct shim {
     char listen_addr[64];
     int code_listen_fd; /* the agent's code interpreter (port 49999) when the image has Python; -1 */
     void *httpd_code;
+    bool template_host_view; /* template_config "host_view": a snapshot of a sandbox from base */
     bool durable; /* config "persistent": the writable layer is layer.ext4 in the state directory, and
                      the sandbox ends only by a kill: any other end leaves it at rest (paused, files kept) */
     bool pause_keeps_memory; /* a durable sandbox's pause freezes it (true) or puts it at rest (false) */
@@ -167,6 +168,11 @@ int abx__shim_claim(shim *sh, unsigned timeout, bool pause_on_timeout, json_t *e
 int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err);
 /* Asks the event loop to end the sandbox. */
 void abx__shim_request_end(shim *sh);
+/* Records the sandbox's filesystem into dest/rootfs (dest: a template
+ * store's staging directory, checked to be one): its processes frozen (and
+ * its filesystems synced) for the walk, unless it is paused already; *out:
+ * {paused_ms, linked, copied, copied_bytes, entries}. */
+int abx__shim_snapshot(shim *sh, const char *dest, json_t **out, abx_error **err);
 /* The metadata document (what `abx info` shows); caller owns it. Lock held. */
 json_t *abx__shim_info_locked(shim *sh);
 uint64_t abx__shim_now_ms(void);

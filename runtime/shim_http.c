@@ -800,6 +800,17 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
                             json_is_true(json_object_get(req, "pause_on_timeout")), envs, meta, token, &err);
         return info_or_error(sh, c, rc, err);
     }
+    if (strcmp(url, "/abx/snapshot") == 0) {
+        abx_error *err = NULL;
+        json_t *made = NULL;
+        int rc = abx__shim_snapshot(sh, json_string_value(json_object_get(req, "dest")), &made, &err);
+        if (rc < 0) {
+            enum MHD_Result r = send_error(c, (int)abx_error_code(err), abx_error_message(err));
+            abx_error_free(err);
+            return r;
+        }
+        return send_json(c, 200, made);
+    }
     if (strcmp(url, "/abx/kill") == 0) {
         abx__shim_request_end(sh);
         return send_json(c, 200, json_pack("{s:b}", "success", 1));

@@ -556,6 +556,115 @@ static bool extras_of(json_t *own, create_extras *x, char *why, size_t len)
     return !bad;
 }
 
+/* ---- snapshots: E2B's POST /sandboxes/{id}/snapshots, GET /snapshots, DELETE /templates/{id} ---- */
+
+static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connection *c,
+                                enum MHD_Result *sent);
+
+/* E2B's SnapshotInfo of a libabx snapshot info: {snapshotID, names}, abx's own under "abx". */
+static json_t *snapshot_json(json_t *in)
+{
+    json_t *id = json_object_get(in, "snapshot_id");
+    return json_pack("{s:O?, s:[O?], s:O}", "snapshotID", id, "names", json_object_get(in, "name"), "abx",
+                     in);
+}
+
+static enum MHD_Result snapshot_one(struct MHD_Connection *c, serve_req *rq, const char *id, json_t *body)
+{
+    json_t *name = json_object_get(body, "name");
+    if (body && (!json_is_object(body) || (name && !json_is_string(name))))
+        return send_error(c, 400, "invalid body: name must be a string");
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_error *err = NULL;
+    char *text = NULL;
+    int rc = abx_sandbox_snapshot(sb, json_string_value(name), &text, &err);
+    abx_sandbox_free(sb);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    json_t *in = json_loads(text, 0, NULL);
+    abx_free(text);
+    json_t *out = snapshot_json(in);
+    json_decref(in);
+    return send_json(c, 201, out, NULL);
+}
+
+static json_t *sandbox_json(serve_ctx *s, abx_sandbox *sb, const char *template_id);
+
+/* E2B's POST /sandboxes/{id}/fork {timeout, count}: [{sandbox}] */
+static enum MHD_Result fork_one(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, const char *id,
+                                json_t *body)
+{
+    json_t *count = json_object_get(body, "count");
+    long timeout = body_timeout(body, (long)s->default_timeout_s);
+    if (timeout < 0 || (count && (!json_is_integer(count) || json_integer_value(count) < 1 ||
+                                  json_integer_value(count) > ABX_FORK_MAX)))
+        return send_error(c, 400,
+                          "invalid body: count 1-" ABX_STRINGIFY(ABX_FORK_MAX) ", timeout in seconds");
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_sandbox_info in;
+    abx_error *err = NULL;
+    abx_sandbox **kids = NULL;
+    unsigned n = count ? (unsigned)json_integer_value(count) : 1;
+    int rc = abx_sandbox_get_info(sb, &in, &err);
+    char tmpl[64] = "";
+    if (rc == 0) {
+        abx_create_options o = {
+            .cpu_count = in.cpu_count, .memory_mb = in.memory_mb, .timeout_s = (unsigned)timeout};
+        snprintf(tmpl, sizeof tmpl, "%s", in.template_id);
+        abx_sandbox_info_clear(&in);
+        rc = abx_sandbox_fork(rq->key->client, sb, n, &o, &kids, &err);
+    }
+    abx_sandbox_free(sb);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    json_t *out = json_array();
+    for (unsigned i = 0; i < n; i++) {
+        json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_json(s, kids[i], tmpl)));
+        abx_sandbox_free(kids[i]);
+    }
+    abx_free(kids);
+    return send_json(c, 201, out, NULL);
+}
+
+static enum MHD_Result snapshots_list(struct MHD_Connection *c, serve_req *rq)
+{
+    const char *of = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sandboxID");
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    abx_error *err = NULL;
+    char *text = NULL;
+    int rc = abx_snapshot_list(rq->key->client, of && *of ? of : NULL, &text, &err);
+    if (rc < 0)
+        return send_abx_error(c, rc, err);
+    json_t *all = json_loads(text, 0, NULL), *v, *out = json_array();
+    abx_free(text);
+    size_t i;
+    json_array_foreach(all, i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (!name || !*name || (n && strcmp(n, name) == 0))
+            json_array_append_new(out, snapshot_json(v));
+    }
+    json_decref(all);
+    return send_json(c, 200, out, NULL);
+}
+
+static enum MHD_Result template_delete(struct MHD_Connection *c, serve_req *rq, const char *id)
+{
+    abx_error *err = NULL;
+    int rc = abx_snapshot_remove(rq->key->client, id, &err);
+    if (rc == -ABX_ENOTFOUND) {
+        abx_error_free(err);
+        return send_error(c, 404, "template not found");
+    }
+    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+}
+
 /* E2B's volumeMounts [{name, path}] (and abx's readOnly) as create options'
  * "NAME:/path[:ro]"; false when malformed (libabx checks names and paths). */
 typedef struct mount_specs {
@@ -1328,6 +1437,11 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = templates(s, c, rq);
     else if (strcmp(url, "/volumes") == 0 || strncmp(url, "/volumes/", 9) == 0)
         r = volumes_route(c, rq, url, method, body);
+    else if (get && strcmp(url, "/snapshots") == 0)
+        r = snapshots_list(c, rq);
+    else if (strcmp(method, "DELETE") == 0 && strncmp(url, "/templates/", 11) == 0 && url[11] &&
+             !strchr(url + 11, '/'))
+        r = template_delete(c, rq, url + 11);
     else if (s->peers && strncmp(url, "/abx/templates/", 15) == 0 && (get || strcmp(method, "DELETE") == 0))
         r = template_one(c, rq, url + 15, get);
     else if (!split_path(url, id, sizeof id, verb, sizeof verb))
@@ -1344,6 +1458,10 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = metrics(c, rq, id);
     else if (post && strcmp(verb, "pause") == 0)
         r = pause_one(c, rq, id);
+    else if (post && strcmp(verb, "snapshots") == 0)
+        r = snapshot_one(c, rq, id, body);
+    else if (post && strcmp(verb, "fork") == 0)
+        r = fork_one(s, c, rq, id, body);
     else if (post && strcmp(verb, "resume") == 0)
         r = resume_one(s, c, rq, id, body);
     else if (strcmp(method, "PUT") == 0 && strcmp(verb, "network") == 0)

@@ -116,6 +116,8 @@ void cli_print_help(const cli_command *cmd);
     X(network, "show or change a sandbox's network policy")                                                  \
     X(template, "build, import, list, inspect and remove sandbox templates")                                 \
     X(volume, "create, list, inspect and remove volumes (storage that outlives sandboxes)")                  \
+    X(snapshot, "record a running sandbox's filesystem as a template; list, remove")                         \
+    X(fork, "make sandboxes from a running sandbox's filesystem now")                                        \
     X(version, "print the version")
 
 #define CLI_DECLARE(name, summary)                                                                           \

@@ -388,6 +388,37 @@ ABX_API int abx_volume_inspect(abx_client *c, const char *name_or_id, char **inf
 /* Removes a volume and what it holds, for good. E8034 while a sandbox uses it. */
 ABX_API int abx_volume_remove(abx_client *c, const char *name_or_id, abx_error **err);
 
+/* ---- snapshots and forks (docs/snapshots.md) ------------------------------
+ *
+ * A snapshot records a running sandbox's filesystem (its template's tree
+ * and what it wrote) as a new template, while the sandbox goes on: its
+ * processes are frozen (its filesystems synced) only for the walk, which
+ * links what the sandbox left unchanged to its template's files and copies
+ * what it wrote (deduplicated with the template store). Memory is not
+ * recorded: a sandbox from a snapshot starts from its files, with the
+ * template's start command. Volumes are not part of it. The snapshot's id
+ * is its template name: abx_create_options.template_id takes it (E2B:
+ * Sandbox.create(snapshotId)). A tenant's snapshots are its own.
+ *
+ * Info: the template's description and {snapshot_id, snapshot: {sandbox_id,
+ * template, paused_ms, linked, copied, copied_bytes, entries}}. */
+/* name: NULL makes one ("snap-..."); a template name otherwise (E8001 if taken). */
+ABX_API int abx_sandbox_snapshot(abx_sandbox *s, const char *name, char **info, abx_error **err);
+/* The client's snapshots (of sandbox_id, or all when NULL), a JSON array of infos. */
+ABX_API int abx_snapshot_list(abx_client *c, const char *sandbox_id, char **json, abx_error **err);
+/* Removes a snapshot (E8002 for a name that is none; refused while a sandbox uses it). */
+ABX_API int abx_snapshot_remove(abx_client *c, const char *name, abx_error **err);
+#define ABX_FORK_MAX 64 /* sandboxes one fork makes */
+/* count (1-ABX_FORK_MAX) new sandboxes (created through c, of s's
+ * provider) from s's filesystem now, each with
+ * its own uid range, network (none, unless o says) and lifetime: o (may be
+ * NULL: s's cpu, memory and a 300 s lifetime; its template_id is ignored).
+ * The snapshot under them is not kept: it goes with the last of them.
+ * *children: an array of count handles (abx_sandbox_free each, then
+ * abx_free the array). On failure none is left. */
+ABX_API int abx_sandbox_fork(abx_client *c, abx_sandbox *s, unsigned count, const abx_create_options *o,
+                             abx_sandbox ***children, abx_error **err);
+
 /* ---- templates (the provider's) ------------------------------------------ */
 
 /* 0 when the client's provider has template name (the local provider: a

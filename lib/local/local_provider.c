@@ -27,6 +27,7 @@
 #include "net_filter.h"
 #include "uid_pool.h"
 #include "volume_store.h"
+#include "snapshot.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -205,6 +206,7 @@ static void reconcile_now_and_then(abx_client *c)
     if (lc && !atomic_compare_exchange_strong(&lc->reconciled_ns, &last, now))
         return; /* another thread does it */
     abx__state_reconcile();
+    abx__local_forks_reap();
 }
 
 /* Every way an id fails here (malformed, unknown, ended, a standby,
@@ -1029,6 +1031,21 @@ static int local_volume(abx_client *c, const char *verb, const char *name, unsig
     return abx__volume_remove(c->tenant, name, err);
 }
 
+static int local_snapshot(abx_sandbox *s, const char *name, bool fork, json_t **info, abx_error **err)
+{
+    local_sandbox *l = local_of(s);
+    return abx__local_snapshot(s, l->dir, l->id, s->tenant, name, fork, info, err);
+}
+
+static int local_snapshots(abx_client *c, const char *verb, const char *name, const char *sandbox_id,
+                           json_t **out, abx_error **err)
+{
+    *out = NULL;
+    if (strcmp(verb, "list") == 0)
+        return abx__local_snapshot_list(c->tenant, sandbox_id, out, err);
+    return abx__local_snapshot_remove(c->tenant, name, err);
+}
+
 static int local_features(abx_client *c, json_t **json, abx_error **err)
 {
     (void)c;
@@ -1062,4 +1079,6 @@ const abx_provider abx__provider_local = {
     .template_exists = local_template_exists,
     .template_list = local_template_list,
     .volume = local_volume,
+    .snapshot = local_snapshot,
+    .snapshots = local_snapshots,
 };

@@ -58,11 +58,37 @@ static int templates_dir(char *out, size_t len, bool create, abx_error **err)
 
 /* A name whose tree may be stored: an imported or built one, or
  * code-interpreter-v1 once it is built. */
+#define OWNER_KEY_MAX 40 /* "~KEY." : KEY of [0-9a-z] */
+
+/* A tenant's own template (snapshots, a host user's builds): "~KEY.NAME". */
 static bool host_users_own(const char *name)
 {
-    size_t digits = name[0] == '~' ? strspn(name + 1, "0123456789") : 0;
-    return digits > 0 && digits <= 10 && name[1 + digits] == '.' &&
-           abx__template_name_valid(name + 2 + digits);
+    size_t key = name[0] == '~' ? strspn(name + 1, "0123456789abcdefghijklmnopqrstuvwxyz") : 0;
+    return key > 0 && key <= OWNER_KEY_MAX && name[1 + key] == '.' &&
+           abx__template_name_valid(name + 2 + key);
+}
+
+/* The key a tenant's own templates are stored under: a host user's uid
+ * ("uid:N"), a secret's tenant ("k" and 32 hex digits) as it is, any other
+ * "h" and the first 64 bits of its SHA-256. */
+static void owner_key(const char *tenant, char *out, size_t len)
+{
+    unsigned uid = 0;
+    if (strncmp(tenant, "uid:", 4) == 0 && abx__parse_uint(tenant + 4, 1, 4294967294u, &uid) == 0) {
+        snprintf(out, len, "%u", uid);
+        return;
+    }
+    if (tenant[0] == 'k' && strlen(tenant) == 33 && strspn(tenant + 1, "0123456789abcdef") == 32) {
+        snprintf(out, len, "%s", tenant);
+        return;
+    }
+    char hex[ABX_DIGEST_HEX];
+    abx_digest *d = abx__digest_new();
+    if (d)
+        abx__digest_add(d, tenant, strlen(tenant));
+    if (!d || abx__digest_finish(d, hex) < 0)
+        snprintf(hex, sizeof hex, "0000000000000000");
+    snprintf(out, len, "h%.16s", hex);
 }
 
 static bool storable(const char *name)
@@ -78,16 +104,17 @@ bool abx__template_storable(const char *name)
 
 bool abx__template_own(const char *tenant, const char *name, char *out, size_t len)
 {
-    unsigned uid = 0;
-    bool user =
-        tenant && strncmp(tenant, "uid:", 4) == 0 && abx__parse_uint(tenant + 4, 1, 4294967294u, &uid) == 0;
-    if (tenant && *tenant && host_users_own(name))
-        out[0] = '\0'; /* a tenant never names a user's template by its stored name: no such template */
-    else if (user)
-        snprintf(out, len, "~%u.%s", uid, name);
+    bool tenant_set = tenant && *tenant;
+    char key[OWNER_KEY_MAX + 1] = "";
+    if (tenant_set)
+        owner_key(tenant, key, sizeof key);
+    if (tenant_set && host_users_own(name))
+        out[0] = '\0'; /* a tenant never names another's template by its stored name: no such template */
+    else if (tenant_set)
+        snprintf(out, len, "~%s.%s", key, name);
     else
         snprintf(out, len, "%s", name);
-    return user;
+    return tenant_set;
 }
 
 void abx__template_resolve(const char *tenant, const char *name, char *out, size_t len)
@@ -389,9 +416,8 @@ int abx__template_list(json_t **out, abx_error **err)
 int abx__template_list_for(const char *tenant, json_t **out, abx_error **err)
 {
     (void)err;
-    char mine[32] = "";
-    if (abx__template_own(tenant, "", mine, sizeof mine) == false && tenant && *tenant)
-        snprintf(mine, sizeof mine, "%s", "\x01"); /* another kind of tenant: no host user's own */
+    char mine[OWNER_KEY_MAX + 4] = "";
+    abx__template_own(tenant, "", mine, sizeof mine); /* "~KEY." ("" for the administrator) */
     *out = json_pack("[o, o]", builtin_doc("base"), builtin_doc(ABX_TEMPLATE_CODE_INTERPRETER));
     char dir[600];
     if (templates_dir(dir, sizeof dir, false, NULL) < 0)
@@ -405,12 +431,18 @@ int abx__template_list_for(const char *tenant, json_t **out, abx_error **err)
         bool seen =
             shared || (host_users_own(entry) && (!mine[0] || strncmp(entry, mine, strlen(mine)) == 0));
         json_t *doc = seen ? describe(entry, dir) : NULL;
+        if (doc && json_is_true(json_object_get(doc, "fork"))) { /* a fork's, under the hood */
+            json_decref(doc);
+            doc = NULL;
+        }
         if (doc && !shared && mine[0]) { /* the user's own, by the name they gave it */
             json_object_set_new(doc, "name", json_string(abx__template_shown(entry)));
             json_object_set_new(doc, "own", json_true());
         } else if (doc && !shared) {
-            json_object_set_new(doc, "owner",
-                                json_sprintf("uid:%.*s", (int)strcspn(entry + 1, "."), entry + 1));
+            bool uid = entry[1] >= '0' && entry[1] <= '9';
+            json_object_set_new(
+                doc, "owner",
+                json_sprintf("%s%.*s", uid ? "uid:" : "tenant ~", (int)strcspn(entry + 1, "."), entry + 1));
         }
         if (doc)
             json_array_append_new(*out, doc);

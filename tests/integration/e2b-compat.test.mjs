@@ -350,14 +350,31 @@ const rows = [
     const v = await E2B.Volume.create('compat-content');
     try { await v.list('/'); } finally { await E2B.Volume.destroy(v.volumeId); }
   }],
-  ['Sandbox', 'sandbox.createSnapshot() / listSnapshots()', 'unsupported', 'abx keeps no snapshots: templates are built (`abx template build`)', async ({ sbx }) => {
-    await sbx.createSnapshot();
+  ['Snapshot', 'sandbox.createSnapshot({name}) / Sandbox.create(snapshotId)', 'differs', 'the filesystem only (no memory): a sandbox from it starts from its files', async ({ E2B, sbx }) => {
+    await sbx.files.write('/home/user/snap.txt', 'in the snapshot');
+    const snap = await sbx.createSnapshot({ name: 'compat-snap' });
+    assert.equal(snap.snapshotId, 'compat-snap');
+    assert.deepEqual(snap.names, ['compat-snap']);
+    const from = await E2B.Sandbox.create(snap.snapshotId);
+    assert.equal(await from.files.read('/home/user/snap.txt'), 'in the snapshot');
+    await from.kill();
   }],
-  ['Sandbox', 'Sandbox.listSnapshots() / deleteSnapshot(id)', 'unsupported', 'no snapshots (as above)', async ({ E2B }) => {
-    await E2B.Sandbox.listSnapshots().nextItems();
+  ['Snapshot', 'sandbox.listSnapshots() / Sandbox.listSnapshots() / deleteSnapshot(id)', 'ok', 'the key\'s own snapshots', async ({ E2B, sbx }) => {
+    const mine = await sbx.listSnapshots().nextItems();
+    assert.ok(mine.some((x) => x.snapshotId === 'compat-snap'), JSON.stringify(mine));
+    const all = await E2B.Sandbox.listSnapshots().nextItems();
+    assert.ok(all.some((x) => x.snapshotId === 'compat-snap'));
+    assert.equal(await E2B.Sandbox.deleteSnapshot('compat-snap'), true);
+    assert.equal(await E2B.Sandbox.deleteSnapshot('compat-snap'), false);
   }],
-  ['Sandbox', 'Sandbox.fork()', 'unsupported', 'no live copies of a sandbox', async ({ sbx }) => {
-    await sbx.fork();
+  ['Snapshot', 'sandbox.fork({count})', 'differs', 'each child starts from the parent\'s files now (its processes from the template\'s start command), with its own network and lifetime', async ({ sbx }) => {
+    await sbx.files.write('/home/user/parent.txt', 'parent');
+    const kids = await sbx.fork({ count: 2 });
+    assert.equal(kids.length, 2);
+    for (const k of kids) {
+      assert.equal(await k.files.read('/home/user/parent.txt'), 'parent');
+      await k.kill();
+    }
   }],
   ['Sandbox', 'sandbox.getMcpUrl() / getMcpToken()', 'unsupported', 'no MCP gateway inside a sandbox: `abx mcp serve` is the MCP server', async ({ sbx }) => {
     await sbx.getMcpToken();
