@@ -483,6 +483,48 @@ class Sandbox:
     def set_timeout(self, timeout: int) -> None:
         n.call(n.lib.abx_sandbox_set_timeout, self._h(), int(timeout))
 
+    def create_snapshot(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """Records its filesystem as a template (docs/snapshots.md); the
+        sandbox goes on. Returns the info: snapshot_id, name, snapshot."""
+        out = ctypes.c_void_p()
+        n.call(n.lib.abx_sandbox_snapshot, self._h(), n.b(name), ctypes.byref(out))
+        try:
+            return json.loads(n.text_of(out))
+        finally:
+            n.lib.abx_free(out)
+
+    @staticmethod
+    def list_snapshots(sandbox_id: Optional[str] = None, provider: Optional[str] = None,
+                       api_key: Optional[str] = None) -> List[Dict[str, Any]]:
+        out = ctypes.c_void_p()
+        n.call(n.lib.abx_snapshot_list, _client(provider, None, api_key), n.b(sandbox_id), ctypes.byref(out))
+        try:
+            return json.loads(n.text_of(out))
+        finally:
+            n.lib.abx_free(out)
+
+    @staticmethod
+    def delete_snapshot(snapshot_id: str, provider: Optional[str] = None, api_key: Optional[str] = None) -> bool:
+        """False when there is no such snapshot."""
+        try:
+            n.call(n.lib.abx_snapshot_remove, _client(provider, None, api_key), n.b(snapshot_id))
+        except NotFoundError:
+            return False
+        return True
+
+    def fork(self, count: int = 1, timeout: Optional[int] = None) -> List["Sandbox"]:
+        """count sandboxes from its filesystem now (docs/snapshots.md)."""
+        c = _client(self.provider)
+        o = n.CreateOptions(timeout_s=int(timeout or 0))
+        info = self.get_info()
+        o.cpu_count, o.memory_mb = info.cpu_count, info.memory_mb
+        kids = ctypes.POINTER(ctypes.c_void_p)()
+        n.call(n.lib.abx_sandbox_fork, c, self._h(), int(count), ctypes.byref(o), ctypes.byref(kids))
+        try:
+            return [Sandbox(ctypes.c_void_p(kids[i]), self.provider, True) for i in range(count)]
+        finally:
+            n.lib.abx_free(kids)
+
     def pause(self) -> None:
         """Freezes its processes (a durable one: its files synced first); E2B's pause."""
         n.call(n.lib.abx_sandbox_pause, self._h())

@@ -163,6 +163,34 @@ class TestSandbox(Base):
         self.assertTrue(Volume.destroy("py-vol"))
         self.assertFalse(Volume.destroy("py-vol"))
 
+    @unittest.skipUnless(os.geteuid() == 0, "snapshots are root's (or the abx service's)")
+    def test_snapshot_fork_durable(self):
+        """create_snapshot -> create from it; fork(3) sees the parent's files; persistent survives pause"""
+        sb = self.create()
+        sb.commands.run("echo parent > /home/user/p")
+        snap = sb.create_snapshot("py-snap")
+        self.assertEqual(snap["snapshot_id"], "py-snap")
+        self.assertIn("py-snap", [x["snapshot_id"] for x in Sandbox.list_snapshots()])
+        child = self.create(template="py-snap")
+        self.assertEqual(child.commands.run("cat /home/user/p").stdout, "parent\n")
+        kids = sb.fork(3)
+        self.made += [k.sandbox_id for k in kids]
+        self.assertEqual(len({k.sandbox_id for k in kids}), 3)
+        for k in kids:
+            self.assertEqual(k.commands.run("cat /home/user/p").stdout, "parent\n")
+            k.kill()
+        child.kill()
+        self.assertTrue(Sandbox.delete_snapshot("py-snap"))
+        self.assertFalse(Sandbox.delete_snapshot("py-snap"))
+        d = self.create(persistent=True)
+        d.commands.run("echo kept > /home/user/k")
+        d.pause()
+        info = d.get_info()
+        self.assertEqual((info.status, info.persistent, info.boots), ("paused", True, 1))
+        d.resume()
+        self.assertEqual(d.get_info().resumed_from, "memory")
+        self.assertEqual(d.commands.run("cat /home/user/k").stdout, "kept\n")
+
     def test_context_manager_kills(self):
         with Sandbox.create() as sb:
             sid = sb.sandbox_id
