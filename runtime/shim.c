@@ -242,11 +242,12 @@ static bool snapshot_dest_ok(const shim *sh, const char *dest)
 
 typedef struct snapshot_thaw {
     shim *sh;
-    bool froze;
+    bool froze, locked;
     uint64_t t0, paused_ms;
 } snapshot_thaw;
 
-/* The walk has recorded what the sandbox wrote: it goes on (lock: mu). */
+/* The walk has recorded what the sandbox wrote: it goes on, and the lock
+ * goes (the links left to make touch only the template's files). */
 static int thaw_after_walk(void *ctx)
 {
     snapshot_thaw *th = ctx;
@@ -254,6 +255,9 @@ static int thaw_after_walk(void *ctx)
     if (th->froze)
         th->paused_ms = abx__shim_now_ms() - th->t0;
     th->froze = false;
+    if (th->locked)
+        pthread_mutex_unlock(&th->sh->mu);
+    th->locked = false;
     return rc;
 }
 
@@ -271,14 +275,13 @@ int abx__shim_snapshot(shim *sh, const char *dest, json_t **out, abx_error **err
     if (froze)
         rc = sync_then_freeze(sh, err);
     abx_snapshot_stats st;
-    snapshot_thaw th = {.sh = sh, .froze = froze, .t0 = t0};
+    snapshot_thaw th = {.sh = sh, .froze = froze, .locked = true, .t0 = t0};
     if (rc == 0)
         rc = abx__snapshot_tree(sh->rootfd, tree, sh->template_root[0] ? sh->template_root : NULL,
                                 sh->jail.host_id_base, thaw_after_walk, &th, &st, err);
-    else if (froze)
-        thaw_after_walk(&th);
+    if (th.locked)
+        thaw_after_walk(&th); /* the walk did not start, or did not reach its thaw */
     uint64_t paused_ms = th.paused_ms;
-    pthread_mutex_unlock(&sh->mu);
     if (rc == 0)
         *out = json_pack("{s:I, s:I, s:I, s:I, s:I}", "paused_ms", (json_int_t)paused_ms, "linked",
                          (json_int_t)st.linked, "copied", (json_int_t)st.copied, "copied_bytes",

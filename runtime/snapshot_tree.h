@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 #define ABX_SNAPSHOT_MAX_DEPTH 128          /* directories deep */
-#define ABX_SNAPSHOT_MAX_ENTRIES 4000000ull /* entries in one tree */
+#define ABX_SNAPSHOT_MAX_ENTRIES 1000000ull /* entries in one tree (each unchanged file a path in memory) */
 
 typedef struct abx_snapshot_stats {
     unsigned long long linked;       /* files shared with the template's tree (hard links) */

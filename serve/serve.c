@@ -702,13 +702,15 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     bool bad = !json_is_object(body) || (tmpl && !json_is_string(tmpl)) || timeout < 0;
     char **meta = bad ? NULL : pairs_of(json_object_get(body, "metadata"), &bad);
     char **envs = bad ? NULL : pairs_of(json_object_get(body, "envVars"), &bad);
+    mount_specs mounts;
+    bad = bad || !mounts_of(json_object_get(body, "volumeMounts"), &mounts);
     if (bad) {
         free_pairs(meta);
         free_pairs(envs);
-        char message[200];
+        char message[240];
         snprintf(message, sizeof message,
                  "invalid body: templateID must be a string, timeout an integer from %u to "
-                 "%u, metadata and envVars objects of strings",
+                 "%u, metadata and envVars objects of strings, volumeMounts at most 8 {name, path}",
                  ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S);
         return send_error(c, 400, message);
     }
@@ -742,15 +744,6 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         e.mode = x.network;
         e.allow = x.allow;
         e.deny = x.deny;
-    }
-    mount_specs mounts;
-    if (!mounts_of(json_object_get(body, "volumeMounts"), &mounts)) {
-        free_pairs(meta);
-        free_pairs(envs);
-        if (!own)
-            abx__net_egress_free(&e);
-        extras_free(&x);
-        return send_error(c, 400, "invalid body: volumeMounts must be at most 8 {name, path}");
     }
     char *notes = notes_for(body);
     abx_create_options o = {.template_id = template_id,
