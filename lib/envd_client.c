@@ -199,6 +199,8 @@ static int curl_failure(CURLcode cc, abx_error **err)
  * sandbox): every envd call is E8004, never a request to nowhere. */
 static int no_data_plane(const abx_envd *e, abx_error **err)
 {
+    if (e->down_reason[0])
+        return abx__error_set(err, ABX_ENOTRUNNING, "%s", e->down_reason);
     if (e->base_url[0])
         return 0;
     return abx__error_set(

@@ -20,6 +20,9 @@ typedef struct abx_envd {
     /* The code interpreter's own base URL (https://49999-ID.DOMAIN); "":
      * base_url serves it too. */
     char code_url[256];
+    /* Non-empty: the sandbox has no live data plane for a known reason (a
+     * durable sandbox at rest); every call fails E8016 with this text. */
+    char down_reason[256];
     pthread_mutex_t mu; /* guards cached */
     void *cached;       /* one idle CURL handle kept for reuse */
 } abx_envd;

@@ -230,6 +230,11 @@ static int local_connect(abx_client *c, const char *plain, abx_sandbox **out, ab
         return abx__error_set(err, ABX_EPERM, "cannot read the sandbox's access token");
     *out = handle_new(plain, dir, token, tenant);
     explicit_bzero(token, sizeof token);
+    if (*out && !abx__state_shim_alive(dir)) /* durable, at rest: said so, not "does not answer" */
+        snprintf((*out)->envd.down_reason, sizeof(*out)->envd.down_reason,
+                 "sandbox local:%s is paused at rest (its files kept, its processes ended): resume it "
+                 "first ('abx resume local:%s')",
+                 plain, plain);
     return *out ? 0 : abx__error_set(err, ABX_ENOMEM, "sandbox handle");
 }
 
@@ -654,7 +659,9 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
         rc = abx__error_set(err, ABX_EPERM,
                             "--persistent: durable sandboxes need abx to run as root, or the "
                             "machine's abx service");
-    *out = rc < 0 || networked || volumes || durable
+    /* nor is a fork's template worth keeping sandboxes of: each is used once */
+    bool fork = strncmp(abx__template_shown(shape.template_id), "fork-", 5) == 0;
+    *out = rc < 0 || networked || volumes || durable || fork
                ? NULL
                : claim_warm(c->state, &shape, timeout_s, pause, envs, meta, c->tenant, notes);
     if (!*out && rc == 0)
@@ -919,6 +926,8 @@ static int wake(abx_sandbox *s, unsigned timeout_s, abx_error **err)
     free(text);
     if (rc == 0 && (rc = start_shim(shim_path, l->dir, false, err)) < 0)
         rc = abx__error_wrap(err, rc, "starting durable sandbox %s from its files", l->id);
+    if (rc == 0)
+        s->envd.down_reason[0] = '\0'; /* its data plane is back */
     if (rc == 0 && config)
         rc = abx__template_start(s, config, err);
     json_decref(config);

@@ -156,6 +156,20 @@ bool abx__state_shim_alive(const char *dir)
     return false;
 }
 
+bool abx__state_end_standby(const char *dir)
+{
+    char marker[960];
+    snprintf(marker, sizeof marker, "%s/standby", dir);
+    if (access(marker, F_OK) < 0 || !abx__state_shim_alive(dir))
+        return false;
+    pid_t pid = recorded_shim_pid(dir); /* written by the shim that holds the lock */
+    if (pid <= 0 || kill(pid, SIGTERM) < 0)
+        return false;
+    for (int waited = 0; waited < 3000 && abx__state_shim_alive(dir); waited += 10)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    return true;
+}
+
 /* Removes the state directory `name` of root_fd: its files, then itself.
  * Never follows a symlink: the directory is opened O_NOFOLLOW relative to
  * its parent, must be a real directory owned by us, and its entries are

@@ -12,6 +12,12 @@ int abx__state_root(char *out, size_t len, bool create, abx_error **err);
 int abx__state_dir(const char *id, char *out, size_t len, abx_error **err);
 /* True when a live shim holds dir/shim.lock. */
 bool abx__state_shim_alive(const char *dir);
+/* When dir is a warm pool's standby sandbox (its `standby` marker) with a
+ * live shim: ends it (SIGTERM to the shim recorded in meta.json, then up
+ * to 3 s for its lock to go) and returns true; false for any other. A
+ * standby is nobody's yet, so a template's removal ends those of it
+ * rather than counting them as its users. */
+bool abx__state_end_standby(const char *dir);
 /* Reaps every sandbox whose shim is gone: its processes, cgroups and
  * state directory. Safe to run concurrently with shims and other abx. */
 void abx__state_reconcile(void);

@@ -467,7 +467,8 @@ int abx__template_inspect(const char *name, json_t **out, abx_error **err)
                                  name);
 }
 
-/* How many live sandboxes were made from template name. */
+/* How many live sandboxes were made from template name. A warm pool's
+ * standby sandboxes of it are nobody's: they are ended, not counted. */
 static unsigned users_of(const char *name)
 {
     char root[560];
@@ -484,7 +485,7 @@ static unsigned users_of(const char *name)
             continue;
         json_t *doc = json_load_file(path, 0, NULL); /* metadata can make it large */
         const char *t = json_string_value(json_object_get(doc, "template"));
-        count += t && strcmp(t, name) == 0;
+        count += t && strcmp(t, name) == 0 && !abx__state_end_standby(sdir);
         json_decref(doc);
     }
     if (d)

@@ -54,7 +54,7 @@ test('a durable sandbox: write, pause, SIGKILL its supervisor, restart: listed p
   assert.equal(info(id).status, 'paused');
   const refused = abxh(['exec', id, 'true']);
   assert.equal(refused.status, 125);
-  assert.match(refused.stderr, /E8016/);
+  assert.match(refused.stderr, /E8016: .*paused at rest .*abx resume local:/, 'the refusal names the way back');
   assert.match(abxh(['pause', id]).stderr, /E8001: .*already paused/);
   ok(['resume', id, '--timeout', '300']);
   assert.equal(sh(id, 'cat /home/user/work/a /opt/b; readlink /home/user/work/l; stat -c %U /home/user/work/a'), 'kept\nroot-file\na\nuser\n');

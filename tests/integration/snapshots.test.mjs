@@ -94,9 +94,10 @@ test('kill -9 of abx during a snapshot: the sandbox runs on, nothing half-made i
   const id = ok(['create', '--template', 'code-interpreter-v1', '--timeout', '300', '--memory', '2048']).trim();
   sh(id, 'head -c 300000000 /dev/urandom > /home/user/big && echo small > /home/user/small');
   const child = spawn(abx, ['snapshot', 'create', id, '--name', 'killed'], { env: H.env, stdio: 'ignore' });
+  const childGone = new Promise((r) => child.on('exit', r)); // listened for at once: it may end before the kill
   await sleep(150);
   child.kill('SIGKILL');
-  await new Promise((r) => child.on('exit', r));
+  await childGone;
   await waitFor(() => abxh(['exec', id, 'echo alive']).stdout === 'alive\n', 10000); // thawed, not left frozen
   assert.equal(JSON.parse(ok(['info', id, '--json'])).status, 'running');
   // nothing under the name, or a whole snapshot: never a half one
@@ -111,10 +112,13 @@ test('kill -9 of abx during a snapshot: the sandbox runs on, nothing half-made i
   const durable = ok(['create', '--persistent', '--timeout', '300', '--memory', '1024']).trim();
   sh(durable, 'head -c 200000000 /dev/urandom > /home/user/big && sha256sum /home/user/big > /home/user/sum && sync');
   const sum = sh(durable, 'cat /home/user/sum');
+  const shim = shimPid(H.home, bare(durable));
+  assert.ok(shim, 'no supervisor pid recorded');
   const snap = spawn(abx, ['snapshot', 'create', durable, '--name', 'cut'], { env: H.env, stdio: 'ignore' });
+  const snapGone = new Promise((r) => snap.on('exit', r));
   await sleep(100);
-  try { process.kill(shimPid(H.home, bare(durable)), 'SIGKILL'); } catch { /* done already */ }
-  await new Promise((r) => snap.on('exit', r));
+  try { process.kill(shim, 'SIGKILL'); } catch { /* done already */ }
+  await snapGone;
   await waitFor(() => JSON.parse(ok(['info', durable, '--json'])).status === 'paused', 10000);
   ok(['resume', durable]);
   assert.equal(sh(durable, 'sha256sum /home/user/big'), sum);
@@ -178,7 +182,17 @@ test('E2B SDK: createSnapshot then Sandbox.create(snapshotId); fork; another key
     assert.deepEqual(await Sandbox.listSnapshots(theirs).nextItems(), []);
     await assert.rejects(Sandbox.create(snap.snapshotId, theirs), /not found/);
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, theirs), false);
+    // abx serve's warm pool keeps standby sandboxes of the shape last asked
+    // for: after a create from the snapshot, some of it. They are nobody's:
+    // the snapshot's removal ends them rather than counting them as its users.
+    const fromIt = () => fs.readdirSync(path.join(S.home, 'sandboxes')).filter((d) => {
+      try { return JSON.parse(fs.readFileSync(path.join(S.home, 'sandboxes', d, 'meta.json'), 'utf8')).template.endsWith('.e2b-snap'); } catch { return false; }
+    });
+    const again = await Sandbox.create(snap.snapshotId, { timeoutMs: 60000 });
+    await again.kill();
+    assert.ok(await waitFor(() => fromIt().length > 0, 30000), 'no standby sandbox of the snapshot');
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+    assert.deepEqual(fromIt(), []);
   } finally {
     await sbx.kill();
   }

@@ -164,11 +164,12 @@ export function stateIds(home) {
   try { return fs.readdirSync(path.join(home, 'sandboxes')); } catch { return []; }
 }
 
-/** The pid of sandbox id's shim, from its metadata; 0 if none. */
+/** The pid of sandbox id's shim, from its metadata; null if none (never 0). */
 export function shimPid(home, id) {
   try {
-    return JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', id, 'meta.json'), 'utf8')).shim_pid;
-  } catch { return 0; }
+    const pid = JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', id, 'meta.json'), 'utf8')).shim_pid;
+    return Number.isInteger(pid) && pid > 1 ? pid : null;
+  } catch { return null; } // never 0: process.kill(0) would signal the test's own process group
 }
 
 /** Starts `abx mcp serve` (or another server binary) on a free port;
