@@ -26,6 +26,7 @@
 #include "hints.h"
 #include "tools_json.h"
 #include "netpolicy.h"
+#include "volume_spec.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -756,37 +757,15 @@ static bool arg_network(mcp_call *c, abx_net_egress *out, arg_fail *f)
     return false;
 }
 
-/* create_sandbox's volumes [{name, path, read_only}] as abx_create_options'
- * "NAME:/path[:ro]" (libabx checks names and paths). */
-typedef struct volume_specs {
-    char text[ABX_VOLUME_MOUNTS_MAX][64 + 1 + 256 + 4];
-    const char *list[ABX_VOLUME_MOUNTS_MAX + 1];
-} volume_specs;
-
-static bool arg_volumes(mcp_call *c, volume_specs *out, arg_fail *f)
+/* create_sandbox's volumes [{name, path, read_only}] as create options'
+ * specs (base/volume_spec.c). */
+static bool arg_volumes(mcp_call *c, abx_volume_specs *out, arg_fail *f)
 {
-    memset(out, 0, sizeof *out);
-    json_t *v = json_object_get(c->args, "volumes");
-    if (!v || json_is_null(v))
+    if (abx__volume_specs_from_json(json_object_get(c->args, "volumes"), "read_only", out))
         return true;
-    static const char rule[] = "must be an array of at most 8 {name, path, read_only?}: a volume's name "
-                               "('abx volume list') and an absolute path inside";
-    if (!json_is_array(v) || json_array_size(v) > ABX_VOLUME_MOUNTS_MAX)
-        return fail_arg(f, "volumes", rule);
-    size_t i;
-    json_t *m;
-    json_array_foreach(v, i, m)
-    {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *path = json_string_value(json_object_get(m, "path"));
-        json_t *ro = json_object_get(m, "read_only");
-        if (!json_is_object(m) || !name || !path || strlen(name) > 64 || strlen(path) > 256 ||
-            (ro && !json_is_boolean(ro)))
-            return fail_arg(f, "volumes", rule);
-        snprintf(out->text[i], sizeof out->text[i], "%s:%s%s", name, path, json_is_true(ro) ? ":ro" : "");
-        out->list[i] = out->text[i];
-    }
-    return true;
+    return fail_arg(f, "volumes",
+                    "must be an array of at most 8 {name, path, read_only?}: a volume's name "
+                    "('abx volume list') and an absolute path inside");
 }
 
 /* The provider's answer (a remote host's templates, not this machine's). */
@@ -822,7 +801,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
         return tool_error(ABX_EPROVIDER, "provider");
     }
     abx_net_egress net = {0};
-    volume_specs volumes;
+    abx_volume_specs volumes;
     json_t *persistent = json_object_get(c->args, "persistent");
     if ((persistent && !json_is_boolean(persistent) && !fail_arg(&f, "persistent", "must be a boolean")) ||
         !arg_volumes(c, &volumes, &f) || !arg_network(c, &net, &f)) {
@@ -838,7 +817,7 @@ static json_t *tool_create_sandbox(mcp_call *c)
                          .network = net.mode,
                          .allow_out = (const char *const *)net.allow,
                          .deny_out = (const char *const *)net.deny,
-                         .volumes = volumes.list[0] ? volumes.list : NULL,
+                         .volumes = abx__volume_specs_list(&volumes),
                          .persistent = json_is_true(json_object_get(c->args, "persistent"))};
     mcp_sandbox *b = NULL;
     abx_error *err = NULL;

@@ -21,6 +21,7 @@
 #include "http_listener.h"
 #include "netlibs.h"
 #include "netpolicy.h"
+#include "volume_spec.h"
 #include "parse.h"
 #include "sysutil.h"
 
@@ -665,35 +666,6 @@ static enum MHD_Result template_delete(struct MHD_Connection *c, serve_req *rq, 
     return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
-/* E2B's volumeMounts [{name, path}] (and abx's readOnly) as create options'
- * "NAME:/path[:ro]"; false when malformed (libabx checks names and paths). */
-typedef struct mount_specs {
-    char text[ABX_VOLUME_MOUNTS_MAX][64 + 1 + 256 + 4];
-    const char *list[ABX_VOLUME_MOUNTS_MAX + 1];
-} mount_specs;
-
-static bool mounts_of(json_t *mounts, mount_specs *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!mounts || json_is_null(mounts))
-        return true;
-    if (!json_is_array(mounts) || json_array_size(mounts) > ABX_VOLUME_MOUNTS_MAX)
-        return false;
-    size_t i;
-    json_t *m;
-    json_array_foreach(mounts, i, m)
-    {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *path = json_string_value(json_object_get(m, "path"));
-        json_t *ro = json_object_get(m, "readOnly");
-        if (!name || !path || strlen(name) > 64 || strlen(path) > 256 || (ro && !json_is_boolean(ro)))
-            return false;
-        snprintf(out->text[i], sizeof out->text[i], "%s:%s%s", name, path, json_is_true(ro) ? ":ro" : "");
-        out->list[i] = out->text[i];
-    }
-    return true;
-}
-
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
 {
     (void)s;
@@ -702,8 +674,8 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     bool bad = !json_is_object(body) || (tmpl && !json_is_string(tmpl)) || timeout < 0;
     char **meta = bad ? NULL : pairs_of(json_object_get(body, "metadata"), &bad);
     char **envs = bad ? NULL : pairs_of(json_object_get(body, "envVars"), &bad);
-    mount_specs mounts;
-    bad = bad || !mounts_of(json_object_get(body, "volumeMounts"), &mounts);
+    abx_volume_specs mounts; /* E2B's volumeMounts [{name, path}], and abx's readOnly */
+    bad = bad || !abx__volume_specs_from_json(json_object_get(body, "volumeMounts"), "readOnly", &mounts);
     if (bad) {
         free_pairs(meta);
         free_pairs(envs);
@@ -747,7 +719,7 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
     }
     char *notes = notes_for(body);
     abx_create_options o = {.template_id = template_id,
-                            .volumes = mounts.list[0] ? mounts.list : NULL,
+                            .volumes = abx__volume_specs_list(&mounts),
                             .timeout_s = (unsigned)timeout,
                             .metadata = (const char *const *)meta,
                             .envs = (const char *const *)envs,

@@ -509,13 +509,22 @@ out:
 
 /* ---- the warm pool's two ends ---------------------------------------------- */
 
+static void kill_standby(abx_sandbox *s);
+
 static int make_standby(const abx_warm_shape *shape, abx_sandbox **out)
 {
+    char tree[PATH_MAX];
+    bool stored = abx__template_root(shape->template_id, tree, sizeof tree) == 0;
     json_t *none = json_object();
     int rc = none ? start_sandbox(shape, STANDBY_TIMEOUT_S, false, none, none, NULL, NULL, NULL, NULL, NULL,
                                   true, out, NULL)
                   : -ABX_ENOMEM;
     json_decref(none);
+    if (rc == 0 && stored && abx__template_root(shape->template_id, tree, sizeof tree) < 0) {
+        kill_standby(*out); /* its template was removed while it started (abx__template_remove) */
+        *out = NULL;
+        return -ABX_EINVAL;
+    }
     if (rc == 0) {
         /* a sandbox's first process costs about a millisecond more than the
          * next ones: spent here, in the background, not by its first user */

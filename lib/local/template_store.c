@@ -512,6 +512,9 @@ int abx__template_remove(const char *name, bool force, abx_error **err)
     snprintf(gone, sizeof gone, "%s/.removing-%ld-%s", dir, (long)getpid(), name);
     if (rename(final, gone) < 0)
         return abx__error_errno(err, ABX_EIO, errno, "removing the template");
+    /* a standby that came up during the first look: ended now (one coming
+     * up after this finds its template gone and ends itself, make_standby) */
+    (void)users_of(name);
     if (remove_tree(gone) < 0)
         return abx__error_errno(err, ABX_EIO, errno, "removing the template's files");
     return 0;

@@ -192,7 +192,8 @@ test('E2B SDK: createSnapshot then Sandbox.create(snapshotId); fork; another key
     await again.kill();
     assert.ok(await waitFor(() => fromIt().length > 0, 30000), 'no standby sandbox of the snapshot');
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
-    assert.deepEqual(fromIt(), []);
+    // one still starting then finds its template gone and ends itself
+    assert.ok(await waitFor(() => fromIt().length === 0, 15000), `standby sandboxes outlive the snapshot: ${fromIt()}`);
   } finally {
     await sbx.kill();
   }

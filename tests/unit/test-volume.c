@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "volume.h"
+#include "volume_spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -111,12 +112,58 @@ static void test_sets(void **state)
     abx_error_free(err);
 }
 
+/* JSON mounts (MCP's read_only, E2B's readOnly) as specs: bounded, typed. */
+static void test_specs_from_json(void **state)
+{
+    (void)state;
+    abx_volume_specs v;
+    json_t *j = json_loads("[{\"name\":\"data\",\"path\":\"/data\"},"
+                           "{\"name\":\"ro\",\"path\":\"/r\",\"readOnly\":true}]",
+                           0, NULL);
+    assert_true(abx__volume_specs_from_json(j, "readOnly", &v));
+    assert_string_equal(v.list[0], "data:/data");
+    assert_string_equal(v.list[1], "ro:/r:ro");
+    assert_null(v.list[2]);
+    /* another key for read-only is not read as this one */
+    assert_true(abx__volume_specs_from_json(j, "read_only", &v));
+    assert_string_equal(v.list[1], "ro:/r");
+    json_decref(j);
+    assert_true(abx__volume_specs_from_json(NULL, "readOnly", &v));
+    assert_null(abx__volume_specs_list(&v));
+    const char *bad[] = {"{}",
+                         "[1]",
+                         "[{\"name\":\"a\"}]",
+                         "[{\"name\":1,\"path\":\"/a\"}]",
+                         "[{\"name\":\"a\",\"path\":\"/a\",\"readOnly\":\"yes\"}]",
+                         "[{},{},{},{},{},{},{},{},{}]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = json_loads(bad[i], 0, NULL);
+        assert_non_null(j);
+        assert_false(abx__volume_specs_from_json(j, "readOnly", &v));
+        json_decref(j);
+    }
+    /* a name or path past its bound is refused, never cut */
+    char name[80];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    j = json_pack("[{s:s, s:s}]", "name", name, "path", "/a");
+    assert_false(abx__volume_specs_from_json(j, "readOnly", &v));
+    json_decref(j);
+    char path[300] = "/";
+    memset(path + 1, 'p', sizeof path - 2);
+    path[sizeof path - 1] = '\0';
+    j = json_pack("[{s:s, s:s}]", "name", "a", "path", path);
+    assert_false(abx__volume_specs_from_json(j, "readOnly", &v));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_specs),
         cmocka_unit_test(test_sets),
+        cmocka_unit_test(test_specs_from_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
