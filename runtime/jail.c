@@ -351,6 +351,13 @@ static int send_volumes(const abx_jail_config *cfg, pid_t pid, int sock, abx_err
     return rc;
 }
 
+/* Whether init sends its overlay's upper directory back (jail.h upper_fd):
+ * a persistent sandbox over a template, which a snapshot may record. */
+static bool wants_upper(const abx_jail_config *cfg)
+{
+    return !cfg->argv && cfg->template_root && !cfg->template_writable;
+}
+
 /* The template's tree, id-mapped for sandbox pid, sent to its init. */
 static int send_template(const char *root, pid_t pid, int sock, abx_error **err)
 {
@@ -389,7 +396,8 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
         if (volumes[i].fd < 0)
             report_fail(report_fd, ABX_EJAIL, 125, "volume: its tree did not arrive: %s", strerror(errno));
     }
-    if (template_sock >= 0)
+    bool send_upper = template_sock >= 0 && wants_upper(cfg);
+    if (template_sock >= 0 && !send_upper)
         close(template_sock);
     scrub_inherited_environment();
     /* the supervisor's borrowed owner id came with SECBIT_NO_SETUID_FIXUP */
@@ -414,8 +422,17 @@ __attribute__((noreturn)) static void init_main(const abx_jail_config *cfg, int 
                             .host_view = cfg->template_host_view,
                             .volumes = volumes,
                             .n_volumes = cfg->n_volumes};
+    int upper_fd = -1;
+    spec.upper_out = send_upper ? &upper_fd : NULL;
     if (abx__rootfs_build(&spec, why, sizeof why) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "root filesystem: %s", why);
+    if (send_upper && abx__send_fd(template_sock, upper_fd) < 0)
+        report_fail(report_fd, ABX_EJAIL, 125, "handing the writable layer to the supervisor: %s",
+                    strerror(errno));
+    if (send_upper) {
+        close(upper_fd);
+        close(template_sock);
+    }
     if (sethostname(cfg->id, strlen(cfg->id)) < 0)
         report_fail(report_fd, ABX_EJAIL, 125, "sethostname: %s", strerror(errno));
     if (!cfg->host_network && loopback_up() < 0)
@@ -537,14 +554,17 @@ static void kill_and_reap(pid_t pid)
         ;
 }
 
-int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
+void abx__jail_clear(abx_jail *jail)
 {
     memset(jail, 0, sizeof *jail);
     jail->init_pid = -1;
-    jail->report_fd = -1;
-    jail->control_fd = -1;
-    jail->lifeline_fd = -1;
-    jail->uid_range_fd = -1;
+    jail->report_fd = jail->control_fd = jail->lifeline_fd = jail->uid_range_fd = -1;
+    jail->upper_sock = jail->upper_fd = -1;
+}
+
+int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
+{
+    abx__jail_clear(jail);
     bool full_id_range = geteuid() == 0;
     if ((cfg->template_writable || cfg->host_network) &&
         (!full_id_range || !cfg->template_root || !cfg->argv))
@@ -644,7 +664,10 @@ int abx__jail_start(const abx_jail_config *cfg, abx_jail *jail, abx_error **err)
         rc = cfg->template_root ? send_template(cfg->template_root, (pid_t)pid, tpl[0], err) : 0;
         if (rc == 0)
             rc = send_volumes(cfg, (pid_t)pid, tpl[0], err);
-        close(tpl[0]);
+        if (rc == 0 && wants_upper(cfg))
+            jail->upper_sock = tpl[0]; /* init answers on it once its root is built */
+        else
+            close(tpl[0]);
         tpl[0] = -1;
         if (rc < 0) {
             close(go[1]);
@@ -687,6 +710,9 @@ out_filter:
     for (int i = 0; i < 2; i++)
         if (tpl[i] >= 0)
             close(tpl[i]);
+    if (jail->upper_sock >= 0)
+        close(jail->upper_sock);
+    jail->upper_sock = -1;
     if (control[0] >= 0)
         close(control[0]);
     if (control[1] >= 0)
@@ -704,6 +730,13 @@ int abx__jail_wait_started(abx_jail *jail, int *exit_status, abx_error **err)
     ssize_t n = abx__read_full(jail->report_fd, &r, sizeof r);
     close(jail->report_fd);
     jail->report_fd = -1;
+    if (n == 0 && jail->upper_sock >= 0) {
+        jail->upper_fd = abx__recv_fd(jail->upper_sock);
+        close(jail->upper_sock);
+        jail->upper_sock = -1;
+        if (jail->upper_fd < 0)
+            return abx__error_errno(err, ABX_EJAIL, errno, "the sandbox's writable layer did not arrive");
+    }
     if (n == 0)
         return 0; /* every write end closed by exec or exit without a word */
     if (n != (ssize_t)sizeof r) {
@@ -729,6 +762,11 @@ void abx__jail_destroy(abx_jail *jail)
         close(jail->report_fd);
         jail->report_fd = -1;
     }
+    if (jail->upper_sock >= 0)
+        close(jail->upper_sock);
+    if (jail->upper_fd >= 0)
+        close(jail->upper_fd);
+    jail->upper_sock = jail->upper_fd = -1;
     if (jail->init_pid > 0 && !jail->reaped) {
         kill(jail->init_pid, SIGKILL);
         abx__cgroup_thaw_now(&jail->cgroup); /* paused, or frozen by a reaper that died: it must run to die */

@@ -72,7 +72,15 @@ typedef struct abx_jail {
     int uid_range_fd;   /* holds the sandbox's id range (uid_pool.c); closed after init is reaped */
     bool reaped;
     int init_status; /* wait status of init once reaped */
+    int upper_sock;  /* until started: where init sends upper_fd */
+    int upper_fd;    /* a persistent sandbox over a template: its overlay's upper directory (O_RDONLY,
+                        opened by init before its pivot), what the sandbox wrote; -1 otherwise.
+                        Closed by abx__jail_destroy */
 } abx_jail;
+
+/* Makes jail hold nothing (no process, every fd -1): abx__jail_destroy
+ * may be called on it. */
+void abx__jail_clear(abx_jail *jail);
 
 /* Creates the sandbox and starts cfg->argv in it. Signals SIGCHLD, SIGINT,
  * SIGTERM, SIGHUP and SIGQUIT must be blocked by the caller (the sandbox's

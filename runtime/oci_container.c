@@ -1331,8 +1331,7 @@ static uid_t host_root_of(pid_t target)
 
 int abx__oci_agent_init(pid_t target, const char *cgroup_path, abx_jail *jail, abx_error **err)
 {
-    memset(jail, 0, sizeof *jail);
-    jail->report_fd = jail->control_fd = jail->lifeline_fd = jail->uid_range_fd = -1;
+    abx__jail_clear(jail);
     abx_cgroup cg;
     abx__cgroup_open_path(&cg, cgroup_path);
     int ctl[2], sv[2];

@@ -681,6 +681,10 @@ static int stage_template(const abx_rootfs_spec *spec, char *errbuf, size_t errl
               "lowerdir=" NEWROOT "/lower,upperdir=" NEWROOT "/layer/upper,workdir=" NEWROOT
               "/layer/work") < 0)
         goto fail;
+    step = "opening the writable layer for the supervisor";
+    if (spec->upper_out && (*spec->upper_out = open(NEWROOT "/layer/upper",
+                                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        goto fail;
     return 0;
 fail:
     snprintf(errbuf, errlen, "template: %s: %s", step, strerror(errno));

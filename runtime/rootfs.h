@@ -25,6 +25,8 @@ typedef struct abx_rootfs_spec {
                        or over a template the overlay's upper layer; -1: a tmpfs of disk_mb */
     const abx_rootfs_volume *volumes; /* mounted last, before the pivot */
     size_t n_volumes;
+    int *upper_out; /* over a template: where the overlay's upper directory is opened (the caller's fd,
+                       O_RDONLY): what the sandbox wrote, for a snapshot; NULL: not wanted */
 } abx_rootfs_spec;
 
 /* Inside a fresh mount namespace (and user namespace with CAP_SYS_ADMIN),

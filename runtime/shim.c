@@ -277,8 +277,9 @@ int abx__shim_snapshot(shim *sh, const char *dest, json_t **out, abx_error **err
     abx_snapshot_stats st;
     snapshot_thaw th = {.sh = sh, .froze = froze, .locked = true, .t0 = t0};
     if (rc == 0)
-        rc = abx__snapshot_tree(sh->rootfd, tree, sh->template_root[0] ? sh->template_root : NULL,
-                                sh->jail.host_id_base, thaw_after_walk, &th, &st, err);
+        rc = abx__snapshot_tree(sh->jail.upper_fd, sh->rootfd, tree,
+                                sh->jail.upper_fd >= 0 ? sh->template_root : NULL, sh->jail.host_id_base,
+                                thaw_after_walk, &th, &st, err);
     if (th.locked)
         thaw_after_walk(&th); /* the walk did not start, or did not reach its thaw */
     uint64_t paused_ms = th.paused_ms;
@@ -966,6 +967,7 @@ int abx__shim_main(int argc, char **argv)
         _exit(0);
     static shim sh; /* the one shim of this process; its threads share it */
     memset(&sh, 0, sizeof sh);
+    abx__jail_clear(&sh.jail);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;
     sh.code_listen_fd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", state_dir);

@@ -1,16 +1,24 @@
 /* snapshot_tree.c: a sandbox's filesystem recorded as a template's tree
  * (snapshot_tree.h).
  *
- * Owns the walk: directory by directory through descriptors, each entry
- * looked at with fstatat(AT_SYMLINK_NOFOLLOW) and opened with O_NOFOLLOW,
- * so nothing the sandbox made (a link, a mount) sends it outside the
- * sandbox's root filesystem; bounded in depth and in entries. The sandbox's
- * processes are frozen while it runs (the shim's /abx/snapshot), so the
- * tree does not change under it. What the sandbox left as the template had
- * it is linked, not copied: the template store's files are never written
- * (a template's tree is read-only to every sandbox), so sharing them is
- * safe; a snapshot outlives the template it came from (the links keep the
- * data).
+ * Two phases. While the sandbox is frozen, what it wrote is copied: the
+ * overlay's upper layer (without an overlay, its root filesystem), walked
+ * directory by directory through descriptors, each entry looked at with
+ * fstatat(AT_SYMLINK_NOFOLLOW) and opened with O_NOFOLLOW, so nothing the
+ * sandbox made (a link, a mount) sends it elsewhere; the sandbox's merged
+ * view beside it tells its mount points, left out. What it deleted
+ * (whiteouts), left out, or made anew over the template's (opaque
+ * directories) is noted. The walk is bounded in depth, entries and the
+ * bytes of what it notes. Then the sandbox thaws and the template's tree
+ * is merged in: each of its files the sandbox left alone becomes a hard
+ * link to the store's (deduplicated by content: the template store's files
+ * are never written, a template's tree is read-only to every sandbox),
+ * each directory it did not touch is made. A snapshot outlives the
+ * template it came from (the links keep the data).
+ *
+ * The overlay is mounted without redirect_dir and metacopy (rootfs.c; its
+ * userxattr mode has neither): a directory the sandbox renamed is copied
+ * whole into the upper layer, and every regular file there holds its data.
  */
 #include "snapshot_tree.h"
 #include "error_internal.h"
@@ -24,37 +32,85 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define ID_RANGE 65536u
 #define OVERFLOW_ID 65534u /* nobody: an owner outside the sandbox's range */
 
+/* Relative paths, sorted once noted (looked up while merging). */
+typedef struct path_list {
+    char **paths;
+    size_t n, cap, bytes;
+} path_list;
+
 typedef struct walk {
-    dev_t dev; /* the root filesystem's: a directory of another is a mount point, left out */
-    uid_t base;
+    uid_t base;   /* host id of the sandbox's root: owners are shifted by it (0 for the store's own) */
+    bool merging; /* there is a template to merge in: what is gone and opaque is noted */
     abx_snapshot_stats *st;
     abx_error **err;
     char rel[PATH_MAX]; /* the directory being walked, relative to the root ("" at the top) */
-    char **links;       /* the unchanged files' relative paths: linked after the thaw */
-    size_t nlinks, cap;
+    path_list gone;     /* what the sandbox deleted (whiteouts) or that is left out (devices, sockets,
+                           FIFOs, mount points): the template's of that name is not merged in */
+    path_list opaque;   /* directories the sandbox made anew where the template has one: nothing of
+                           the template's under them */
 } walk;
 
-/* Notes name (in the directory being walked) as a file to link later. */
-static int defer_link(walk *w, const char *name)
+static int note(walk *w, path_list *l, const char *name)
 {
-    if (w->nlinks == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 4096;
-        char **grown = realloc(w->links, cap * sizeof *grown);
+    if (!w->merging)
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
         if (!grown)
-            return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the files to link");
-        w->links = grown;
-        w->cap = cap;
+            return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the paths it notes");
+        l->paths = grown;
+        l->cap = cap;
     }
     char *path = NULL;
-    if (asprintf(&path, "%s%s%s", w->rel, w->rel[0] ? "/" : "", name) < 0)
-        return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the files to link");
-    w->links[w->nlinks++] = path;
+    int n = asprintf(&path, "%s%s%s", w->rel, w->rel[0] ? "/" : "", name);
+    if (n < 0)
+        return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the paths it notes");
+    if ((l->bytes += (size_t)n + 1) > ABX_SNAPSHOT_MAX_NOTED_BYTES) {
+        free(path);
+        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: more than %d MiB of deleted paths",
+                              ABX_SNAPSHOT_MAX_NOTED_BYTES >> 20);
+    }
+    l->paths[l->n++] = path;
     return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool noted(const walk *w, const path_list *l, const char *name)
+{
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s%s%s", w->rel, w->rel[0] ? "/" : "", name);
+    const char *key = path;
+    return l->n && bsearch(&key, l->paths, l->n, sizeof *l->paths, by_path) != NULL;
+}
+
+static void list_free(path_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->paths[i]);
+    free(l->paths);
+    *l = (path_list){0};
+}
+
+/* w->rel gains name (*at: where to cut it back); -ABX_ETOOBIG past PATH_MAX. */
+static int enter(walk *w, const char *name, size_t *at)
+{
+    *at = strlen(w->rel);
+    int n = snprintf(w->rel + *at, sizeof w->rel - *at, "%s%s", *at ? "/" : "", name);
+    if (n >= 0 && (size_t)n < sizeof w->rel - *at)
+        return 0;
+    w->rel[*at] = '\0';
+    return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: a path longer than %d bytes", PATH_MAX);
 }
 
 static unsigned shift(const walk *w, unsigned id)
@@ -76,21 +132,6 @@ static int keep_attrs(walk *w, int fd, const struct stat *s, mode_t keep)
         futimens(fd, times) < 0)
         return -1;
     return 0;
-}
-
-/* Whether the regular file s (named name in the sandbox) is the template's
- * own, unchanged: lower has one of that name with the same size, times,
- * mode and owner (an overlay shows a file it has not copied up with the
- * template's attributes; a write, chmod or chown copies it up, with a new
- * ctime the sandbox cannot set back). */
-static bool unchanged(const walk *w, int lower, const char *name, const struct stat *s)
-{
-    struct stat l;
-    return lower >= 0 && fstatat(lower, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(l.st_mode) &&
-           l.st_size == s->st_size && l.st_mtim.tv_sec == s->st_mtim.tv_sec &&
-           l.st_mtim.tv_nsec == s->st_mtim.tv_nsec && l.st_ctim.tv_sec == s->st_ctim.tv_sec &&
-           l.st_ctim.tv_nsec == s->st_ctim.tv_nsec && (l.st_mode & 07777) == (s->st_mode & 07777) &&
-           l.st_uid == shift(w, s->st_uid) && l.st_gid == shift(w, s->st_gid);
 }
 
 static int copy_bytes(int in, int out, unsigned long long *bytes)
@@ -155,71 +196,21 @@ static int record_link(walk *w, int src, int dst, const char *name, const struct
     return 0;
 }
 
-static int walk_dir(walk *w, int src, int lower, int dst, unsigned depth);
+/* The directories one step of a walk is in: where the entries come from
+ * (the upper layer, or the template's tree), the sandbox's merged view of
+ * it (the copy only), where they go. */
+typedef struct dirs {
+    int src, merged, dst;
+    bool fresh; /* merging: dst was made here from src, nothing of the sandbox's is in it */
+    unsigned depth;
+} dirs;
 
-static int record_dir(walk *w, int src, int lower, int dst, const char *name, const struct stat *s,
-                      unsigned depth)
-{
-    if (depth >= ABX_SNAPSHOT_MAX_DEPTH)
-        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: directories deeper than %d",
-                              ABX_SNAPSHOT_MAX_DEPTH);
-    if (mkdirat(dst, name, 0700) < 0)
-        return fail(w, "making the directory", name);
-    int sub_src = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int sub_dst = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int sub_lower = lower >= 0 ? openat(lower, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    size_t at = strlen(w->rel);
-    int n = snprintf(w->rel + at, sizeof w->rel - at, "%s%s", at ? "/" : "", name);
-    int rc = 0;
-    if (n < 0 || (size_t)n >= sizeof w->rel - at)
-        rc = abx__error_set(w->err, ABX_ETOOBIG, "snapshot: a path longer than %d bytes", PATH_MAX);
-    else if (sub_src < 0 || sub_dst < 0)
-        rc = fail(w, "opening the directory", name);
-    else
-        rc = walk_dir(w, sub_src, sub_lower, sub_dst, depth + 1);
-    w->rel[at] = '\0';
-    if (rc == 0 && keep_attrs(w, sub_dst, s, 01777) < 0)
-        rc = fail(w, "keeping the directory's owner and mode", name);
-    if (sub_src >= 0)
-        close(sub_src);
-    if (sub_dst >= 0)
-        close(sub_dst);
-    if (sub_lower >= 0)
-        close(sub_lower);
-    return rc;
-}
+typedef int (*entry_fn)(walk *w, const dirs *at, const char *name);
 
-static int record(walk *w, int src, int lower, int dst, const char *name, unsigned depth)
+/* Calls fn for every entry of at->src but . and .. */
+static int each_entry(walk *w, const dirs *at, entry_fn fn)
 {
-    struct stat s;
-    struct statx x;
-    if (fstatat(src, name, &s, AT_SYMLINK_NOFOLLOW) < 0 ||
-        statx(src, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &x) < 0)
-        return fail(w, "looking at", name);
-    if (!(x.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
-        return abx__error_set(w->err, ABX_EHOSTSUPPORT,
-                              "snapshot: the kernel does not tell mount points (5.8+)");
-    if (x.stx_attributes & STATX_ATTR_MOUNT_ROOT)
-        return 0; /* a mount point: /proc, /dev, a bind, a volume */
-    if (S_ISDIR(s.st_mode) && s.st_dev != w->dev)
-        return 0; /* not the root's filesystem (an overlay shows a lower file with the lower's device) */
-    if (++w->st->entries > ABX_SNAPSHOT_MAX_ENTRIES)
-        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: more than %llu entries",
-                              ABX_SNAPSHOT_MAX_ENTRIES);
-    if (S_ISDIR(s.st_mode))
-        return record_dir(w, src, lower, dst, name, &s, depth);
-    if (S_ISLNK(s.st_mode))
-        return record_link(w, src, dst, name, &s);
-    if (!S_ISREG(s.st_mode))
-        return 0; /* devices, sockets, FIFOs: a template holds none */
-    if (unchanged(w, lower, name, &s))
-        return defer_link(w, name); /* the template's file cannot change: linked after the thaw */
-    return copy_regular(w, src, dst, name, &s);
-}
-
-static int walk_dir(walk *w, int src, int lower, int dst, unsigned depth)
-{
-    int fd = dup(src);
+    int fd = dup(at->src);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
@@ -228,80 +219,174 @@ static int walk_dir(walk *w, int src, int lower, int dst, unsigned depth)
     }
     int rc = 0;
     struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        rc = record(w, src, lower, dst, e->d_name, depth);
-    }
+    while (rc == 0 && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            rc = fn(w, at, e->d_name);
     closedir(d);
     return rc;
 }
 
-/* The unchanged files, linked from the template's tree, or copied from it
- * where a link cannot be made (a file with the most links ext4 allows). */
-static int link_deferred(walk *w, int low, int dst, bool go)
+/* Walks directory name of at (made in dst first when make) with fn, then
+ * gives the copy s's owner, mode and times when set_attrs. */
+static int descend(walk *w, const dirs *at, const char *name, const struct stat *s, bool make, bool set_attrs,
+                   entry_fn fn)
 {
-    int rc = 0;
-    for (size_t i = 0; i < w->nlinks; i++) {
-        const char *path = w->links[i], *slash = strrchr(path, '/');
-        struct stat s;
-        if (!go || rc < 0) {
-            /* nothing more: the caller discards what was made */
-        } else if (linkat(low, path, dst, path, 0) == 0) {
-            w->st->linked++;
-        } else if (errno != EMLINK || fstatat(low, path, &s, AT_SYMLINK_NOFOLLOW) < 0) {
-            rc = fail(w, "linking", path);
-        } else {
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-            int from = openat(low, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            int to = openat(dst, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            uid_t base = w->base;
-            w->base = 0; /* the template's owners are the store's already */
-            rc = from < 0 || to < 0 ? fail(w, "opening", dir)
-                                    : copy_regular(w, from, to, slash ? slash + 1 : path, &s);
-            w->base = base;
-            if (from >= 0)
-                close(from);
-            if (to >= 0)
-                close(to);
-        }
-        free(w->links[i]);
+    if (at->depth + 1 >= ABX_SNAPSHOT_MAX_DEPTH)
+        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: directories deeper than %d",
+                              ABX_SNAPSHOT_MAX_DEPTH);
+    if (make && mkdirat(at->dst, name, 0700) < 0)
+        return fail(w, "making the directory", name);
+    dirs sub = {.src = openat(at->src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                .merged = at->merged >= 0
+                              ? openat(at->merged, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                              : -1,
+                .dst = openat(at->dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                .fresh = at->fresh || make,
+                .depth = at->depth + 1};
+    int rc = sub.src < 0 || sub.dst < 0 || (at->merged >= 0 && sub.merged < 0)
+                 ? fail(w, "opening the directory", name)
+                 : 0;
+    size_t cut = 0;
+    if (rc == 0 && (rc = enter(w, name, &cut)) == 0) {
+        rc = each_entry(w, &sub, fn);
+        w->rel[cut] = '\0';
     }
-    free(w->links);
-    w->links = NULL;
-    w->nlinks = 0;
+    if (rc == 0 && set_attrs && keep_attrs(w, sub.dst, s, 01777) < 0)
+        rc = fail(w, "keeping the directory's owner and mode", name);
+    const int fds[] = {sub.src, sub.merged, sub.dst};
+    for (size_t i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     return rc;
 }
 
-int abx__snapshot_tree(int root_fd, const char *dest, const char *lower, uid_t id_base,
+static int count_entry(walk *w)
+{
+    if (++w->st->entries > ABX_SNAPSHOT_MAX_ENTRIES)
+        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: more than %llu entries",
+                              ABX_SNAPSHOT_MAX_ENTRIES);
+    return 0;
+}
+
+/* Whether the overlay made directory name of dir opaque (the sandbox
+ * removed the template's and made its own): user.overlay.opaque under
+ * userxattr, trusted.overlay.opaque otherwise. */
+static bool opaque(int dir, const char *name)
+{
+    int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char v[2] = "";
+    bool yes = (fgetxattr(fd, "user.overlay.opaque", v, 1) == 1 && v[0] == 'y') ||
+               (fgetxattr(fd, "trusted.overlay.opaque", v, 1) == 1 && v[0] == 'y');
+    close(fd);
+    return yes;
+}
+
+/* ---- while frozen: what the sandbox wrote -------------------------------- */
+
+/* One entry of what the sandbox wrote: copied (a file, a link, a directory
+ * and what it holds), or noted as gone. */
+static int copy_entry(walk *w, const dirs *at, const char *name)
+{
+    struct stat s;
+    if (fstatat(at->src, name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+        return fail(w, "looking at", name);
+    int rc = count_entry(w);
+    if (rc < 0)
+        return rc;
+    if (!S_ISDIR(s.st_mode) && !S_ISLNK(s.st_mode) && !S_ISREG(s.st_mode))
+        return note(w, &w->gone,
+                    name); /* a whiteout (0:0), a device, socket or FIFO: a template holds none */
+    struct statx x;
+    if (statx(at->merged, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &x) < 0)
+        return fail(w, "looking at", name);
+    if (!(x.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+        return abx__error_set(w->err, ABX_EHOSTSUPPORT,
+                              "snapshot: the kernel does not tell mount points (5.8+)");
+    if (x.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+        return note(w, &w->gone, name); /* a mount point: /proc, /dev, a bind, a volume */
+    if (S_ISLNK(s.st_mode))
+        return record_link(w, at->src, at->dst, name, &s);
+    if (S_ISREG(s.st_mode))
+        return copy_regular(w, at->src, at->dst, name, &s);
+    if (w->merging && opaque(at->src, name) && (rc = note(w, &w->opaque, name)) < 0)
+        return rc;
+    return descend(w, at, name, &s, true, true, copy_entry);
+}
+
+/* ---- thawed: the template's tree merged in --------------------------------- */
+
+static int link_file(walk *w, const dirs *at, const char *name, const struct stat *l)
+{
+    if (linkat(at->src, name, at->dst, name, 0) == 0) {
+        w->st->linked++;
+        return 0;
+    }
+    if (errno != EMLINK)
+        return fail(w, "linking", name);
+    return copy_regular(w, at->src, at->dst, name, l); /* a file with the most links the filesystem allows */
+}
+
+/* One entry of the template's: merged in unless the sandbox deleted,
+ * replaced or left it out. */
+static int merge_entry(walk *w, const dirs *at, const char *name)
+{
+    if (!at->fresh && noted(w, &w->gone, name))
+        return 0;
+    struct stat l, d;
+    if (fstatat(at->src, name, &l, AT_SYMLINK_NOFOLLOW) < 0)
+        return fail(w, "looking at", name);
+    bool have = !at->fresh && fstatat(at->dst, name, &d, AT_SYMLINK_NOFOLLOW) == 0;
+    if (have) /* the sandbox's own, or its directory over the template's (both merged unless opaque) */
+        return S_ISDIR(d.st_mode) && S_ISDIR(l.st_mode) && !noted(w, &w->opaque, name)
+                   ? descend(w, at, name, &l, false, false, merge_entry)
+                   : 0;
+    int rc = count_entry(w);
+    if (rc < 0)
+        return rc;
+    if (S_ISREG(l.st_mode))
+        return link_file(w, at, name, &l);
+    if (S_ISLNK(l.st_mode))
+        return record_link(w, at->src, at->dst, name, &l);
+    if (S_ISDIR(l.st_mode))
+        return descend(w, at, name, &l, true, true, merge_entry);
+    return 0;
+}
+
+int abx__snapshot_tree(int upper_fd, int root_fd, const char *dest, const char *lower, uid_t id_base,
                        int (*thaw)(void *ctx), void *thaw_ctx, abx_snapshot_stats *st, abx_error **err)
 {
     memset(st, 0, sizeof *st);
-    walk w = {.base = id_base, .st = st, .err = err};
-    int src = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int dst = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (upper_fd < 0 && lower)
+        return abx__error_set(err, ABX_EINVAL, "snapshot: a template's tree without the layer over it");
+    walk w = {.base = id_base, .merging = lower != NULL, .st = st, .err = err};
+    dirs top = {.src = openat(upper_fd >= 0 ? upper_fd : root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+                .merged = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC),
+                .dst = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
     int low = lower ? open(lower, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
     struct stat s;
-    int rc = src < 0 || dst < 0 || (lower && low < 0) || fstat(src, &s) < 0
+    int rc = top.src < 0 || top.merged < 0 || top.dst < 0 || (lower && low < 0) || fstat(top.merged, &s) < 0
                  ? abx__error_errno(err, ABX_EIO, errno, "snapshot: opening the trees")
                  : 0;
-    if (rc == 0) {
-        w.dev = s.st_dev;
-        rc = walk_dir(&w, src, low, dst, 0);
-    }
-    if (rc == 0 && keep_attrs(&w, dst, &s, 01777) < 0)
+    if (rc == 0)
+        rc = each_entry(&w, &top, copy_entry);
+    if (rc == 0 && keep_attrs(&w, top.dst, &s, 01777) < 0)
         rc = abx__error_errno(err, ABX_EIO, errno, "snapshot: the root's owner and mode");
     if (thaw && thaw(thaw_ctx) < 0 && rc == 0)
         rc = abx__error_set(err, ABX_ECGROUP, "snapshot: thawing the sandbox");
-    int linked = link_deferred(&w, low, dst, rc == 0);
-    if (rc == 0)
-        rc = linked;
-    if (src >= 0)
-        close(src);
-    if (dst >= 0)
-        close(dst);
-    if (low >= 0)
-        close(low);
+    if (rc == 0 && lower) {
+        qsort(w.gone.paths, w.gone.n, sizeof *w.gone.paths, by_path);
+        qsort(w.opaque.paths, w.opaque.n, sizeof *w.opaque.paths, by_path);
+        w.base = 0; /* the template's owners are the store's already */
+        dirs merge = {.src = low, .merged = -1, .dst = top.dst};
+        rc = each_entry(&w, &merge, merge_entry);
+    }
+    list_free(&w.gone);
+    list_free(&w.opaque);
+    const int fds[] = {top.src, top.merged, top.dst, low};
+    for (size_t i = 0; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     return rc;
 }
