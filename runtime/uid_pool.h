@@ -6,10 +6,10 @@
 #include <sys/types.h>
 
 /* The pool: ABX_UID_POOL_SLOTS ranges of ABX_HOST_ID_COUNT ids from
- * ABX_UID_POOL_BASE on (1000000000 .. 1067108863 by default); the
+ * ABX_UID_POOL_BASE on (1000000000 .. 1536870911 by default: 8192 ranges); the
  * environment variables of the same names move and resize it. */
 #define ABX_UID_POOL_BASE_DEFAULT 1000000000u
-#define ABX_UID_POOL_SLOTS_DEFAULT 1024u
+#define ABX_UID_POOL_SLOTS_DEFAULT 8192u
 #define ABX_UID_POOL_DIR "/run/abx/uid-slots"
 
 /* How many ranges the pool has. */

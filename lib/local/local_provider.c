@@ -658,7 +658,7 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
     abx_warm_shape shape;
     shape_of(o, &shape);
     unsigned timeout_s = o && o->timeout_s ? o->timeout_s : ABX_DEFAULT_TIMEOUT_S;
-    reconcile_now_and_then(c);
+    abx__state_reconcile_due(); /* not a scan of every sandbox per create */
     bool networked = strcmp(abx__net_policy_mode(network), "none") != 0; /* standby sandboxes have none */
     const char *notes = o ? o->notes_json : NULL;
     bool pause = o && o->pause_on_timeout;

@@ -17,6 +17,7 @@
 #include "sandbox_env.h"
 #include "sandbox_id.h"
 #include "service_client.h"
+#include "state.h"
 #include "template_build.h"
 #include "template_store.h"
 #include "tty_relay.h"
@@ -195,7 +196,7 @@ static int run_here(const abx_run_options *opts, int *exit_status, abx_error **e
     char service[108];
     if (abx_service_socket(service, sizeof service))
         return abx__run_through_service(opts, exit_status, err);
-    abx__cgroup_sweep_stale(10);
+    abx__state_reconcile_due(); /* stale cgroups of crashed runs, now and then: not a sweep per run */
     char id[ABX_SANDBOX_ID_LEN + 1];
     if ((rc = abx__sandbox_id_new(id)) < 0)
         return abx__error_set(err, ABX_ESYS, "no randomness for the sandbox id");

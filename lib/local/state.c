@@ -301,6 +301,27 @@ void abx__state_reconcile(void)
     abx__cgroup_sweep_stale(STARTING_GRACE_S);
 }
 
+void abx__state_reconcile_due(void)
+{
+    char root[560], stamp[600];
+    if (abx__state_root(root, sizeof root, true, NULL) < 0)
+        return;
+    snprintf(stamp, sizeof stamp, "%s/.reconciled", root);
+    struct stat st;
+    bool have = stat(stamp, &st) == 0;
+    if (have && time(NULL) - st.st_mtime < ABX_RECONCILE_DUE_S && st.st_mtime <= time(NULL))
+        return;
+    if (!have) {
+        int fd = open(stamp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return;
+        close(fd);
+    } else if (utimensat(AT_FDCWD, stamp, NULL, AT_SYMLINK_NOFOLLOW) < 0) {
+        return;
+    }
+    abx__state_reconcile();
+}
+
 /* The sandbox's network namespace (O_CLOEXEC fd), from its init's pid in
  * meta.json, checked to be the child of the shim that holds the sandbox;
  * -1 when that cannot be told. */
