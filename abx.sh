@@ -107,11 +107,16 @@ node_bin() {
 ABX_NODE_TEST_FLAGS="--test-timeout=600000 --test-force-exit"
 export ABX_NODE_TEST_FLAGS
 
-run_node_tests() { # abx-binary probe-binary label
+run_node_tests() { # abx-binary probe-binary label idle-sandboxes
     echo "== node tests ($3)" >&2
     files=$(find tests/security tests/integration -name '*.test.mjs' 2>/dev/null | sort)
     # shellcheck disable=SC2086
     ABX_BIN="$PWD/$1" ABX_PROBE="$PWD/$2" "$(node_bin)" --test --test-concurrency=2 $ABX_NODE_TEST_FLAGS $files
+    # timed against a floor: alone, once the others are done ($4: how many
+    # idle sandboxes; an ASan supervisor is 8 MiB)
+    echo "== scale tests ($3)" >&2
+    # shellcheck disable=SC2086
+    ABX_BIN="$PWD/$1" ABX_SCALE_IDLE="$4" "$(node_bin)" --test --test-concurrency=1 $ABX_NODE_TEST_FLAGS tests/scale/*.test.mjs
 }
 
 # code-interpreter-v1 is a template (Debian with python3, numpy, pandas,
@@ -138,8 +143,8 @@ cmd_test() {
     meson test -C build --print-errorlogs
     echo "== unit tests (ASan+UBSan)" >&2
     meson test -C build-asan --print-errorlogs
-    run_node_tests build-asan/abx build-asan/tests/abx-probe "ASan+UBSan"
-    run_node_tests build/abx build/tests/abx-probe "release"
+    run_node_tests build-asan/abx build-asan/tests/abx-probe "ASan+UBSan" 250
+    run_node_tests build/abx build/tests/abx-probe "release" 1000
     # the Python SDK loads libabx.so into python3: the release build only
     # (an ASan-built library cannot load into a plain interpreter)
     echo "== python SDK tests (release)" >&2
