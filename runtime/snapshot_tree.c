@@ -44,6 +44,21 @@ typedef struct path_list {
     size_t n, cap, bytes;
 } path_list;
 
+/* The sandbox's regular files with more than one name, by inode: where the
+ * first was copied (relative to the snapshot's root), so that each further
+ * name is a hard link to that copy (a file linked a million times is
+ * copied once, as it takes room once in the sandbox's layer). Open
+ * addressing; the paths' bytes bounded as the notes' are. */
+typedef struct inode_seen {
+    ino_t ino;
+    char *path; /* NULL: a free slot */
+} inode_seen;
+
+typedef struct inode_map {
+    inode_seen *slots;
+    size_t cap, n, bytes;
+} inode_map;
+
 typedef struct walk {
     uid_t base;   /* host id of the sandbox's root: owners are shifted by it (0 for the store's own) */
     bool merging; /* there is a template to merge in: what is gone and opaque is noted */
@@ -54,7 +69,63 @@ typedef struct walk {
                            FIFOs, mount points): the template's of that name is not merged in */
     path_list opaque;   /* directories the sandbox made anew where the template has one: nothing of
                            the template's under them */
+    inode_map seen;     /* its files of several names */
+    int dst_root;       /* the snapshot's root: where seen's paths start */
 } walk;
+
+static inode_seen *seen_slot(const inode_map *m, ino_t ino)
+{
+    size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+    while (m->slots[i].path && m->slots[i].ino != ino)
+        i = (i + 1) & (m->cap - 1);
+    return &m->slots[i];
+}
+
+/* Where ino's first name was copied, or NULL. */
+static const char *seen_path(const walk *w, ino_t ino)
+{
+    return w->seen.cap ? seen_slot(&w->seen, ino)->path : NULL;
+}
+
+/* Records that ino's copy is name, in the directory being walked. */
+static int seen_add(walk *w, ino_t ino, const char *name)
+{
+    inode_map *m = &w->seen;
+    if (2 * (m->n + 1) > m->cap) {
+        inode_map grown = {.cap = m->cap ? 2 * m->cap : 256, .n = m->n, .bytes = m->bytes};
+        if (!(grown.slots = calloc(grown.cap, sizeof *grown.slots)))
+            return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the files of several names");
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[i].path)
+                *seen_slot(&grown, m->slots[i].ino) = m->slots[i];
+        free(m->slots);
+        *m = grown;
+    }
+    inode_seen *slot = seen_slot(m, ino);
+    char *path = NULL;
+    int n = asprintf(&path, "%s%s%s", w->rel, w->rel[0] ? "/" : "", name);
+    if (n < 0)
+        return abx__error_set(w->err, ABX_ENOMEM, "snapshot: the files of several names");
+    if ((m->bytes += (size_t)n + 1) > ABX_SNAPSHOT_MAX_NOTED_BYTES) {
+        free(path);
+        return abx__error_set(w->err, ABX_ETOOBIG, "snapshot: more than %d MiB of paths of linked files",
+                              ABX_SNAPSHOT_MAX_NOTED_BYTES >> 20);
+    }
+    if (slot->path)
+        free(slot->path); /* its earlier copy is full of links (EMLINK): this one is used from now on */
+    else
+        m->n++;
+    *slot = (inode_seen){.ino = ino, .path = path};
+    return 0;
+}
+
+static void seen_free(inode_map *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->slots[i].path);
+    free(m->slots);
+    *m = (inode_map){0};
+}
 
 static int note(walk *w, path_list *l, const char *name)
 {
@@ -134,31 +205,56 @@ static int keep_attrs(walk *w, int fd, const struct stat *s, mode_t keep)
     return 0;
 }
 
-static int copy_bytes(int in, int out, unsigned long long *bytes)
+/* len bytes at off of in to the same offset of out: copy_file_range, or
+ * pread and pwrite where it does not join the two filesystems. */
+static int copy_range(int in, int out, off_t off, off_t len, unsigned long long *bytes)
 {
-    for (;;) {
-        ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-        if (n == 0)
-            return 0;
-        if (n > 0) {
-            *bytes += (unsigned long long)n;
-            continue;
-        }
-        if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-            return -1;
-        char buf[65536]; /* a filesystem pair copy_file_range does not join */
-        ssize_t r;
-        while ((r = read(in, buf, sizeof buf)) > 0) {
-            for (ssize_t done = 0; done < r;) {
-                ssize_t wr = write(out, buf + done, (size_t)(r - done));
+    bool plain = false;
+    while (len > 0) {
+        ssize_t n = -1;
+        if (!plain) {
+            loff_t from = off, to = off;
+            n = copy_file_range(in, &from, out, &to, (size_t)(len < (1 << 30) ? len : (1 << 30)), 0);
+            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+                plain = true;
+                continue;
+            }
+        } else {
+            char buf[65536];
+            n = pread(in, buf, (size_t)(len < (off_t)sizeof buf ? len : (off_t)sizeof buf), off);
+            for (ssize_t done = 0; n > 0 && done < n;) {
+                ssize_t wr = pwrite(out, buf + done, (size_t)(n - done), off + done);
                 if (wr < 0)
                     return -1;
                 done += wr;
             }
-            *bytes += (unsigned long long)r;
         }
-        return r < 0 ? -1 : 0;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0; /* shorter than it was: nothing more to copy */
+        off += n;
+        len -= n;
+        *bytes += (unsigned long long)n;
     }
+    return 0;
+}
+
+/* in's size bytes to out, extent by extent (SEEK_DATA, SEEK_HOLE): holes
+ * stay holes, so a sparse file costs the store what it holds, not what it
+ * says its size is (a sandbox's 1 TiB of nothing is no terabyte written). */
+static int copy_bytes(int in, int out, off_t size, unsigned long long *bytes)
+{
+    for (off_t at = 0; at < size;) {
+        off_t data = lseek(in, at, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+            break; /* a hole to the end */
+        off_t hole = data < 0 ? -1 : lseek(in, data, SEEK_HOLE);
+        if (hole < 0 || copy_range(in, out, data, (hole < size ? hole : size) - data, bytes) < 0)
+            return -1;
+        at = hole;
+    }
+    return ftruncate(out, size);
 }
 
 static int copy_regular(walk *w, int src, int dst, const char *name, const struct stat *s)
@@ -171,7 +267,8 @@ static int copy_regular(walk *w, int src, int dst, const char *name, const struc
         return fail(w, "reading", name);
     }
     int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int rc = out < 0 || copy_bytes(in, out, &w->st->copied_bytes) < 0 || keep_attrs(w, out, s, 0777) < 0
+    int rc = out < 0 || copy_bytes(in, out, s->st_size, &w->st->copied_bytes) < 0 ||
+                     keep_attrs(w, out, s, 0777) < 0
                  ? fail(w, "copying", name)
                  : 0;
     if (out >= 0)
@@ -285,6 +382,21 @@ static bool opaque(int dir, const char *name)
 
 /* ---- while frozen: what the sandbox wrote -------------------------------- */
 
+/* A regular file of the sandbox's: copied, or linked to the copy of its
+ * inode's first name. */
+static int copy_file(walk *w, const dirs *at, const char *name, const struct stat *s)
+{
+    const char *first = s->st_nlink > 1 ? seen_path(w, s->st_ino) : NULL;
+    if (first && linkat(w->dst_root, first, at->dst, name, 0) == 0)
+        return 0;
+    if (first && errno != EMLINK)
+        return fail(w, "linking", name);
+    int rc = copy_regular(w, at->src, at->dst, name, s);
+    if (rc == 0 && s->st_nlink > 1)
+        rc = seen_add(w, s->st_ino, name);
+    return rc;
+}
+
 /* One entry of what the sandbox wrote: copied (a file, a link, a directory
  * and what it holds), or noted as gone. */
 static int copy_entry(walk *w, const dirs *at, const char *name)
@@ -309,7 +421,7 @@ static int copy_entry(walk *w, const dirs *at, const char *name)
     if (S_ISLNK(s.st_mode))
         return record_link(w, at->src, at->dst, name, &s);
     if (S_ISREG(s.st_mode))
-        return copy_regular(w, at->src, at->dst, name, &s);
+        return copy_file(w, at, name, &s);
     if (w->merging && opaque(at->src, name) && (rc = note(w, &w->opaque, name)) < 0)
         return rc;
     return descend(w, at, name, &s, true, true, copy_entry);
@@ -360,7 +472,7 @@ int abx__snapshot_tree(int upper_fd, int root_fd, const char *dest, const char *
     memset(st, 0, sizeof *st);
     if (upper_fd < 0 && lower)
         return abx__error_set(err, ABX_EINVAL, "snapshot: a template's tree without the layer over it");
-    walk w = {.base = id_base, .merging = lower != NULL, .st = st, .err = err};
+    walk w = {.base = id_base, .merging = lower != NULL, .st = st, .err = err, .dst_root = -1};
     dirs top = {.src = openat(upper_fd >= 0 ? upper_fd : root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
                 .merged = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC),
                 .dst = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
@@ -369,6 +481,7 @@ int abx__snapshot_tree(int upper_fd, int root_fd, const char *dest, const char *
     int rc = top.src < 0 || top.merged < 0 || top.dst < 0 || (lower && low < 0) || fstat(top.merged, &s) < 0
                  ? abx__error_errno(err, ABX_EIO, errno, "snapshot: opening the trees")
                  : 0;
+    w.dst_root = top.dst;
     if (rc == 0)
         rc = each_entry(&w, &top, copy_entry);
     if (rc == 0 && keep_attrs(&w, top.dst, &s, 01777) < 0)
@@ -384,6 +497,7 @@ int abx__snapshot_tree(int upper_fd, int root_fd, const char *dest, const char *
     }
     list_free(&w.gone);
     list_free(&w.opaque);
+    seen_free(&w.seen);
     const int fds[] = {top.src, top.merged, top.dst, low};
     for (size_t i = 0; i < 4; i++)
         if (fds[i] >= 0)

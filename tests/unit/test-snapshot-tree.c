@@ -167,6 +167,53 @@ static void test_layers(void **state)
     cleanup();
 }
 
+/* A sandbox's file of three names is copied once (the names linked to the
+ * copy), and a 256 MiB sparse file costs the store its one written block
+ * (with its holes filled, a sandbox's 1 TiB of nothing would be written). */
+static void test_links_and_holes(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    snprintf(top, sizeof top, "/var/tmp/abx-test-snap-XXXXXX");
+    assert_non_null(mkdtemp(top));
+    dir("upper", BASE);
+    dir("upper/sub", BASE);
+    put("upper/one", "shared", BASE);
+    char from[256], to[256];
+    snprintf(from, sizeof from, "%s/upper/one", top);
+    snprintf(to, sizeof to, "%s/upper/two", top);
+    assert_int_equal(link(from, to), 0);
+    snprintf(to, sizeof to, "%s/upper/sub/three", top);
+    assert_int_equal(link(from, to), 0);
+    put("upper/sparse", "", BASE);
+    snprintf(from, sizeof from, "%s/upper/sparse", top);
+    int fd = open(from, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "end", 3, (256ll << 20) - 3), 3);
+    close(fd);
+    dir("dest", 0);
+    int upper = open_dir("upper", O_RDONLY), root = open_dir("upper", O_PATH);
+    char dest[128];
+    snprintf(dest, sizeof dest, "%s/dest", top);
+    abx_snapshot_stats st;
+    abx_error *err = NULL;
+    if (abx__snapshot_tree(upper, root, dest, NULL, BASE, NULL, NULL, &st, &err) != 0)
+        fail_msg("%s", abx_error_message(err));
+    struct stat a, b, c, sp;
+    assert_true(there("one", &a) && there("two", &b) && there("sub/three", &c));
+    assert_int_equal(a.st_ino, b.st_ino);
+    assert_int_equal(a.st_ino, c.st_ino);
+    assert_int_equal(a.st_nlink, 3);
+    assert_true(there("sparse", &sp));
+    assert_int_equal(sp.st_size, 256ll << 20);
+    assert_true(sp.st_blocks * 512 < (1 << 20)); /* its one written block */
+    assert_true(st.copied_bytes < (1 << 20));
+    close(upper);
+    close(root);
+    cleanup();
+}
+
 static void test_template_needs_its_layer(void **state)
 {
     (void)state;
@@ -183,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_links_and_holes),
         cmocka_unit_test(test_template_needs_its_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
