@@ -303,11 +303,11 @@ void abx__state_reconcile(void)
 
 void abx__state_reconcile_due(void)
 {
-    char root[560], stamp[600];
-    if (abx__state_root(root, sizeof root, true, NULL) < 0)
-        return;
-    snprintf(stamp, sizeof stamp, "%s/.reconciled", root);
+    char home[512], stamp[600];
     struct stat st;
+    if (abx__home(home, sizeof home) < 0 || stat(home, &st) < 0 || abx__home_check(home, NULL) < 0)
+        return; /* no state here yet (nothing to reconcile, nothing made for it), or not ours */
+    snprintf(stamp, sizeof stamp, "%s/.reconciled", home);
     bool have = stat(stamp, &st) == 0;
     if (have && time(NULL) - st.st_mtime < ABX_RECONCILE_DUE_S && st.st_mtime <= time(NULL))
         return;

@@ -21,9 +21,10 @@ bool abx__state_end_standby(const char *dir);
 /* Reaps every sandbox whose shim is gone: its processes, cgroups and
  * state directory. Safe to run concurrently with shims and other abx. */
 void abx__state_reconcile(void);
-/* abx__state_reconcile when the host's last one is older than
- * ABX_RECONCILE_DUE_S (sandboxes/.reconciled's mtime): what a start calls,
- * paying one stat instead of a scan of every sandbox there is. */
+/* abx__state_reconcile when this ABX_HOME's last one is older than
+ * ABX_RECONCILE_DUE_S ($ABX_HOME/.reconciled's mtime; nothing when there
+ * is no ABX_HOME yet): what a start calls, paying one stat instead of a
+ * scan of every sandbox there is. */
 #define ABX_RECONCILE_DUE_S 60
 void abx__state_reconcile_due(void);
 /* Whether the sandbox in dir is durable (its `durable` marker). */
