@@ -20,7 +20,7 @@ cd "$(dirname "$0")"
 
 BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libjansson-dev
   libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev libarchive-dev
-  libmnl-dev libldns-dev libnftables-dev"
+  libmnl-dev libldns-dev libnftables-dev libhttp-parser-dev"
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
 # runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against)

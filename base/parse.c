@@ -26,6 +26,35 @@ int abx__parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
     return 0;
 }
 
+/* RFC 3986's unreserved bytes, and "/" when slash_ok. */
+static bool uri_unreserved(unsigned char c, bool slash_ok)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || (slash_ok && c == '/');
+}
+
+size_t abx__percent_encode(char *out, size_t len, const char *s, bool slash_ok)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        bool plain = uri_unreserved(*p, slash_ok);
+        if (o + (plain ? 1 : 3) >= len)
+            return (size_t)-1;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    if (len == 0)
+        return (size_t)-1;
+    out[o] = '\0';
+    return o;
+}
+
 int abx__hex_digit(char c)
 {
     if (c >= '0' && c <= '9')

@@ -22,6 +22,12 @@ int abx__parse_env_pair(const char *s, size_t *key_len);
 /* The value of hex digit c (either case), or -1. */
 int abx__hex_digit(char c);
 
+/* s percent-encoded into out (len bytes with its NUL): every byte outside
+ * RFC 3986's unreserved set (and "/" unless slash_ok) as %XX. Returns the
+ * length written, or (size_t)-1 when it does not fit (out is then not a
+ * string to use). */
+size_t abx__percent_encode(char *out, size_t len, const char *s, bool slash_ok);
+
 /* True if name is a valid environment variable name. */
 bool abx__env_name_valid(const char *name, size_t len);
 

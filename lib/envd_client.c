@@ -1,20 +1,26 @@
-/* envd_client.c: the data-plane client (libcurl), written against E2B's envd
+/* envd_client.c: the data-plane client, written against E2B's envd
  * protocol (../shared/e2b-protocol.md §2), not against the shim's insides:
  * the same code will serve E2B-protocol clouds.
  *
  * Owns: requests and their headers (X-Access-Token, Basic user, Connect
  * protocol version, deadlines), the 5-byte envelope framing of streams, and
- * turning error bodies into abx errors. An error body from abx's own shim
+ * turning error bodies into abx errors. The exchange itself goes over the
+ * local shim's Unix socket (envd_unix.c: no libcurl, whose first use maps
+ * some thirty libraries and cost `abx exec` half its time) or, for a cloud
+ * over TCP, libcurl (curl_perform below). An error body from abx's own shim
  * carries the abx code ("E8023: ..."); anything else is mapped from the
  * Connect code and never passed on verbatim.
  */
 #include "envd_client.h"
+#include "envd_exchange.h"
 #include "buf.h"
 #include "b64.h"
 #include "bounds.h"
 #include "error_internal.h"
+#include "parse.h"
 
 #include "netlibs.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +35,7 @@ void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, 
     snprintf(e->base_url, sizeof e->base_url, "%s", base_url);
     snprintf(e->unix_socket, sizeof e->unix_socket, "%s", unix_socket ? unix_socket : "");
     snprintf(e->token, sizeof e->token, "%s", token ? token : "");
+    e->cached_fd = -1;
     pthread_mutex_init(&e->mu, NULL);
 }
 
@@ -43,13 +50,14 @@ void abx__envd_cleanup(abx_envd *e)
     if (e->cached && abx__curl())
         curl_easy_cleanup(e->cached);
     e->cached = NULL;
+    abx__envd_unix_close(e);
     pthread_mutex_destroy(&e->mu);
 }
 
+/* ---- the exchange over libcurl (TCP) --------------------------------------- */
+
 static CURL *acquire(abx_envd *e)
 {
-    if (!abx__curl())
-        return NULL; /* libcurl is missing: callers report it */
     pthread_mutex_lock(&e->mu);
     CURL *c = e->cached;
     e->cached = NULL;
@@ -60,8 +68,6 @@ static CURL *acquire(abx_envd *e)
         curl_easy_reset(c); /* keeps the connection cache */
     if (!c)
         return NULL;
-    if (e->unix_socket[0])
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->unix_socket);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     return c;
@@ -79,42 +85,162 @@ static void release(abx_envd *e, CURL *c)
         curl_easy_cleanup(c);
 }
 
+typedef struct curl_call {
+    envd_exchange *x;
+    CURL *curl;
+} curl_call;
+
+static size_t curl_body(char *ptr, size_t size, size_t n, void *ud)
+{
+    curl_call *cc = ud;
+    curl_easy_getinfo(cc->curl, CURLINFO_RESPONSE_CODE, &cc->x->status);
+    return cc->x->on_body(ptr, size * n, cc->x->ud);
+}
+
+static size_t curl_header(char *ptr, size_t size, size_t n, void *ud)
+{
+    curl_call *cc = ud;
+    size_t len = size * n, line = len;
+    while (line > 0 && (ptr[line - 1] == '\r' || ptr[line - 1] == '\n'))
+        line--;
+    if (line == 0)
+        return len;
+    return cc->x->on_header(ptr, line, cc->x->ud) == line ? len : 0;
+}
+
+static size_t curl_read(char *buf, size_t size, size_t n, void *ud)
+{
+    curl_call *cc = ud;
+    size_t got = cc->x->read_fn(buf, size * n, cc->x->read_ud);
+    return got > size * n ? CURL_READFUNC_ABORT : got;
+}
+
+static int curl_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    curl_call *cc = ud;
+    return cc->x->cancel(cc->x->cancel_ud) ? 1 : 0;
+}
+
+static envd_outcome curl_perform(abx_envd *e, envd_exchange *x)
+{
+    if (!abx__curl())
+        return ENVD_NO_LIBRARY;
+    CURL *c = acquire(e);
+    if (!c)
+        return ENVD_NO_LIBRARY;
+    char url[4800];
+    snprintf(url, sizeof url, "%s%s", x->base, x->path);
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; x->headers[i]; i++)
+        h = curl_slist_append(h, x->headers[i]);
+    h = curl_slist_append(h, "Expect:");
+    curl_call cc = {x, c};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, curl_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &cc);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+    if (x->on_header) {
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, curl_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &cc);
+    }
+    if (x->range)
+        curl_easy_setopt(c, CURLOPT_RANGE, x->range);
+    if (x->post && x->read_fn) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, curl_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, &cc);
+        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
+        if (x->read_size >= 0)
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->read_size);
+    } else if (x->post) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, x->body ? x->body : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)x->body_len);
+    }
+    if (x->cancel) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, curl_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &cc);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
+    CURLcode code = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x->status);
+    curl_slist_free_all(h);
+    snprintf(x->detail, sizeof x->detail, "%s", curl_easy_strerror(code));
+    envd_outcome out = code == CURLE_OK                    ? ENVD_OK
+                       : code == CURLE_WRITE_ERROR         ? ENVD_ABORTED
+                       : code == CURLE_ABORTED_BY_CALLBACK ? ENVD_CANCELLED
+                       : code == CURLE_OPERATION_TIMEDOUT  ? ENVD_TIMEOUT
+                       : code == CURLE_COULDNT_CONNECT || code == CURLE_GOT_NOTHING ||
+                               code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR ||
+                               code == CURLE_COULDNT_RESOLVE_HOST
+                           ? ENVD_NO_ANSWER
+                       : code == CURLE_READ_ERROR ? ENVD_ABORTED
+                                                  : ENVD_FAILED;
+    /* a transfer cut short leaves the connection unusable: not kept */
+    if (out == ENVD_OK)
+        release(e, c);
+    else
+        curl_easy_cleanup(c);
+    return out;
+}
+
+/* The exchange over the sandbox's Unix socket, or libcurl for TCP. */
+static envd_outcome perform(abx_envd *e, envd_exchange *x)
+{
+    return e->unix_socket[0] ? abx__envd_unix_perform(e, x) : curl_perform(e, x);
+}
+
+/* ---- headers -------------------------------------------------------------- */
+
+/* The header lines of one exchange (bounded: each under 320 bytes). */
+typedef struct header_lines {
+    char line[ENVD_MAX_HEADERS][320];
+    size_t n;
+} header_lines;
+
+__attribute__((format(printf, 3, 4))) static void add_header(envd_exchange *x, header_lines *h,
+                                                             const char *fmt, ...)
+{
+    if (h->n >= ENVD_MAX_HEADERS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->line[h->n], sizeof h->line[h->n], fmt, ap);
+    va_end(ap);
+    x->headers[h->n] = h->line[h->n];
+    h->n++;
+    x->headers[h->n] = NULL;
+}
+
 /* The headers every request carries; port: the sandbox port it is for
  * (named only when routing by headers). */
-static struct curl_slist *port_headers(abx_envd *e, const char *user, const char *content_type, unsigned port)
+static void port_headers(abx_envd *e, envd_exchange *x, header_lines *h, const char *user,
+                         const char *content_type, unsigned port)
 {
-    struct curl_slist *h = NULL;
-    char line[300];
     if (e->route_id[0]) {
-        snprintf(line, sizeof line, "E2b-Sandbox-Id: %s", e->route_id);
-        h = curl_slist_append(h, line);
-        snprintf(line, sizeof line, "E2b-Sandbox-Port: %u", port);
-        h = curl_slist_append(h, line);
+        add_header(x, h, "E2b-Sandbox-Id: %s", e->route_id);
+        add_header(x, h, "E2b-Sandbox-Port: %u", port);
     }
-    if (e->token[0]) {
-        snprintf(line, sizeof line, "X-Access-Token: %s", e->token);
-        h = curl_slist_append(h, line);
-    }
+    if (e->token[0])
+        add_header(x, h, "X-Access-Token: %s", e->token);
     if (user && *user) {
         char raw[80];
         snprintf(raw, sizeof raw, "%s:", user);
         char *enc = abx__b64_encode(raw, strlen(raw));
-        snprintf(line, sizeof line, "Authorization: Basic %s", enc ? enc : "");
+        add_header(x, h, "Authorization: Basic %s", enc ? enc : "");
         free(enc);
-        h = curl_slist_append(h, line);
     }
-    if (content_type) {
-        snprintf(line, sizeof line, "Content-Type: %s", content_type);
-        h = curl_slist_append(h, line);
-    }
-    h = curl_slist_append(h, "Connect-Protocol-Version: 1");
-    h = curl_slist_append(h, "Expect:");
-    return h;
+    if (content_type)
+        add_header(x, h, "Content-Type: %s", content_type);
+    add_header(x, h, "Connect-Protocol-Version: 1");
 }
 
-static struct curl_slist *base_headers(abx_envd *e, const char *user, const char *content_type)
+static void base_headers(abx_envd *e, envd_exchange *x, header_lines *h, const char *user,
+                         const char *content_type)
 {
-    return port_headers(e, user, content_type, 49983);
+    port_headers(e, x, h, user, content_type, 49983);
 }
 
 /* ---- buffers and errors ------------------------------------------------- */
@@ -129,10 +255,9 @@ typedef struct membuf {
         {NULL, 0, 0, MAX_RESPONSE}, false                                                                    \
     }
 
-static size_t membuf_write(char *ptr, size_t size, size_t n, void *ud)
+static size_t membuf_write(const char *ptr, size_t len, void *ud)
 {
     membuf *m = ud;
-    size_t len = size * n;
     int rc = abx__buf_append(&m->b, ptr, len);
     m->overflow |= rc == -ABX_ETOOBIG;
     return rc == 0 ? len : 0;
@@ -183,14 +308,24 @@ static int error_from_body(const char *body, size_t len, long status, abx_error 
     return rc;
 }
 
-static int curl_failure(CURLcode cc, abx_error **err)
+/* An exchange that did not end with a whole answer, as an abx error. */
+static int transport_failure(envd_outcome out, const envd_exchange *x, abx_error **err)
 {
-    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
-        cc == CURLE_SEND_ERROR || cc == CURLE_COULDNT_RESOLVE_HOST)
+    switch (out) {
+    case ENVD_NO_ANSWER:
         return abx__error_set(err, ABX_ENOTRUNNING, "the sandbox's data plane does not answer");
-    if (cc == CURLE_OPERATION_TIMEDOUT)
+    case ENVD_TIMEOUT:
         return abx__error_set(err, ABX_ETIMEOUT, "the sandbox did not answer in time");
-    return abx__error_set(err, ABX_EIO, "data plane: %s", curl_easy_strerror(cc));
+    case ENVD_CANCELLED:
+        return abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    case ENVD_NO_LIBRARY:
+        return abx__error_set(err, ABX_EHOSTSUPPORT, "libcurl could not be loaded or used");
+    case ENVD_OK:
+    case ENVD_ABORTED:
+    case ENVD_FAILED:
+        break;
+    }
+    return abx__error_set(err, ABX_EIO, "data plane: %s", x->detail[0] ? x->detail : "failed");
 }
 
 /* ---- JSON requests ------------------------------------------------------ */
@@ -209,58 +344,38 @@ static int no_data_plane(const abx_envd *e, abx_error **err)
         "operation needs");
 }
 
-/* A handle for one call: none (with *rc and *err set) for a sandbox
- * without a data plane, or when libcurl cannot be had. */
-static CURL *begin(abx_envd *e, int *rc, abx_error **err)
-{
-    if ((*rc = no_data_plane(e, err)) < 0)
-        return NULL;
-    CURL *c = acquire(e);
-    if (!c)
-        *rc = abx__error_set(err, abx__curl() ? ABX_ENOMEM : ABX_EHOSTSUPPORT,
-                             "libcurl could not be loaded or used");
-    return c;
-}
-
 static int json_request(abx_envd *e, const char *method, const char *path, const char *user, json_t *body,
                         json_t **resp, abx_error **err)
 {
-    int rc = 0;
-    CURL *c = begin(e, &rc, err);
-    if (!c)
+    int rc = no_data_plane(e, err);
+    if (rc < 0)
         return rc;
-    char url[1200];
-    snprintf(url, sizeof url, "%s%s", e->code_url[0] ? e->code_url : e->base_url,
-             path); /* the code interpreter */
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    struct curl_slist *h = base_headers(e, user, body ? "application/json" : NULL);
     membuf out = MEMBUF_INIT;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-    if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, text ? text : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(text ? strlen(text) : 0));
-    }
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
+    envd_exchange x = {.base = e->code_url[0] ? e->code_url : e->base_url, /* the code interpreter */
+                       .path = path,
+                       .post = strcmp(method, "POST") == 0,
+                       .body = text ? text : "",
+                       .body_len = text ? strlen(text) : 0,
+                       .on_body = membuf_write,
+                       .ud = &out};
+    header_lines h = {0};
+    base_headers(e, &x, &h, user, body ? "application/json" : NULL);
+    envd_outcome o = perform(e, &x);
     free(text);
     rc = 0;
-    if (cc != CURLE_OK)
-        rc = out.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB") : curl_failure(cc, err);
-    else if (status < 200 || status > 299)
-        rc = error_from_body(out.b.data, out.b.len, status, err);
+    if (o == ENVD_ABORTED && out.overflow)
+        rc = abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB");
+    else if (o != ENVD_OK)
+        rc = transport_failure(o, &x, err);
+    else if (x.status < 200 || x.status > 299)
+        rc = error_from_body(out.b.data, out.b.len, x.status, err);
     else if (resp) {
         *resp = out.b.len ? json_loadb(out.b.data, out.b.len, 0, NULL) : json_object();
         if (!*resp)
             rc = abx__error_set(err, ABX_EPROVIDER, "the sandbox answered with malformed JSON");
     }
     abx__buf_free(&out.b);
-    release(e, c);
     return rc;
 }
 
@@ -281,45 +396,22 @@ int abx__envd_json(abx_envd *e, const char *method, const char *path_query, json
 
 /* ---- streams ------------------------------------------------------------ */
 
-/* Cancelling a transfer: cancel (polled by libcurl's progress callback)
- * returning true cuts it and sets cancelled. */
-typedef struct cancel_state {
-    abx_envd_cancel_fn cancel;
-    void *userdata;
-    bool cancelled;
-} cancel_state;
-
-static int cancel_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    cancel_state *s = ud;
-    if (s->cancel && s->cancel(s->userdata)) {
-        s->cancelled = true;
-        return 1;
-    }
-    return 0;
-}
-
 typedef struct stream_state {
     membuf buf;
     abx_envd_event_fn fn;
-    cancel_state cs;
     void *userdata;
     bool stopped;
     bool ended;
     json_t *end_error; /* the end-of-stream envelope's error, if any */
-    long status;
-    CURL *curl;
+    envd_exchange *x;
 } stream_state;
 
-static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
+static size_t stream_write(const char *ptr, size_t len, void *ud)
 {
     stream_state *s = ud;
-    size_t len = size * n;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-    if (membuf_write(ptr, 1, len, &s->buf) != len)
+    if (membuf_write(ptr, len, &s->buf) != len)
         return 0;
-    if (s->status != 200)
+    if (s->x->status != 200)
         return len; /* an error body: collected whole, read after */
     size_t pos = 0;
     while (s->buf.b.len - pos >= 5) {
@@ -347,23 +439,45 @@ static size_t stream_write(char *ptr, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* The result of a stream that was read to its end (or stopped). */
+static int stream_result(const stream_state *s, envd_outcome o, const envd_exchange *x, abx_error **err)
+{
+    if (o == ENVD_CANCELLED)
+        return abx__error_set(err, ABX_ECANCELLED, "cancelled");
+    if (s->stopped)
+        return 0;
+    if (o != ENVD_OK && !(s->ended && o == ENVD_ABORTED))
+        return x->status && x->status != 200 ? error_from_body(s->buf.b.data, s->buf.b.len, x->status, err)
+                                             : transport_failure(o, x, err);
+    if (x->status != 200)
+        return error_from_body(s->buf.b.data, s->buf.b.len, x->status, err);
+    if (s->end_error) {
+        const char *code = json_string_value(json_object_get(s->end_error, "code"));
+        if (code && strcmp(code, "deadline_exceeded") == 0)
+            return abx__error_set(err, ABX_ETIMEOUT, "the command's deadline passed");
+        if (code && strcmp(code, "unavailable") == 0)
+            return abx__error_set(err, ABX_ENOTRUNNING,
+                                  "the sandbox ended (timed out or killed) while the command ran");
+        return abx__error_set(err, code_from_connect(code), "the stream ended with an error");
+    }
+    if (!s->ended)
+        return abx__error_set(err, ABX_ENOTRUNNING, "the stream ended early: the sandbox is gone");
+    return 0;
+}
+
 int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, json_t *req,
                      unsigned deadline_ms, abx_envd_event_fn fn, void *userdata, abx_envd_cancel_fn cancel,
                      abx_error **err)
 {
-    int rc = 0;
-    CURL *c = begin(e, &rc, err);
-    if (!c)
+    int rc = no_data_plane(e, err);
+    if (rc < 0)
         return rc;
-    char url[1200];
-    snprintf(url, sizeof url, "%s%s", e->base_url, method_path);
     char *text = json_dumps(req, JSON_COMPACT);
     size_t n = text ? strlen(text) : 0;
     char *body = malloc(n + 5);
     if (!text || !body) {
         free(text);
         free(body);
-        release(e, c);
         return abx__error_set(err, ABX_ENOMEM, "request");
     }
     body[0] = 0;
@@ -373,62 +487,26 @@ int abx__envd_stream(abx_envd *e, const char *method_path, const char *user, jso
     body[4] = (char)n;
     memcpy(body + 5, text, n);
     free(text);
-    struct curl_slist *h = base_headers(e, user, "application/connect+json");
-    h = curl_slist_append(h, "Keepalive-Ping-Interval: 50");
-    if (deadline_ms) {
-        char line[64];
-        snprintf(line, sizeof line, "Connect-Timeout-Ms: %u", deadline_ms);
-        h = curl_slist_append(h, line);
-    }
-    stream_state s = {.buf = MEMBUF_INIT,
-                      .fn = fn,
-                      .userdata = userdata,
-                      .curl = c,
-                      .cs = {.cancel = cancel, .userdata = userdata}};
-    if (cancel) {
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &s.cs);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(n + 5));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    CURLcode cc = curl_easy_perform(c);
-    curl_slist_free_all(h);
+    envd_exchange x = {.base = e->base_url,
+                       .path = method_path,
+                       .post = true,
+                       .body = body,
+                       .body_len = n + 5,
+                       .on_body = stream_write,
+                       .cancel = cancel,
+                       .cancel_ud = userdata};
+    stream_state s = {.buf = MEMBUF_INIT, .fn = fn, .userdata = userdata, .x = &x};
+    x.ud = &s;
+    header_lines h = {0};
+    base_headers(e, &x, &h, user, "application/connect+json");
+    add_header(&x, &h, "Keepalive-Ping-Interval: 50");
+    if (deadline_ms)
+        add_header(&x, &h, "Connect-Timeout-Ms: %u", deadline_ms);
+    envd_outcome o = perform(e, &x);
     free(body);
-    rc = 0;
-    if (s.cs.cancelled) {
-        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
-    } else if (s.stopped) {
-        rc = 0;
-    } else if (cc != CURLE_OK && !(s.ended && cc == CURLE_WRITE_ERROR)) {
-        rc = s.status && s.status != 200 ? error_from_body(s.buf.b.data, s.buf.b.len, s.status, err)
-                                         : curl_failure(cc, err);
-    } else if (s.status != 200) {
-        rc = error_from_body(s.buf.b.data, s.buf.b.len, s.status, err);
-    } else if (s.end_error) {
-        const char *code = json_string_value(json_object_get(s.end_error, "code"));
-        if (code && strcmp(code, "deadline_exceeded") == 0)
-            rc = abx__error_set(err, ABX_ETIMEOUT, "the command's deadline passed");
-        else if (code && strcmp(code, "unavailable") == 0)
-            rc = abx__error_set(err, ABX_ENOTRUNNING,
-                                "the sandbox ended (timed out or killed) while the command ran");
-        else
-            rc = abx__error_set(err, code_from_connect(code), "the stream ended with an error");
-    } else if (!s.ended) {
-        rc = abx__error_set(err, ABX_ENOTRUNNING, "the stream ended early: the sandbox is gone");
-    }
+    rc = stream_result(&s, o, &x, err);
     json_decref(s.end_error);
     abx__buf_free(&s.buf.b);
-    /* a transfer we cut short leaves the connection unusable: do not cache it */
-    if (s.stopped || s.cs.cancelled || cc != CURLE_OK)
-        curl_easy_cleanup(c);
-    else
-        release(e, c);
     return rc;
 }
 
@@ -440,70 +518,60 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
 {
     *out = NULL;
     *out_len = 0;
-    int rc = 0;
-    CURL *c = begin(e, &rc, err);
-    if (!c)
+    int rc = no_data_plane(e, err);
+    if (rc < 0)
         return rc;
-    char url[1200];
-    snprintf(url, sizeof url, "%s%s", e->base_url, path);
     char *text = json_dumps(body, JSON_COMPACT);
-    struct curl_slist *h = port_headers(e, user, "application/json", 49999);
     membuf answer = MEMBUF_INIT;
-    cancel_state cs = {.cancel = cancel, .userdata = userdata};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, text ? text : "{}");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(text ? strlen(text) : 2));
-    if (cancel) {
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, cancel_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &cs);
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    }
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
+    envd_exchange x = {.base = e->base_url,
+                       .path = path,
+                       .post = true,
+                       .body = text ? text : "{}",
+                       .body_len = text ? strlen(text) : 2,
+                       .on_body = membuf_write,
+                       .ud = &answer,
+                       .cancel = cancel,
+                       .cancel_ud = userdata};
+    header_lines h = {0};
+    port_headers(e, &x, &h, user, "application/json", 49999);
+    envd_outcome o = perform(e, &x);
     free(text);
     rc = 0;
-    if (cs.cancelled)
-        rc = abx__error_set(err, ABX_ECANCELLED, "cancelled");
-    else if (cc != CURLE_OK)
-        rc = answer.overflow ? abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB")
-                             : curl_failure(cc, err);
-    else if (status < 200 || status > 299)
-        rc = error_from_body(answer.b.data, answer.b.len, status, err);
+    if (o == ENVD_ABORTED && answer.overflow)
+        rc = abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB");
+    else if (o != ENVD_OK)
+        rc = transport_failure(o, &x, err);
+    else if (x.status < 200 || x.status > 299)
+        rc = error_from_body(answer.b.data, answer.b.len, x.status, err);
     if (rc == 0)
         *out = abx__buf_take(&answer.b, out_len);
     abx__buf_free(&answer.b);
-    /* a transfer cut short leaves the connection unusable: do not cache it */
-    if (cs.cancelled || cc != CURLE_OK)
-        curl_easy_cleanup(c);
-    else
-        release(e, c);
     return rc == 0 && !*out ? abx__error_set(err, ABX_ENOMEM, "answer") : rc;
 }
 
 /* ---- files -------------------------------------------------------------- */
 
-static void files_url(abx_envd *e, CURL *c, const char *path, const char *user, char *url, size_t len)
+/* "/files?path=P[&username=U]", P percent-encoded: 0, or -1 when it does not fit. */
+static int files_path(const char *path, const char *user, char *out, size_t len)
 {
-    char *p = curl_easy_escape(c, path, 0);
-    if (user && *user)
-        snprintf(url, len, "%s/files?path=%s&username=%s", e->base_url, p ? p : "", user);
-    else
-        snprintf(url, len, "%s/files?path=%s", e->base_url, p ? p : "");
-    curl_free(p);
+    int n = snprintf(out, len, "/files?path=");
+    size_t enc = abx__percent_encode(out + n, len - (size_t)n, path, false);
+    if (enc == (size_t)-1)
+        return -1;
+    if (user && *user) {
+        size_t used = (size_t)n + enc;
+        int m = snprintf(out + used, len - used, "&username=%s", user);
+        if (m < 0 || (size_t)m >= len - used)
+            return -1;
+    }
+    return 0;
 }
 
 typedef struct download_state {
     abx_envd_write_fn fn;
     void *userdata;
     membuf err_body;
-    long status;
-    CURL *curl;
+    envd_exchange *x;
     const abx_envd_range *range; /* NULL: the whole file */
     unsigned long long pos;      /* bytes of a whole-file answer seen (a server that ignored the range) */
     long long size;              /* from Content-Range or Content-Length; -1 unknown */
@@ -523,29 +591,27 @@ static size_t range_from_whole(download_state *d, const char *ptr, size_t len)
     return to <= end ? len : 0;
 }
 
-static size_t download_write(char *ptr, size_t size, size_t n, void *ud)
+static size_t download_write(const char *ptr, size_t len, void *ud)
 {
     download_state *d = ud;
-    size_t len = size * n;
-    curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &d->status);
-    if (d->status != 200 && d->status != 206)
-        return membuf_write(ptr, 1, len, &d->err_body);
-    if (d->range && d->status == 200)
+    long status = d->x->status;
+    if (status != 200 && status != 206)
+        return membuf_write(ptr, len, &d->err_body);
+    if (d->range && status == 200)
         return range_from_whole(d, ptr, len);
     return d->fn(ptr, len, d->userdata);
 }
 
 /* Content-Range: bytes A-B/SIZE or bytes STAR/SIZE, and Content-Length. */
-static size_t download_header(char *ptr, size_t size, size_t n, void *ud)
+static size_t download_header(const char *ptr, size_t len, void *ud)
 {
     download_state *d = ud;
-    size_t len = size * n;
     char line[160];
     snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), ptr);
     const char *slash = strchr(line, '/');
     if (strncasecmp(line, "content-range:", 14) == 0 && slash)
         d->size = strtoll(slash + 1, NULL, 10);
-    else if (strncasecmp(line, "content-length:", 15) == 0 && d->size < 0 && d->status != 206)
+    else if (strncasecmp(line, "content-length:", 15) == 0 && d->size < 0 && d->x->status != 206)
         d->size = strtoll(line + 15, NULL, 10);
     if (strncasecmp(line, "HTTP/", 5) == 0)
         d->size = -1; /* a new response (after a 100 Continue): forget the last one's */
@@ -561,102 +627,71 @@ int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd
 int abx__envd_download_range(abx_envd *e, const char *path, const char *user, abx_envd_range *range,
                              abx_envd_write_fn fn, void *userdata, abx_error **err)
 {
-    int rc = 0;
-    CURL *c = begin(e, &rc, err);
-    if (!c)
+    int rc = no_data_plane(e, err);
+    if (rc < 0)
         return rc;
-    char url[4800];
-    files_url(e, c, path, user, url, sizeof url);
-    struct curl_slist *h = base_headers(e, NULL, NULL);
+    char where[4800];
+    if (files_path(path, user, where, sizeof where) < 0)
+        return abx__error_set(err, ABX_EINVAL, "path: too long");
+    envd_exchange x = {.base = e->base_url, .path = where, .on_body = download_write};
     download_state d = {
-        .err_body = MEMBUF_INIT, .fn = fn, .userdata = userdata, .curl = c, .range = range, .size = -1};
+        .err_body = MEMBUF_INIT, .fn = fn, .userdata = userdata, .x = &x, .range = range, .size = -1};
+    x.ud = &d;
     char bytes[64];
     if (range) {
         snprintf(bytes, sizeof bytes, "%llu-%llu", range->offset,
                  range->offset + (range->length ? range->length : 1) - 1);
-        curl_easy_setopt(c, CURLOPT_RANGE, bytes);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, download_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &d);
+        x.range = bytes;
+        x.on_header = download_header;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, download_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
-    CURLcode cc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &d.status);
-    curl_slist_free_all(h);
+    header_lines h = {0};
+    base_headers(e, &x, &h, NULL, NULL);
+    envd_outcome o = perform(e, &x);
+    long status = x.status;
     if (range) {
         range->file_size = d.size;
-        curl_easy_setopt(c, CURLOPT_RANGE, NULL); /* the handle is reused */
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, NULL);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, NULL);
-        if (d.status == 416)
-            d.status = 206; /* the range starts past the end: no bytes, and the size */
-        if (d.status == 200 && cc == CURLE_WRITE_ERROR && d.pos > range->offset)
-            cc = CURLE_OK; /* a whole-file answer cut once the range was had */
+        if (status == 416)
+            status = 206; /* the range starts past the end: no bytes, and the size */
+        if (status == 200 && o == ENVD_ABORTED && d.pos > range->offset)
+            o = ENVD_OK; /* a whole-file answer cut once the range was had */
     }
     rc = 0;
-    if (d.status && d.status != 200 && d.status != 206)
-        rc = error_from_body(d.err_body.b.data, d.err_body.b.len, d.status, err);
-    else if (cc == CURLE_WRITE_ERROR)
+    if (status && status != 200 && status != 206)
+        rc = error_from_body(d.err_body.b.data, d.err_body.b.len, status, err);
+    else if (o == ENVD_ABORTED)
         rc = abx__error_set(err, ABX_EIO, "writing the downloaded bytes failed");
-    else if (cc != CURLE_OK)
-        rc = curl_failure(cc, err);
+    else if (o != ENVD_OK)
+        rc = transport_failure(o, &x, err);
     abx__buf_free(&d.err_body.b);
-    if (cc != CURLE_OK)
-        curl_easy_cleanup(c);
-    else
-        release(e, c);
     return rc;
-}
-
-typedef struct upload_state {
-    abx_envd_read_fn fn;
-    void *userdata;
-} upload_state;
-
-static size_t upload_read(char *buf, size_t size, size_t n, void *ud)
-{
-    upload_state *u = ud;
-    return u->fn(buf, size * n, u->userdata);
 }
 
 int abx__envd_upload(abx_envd *e, const char *path, const char *user, abx_envd_read_fn fn, void *userdata,
                      long long size, abx_error **err)
 {
-    int rc = 0;
-    CURL *c = begin(e, &rc, err);
-    if (!c)
+    int rc = no_data_plane(e, err);
+    if (rc < 0)
         return rc;
-    char url[4800];
-    files_url(e, c, path, user, url, sizeof url);
-    struct curl_slist *h = base_headers(e, NULL, "application/octet-stream");
-    upload_state u = {fn, userdata};
+    char where[4800];
+    if (files_path(path, user, where, sizeof where) < 0)
+        return abx__error_set(err, ABX_EINVAL, "path: too long");
     membuf out = MEMBUF_INIT;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, upload_read);
-    curl_easy_setopt(c, CURLOPT_READDATA, &u);
-    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
-    if (size >= 0)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, membuf_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
+    envd_exchange x = {.base = e->base_url,
+                       .path = where,
+                       .post = true,
+                       .read_fn = fn,
+                       .read_ud = userdata,
+                       .read_size = size,
+                       .on_body = membuf_write,
+                       .ud = &out};
+    header_lines h = {0};
+    base_headers(e, &x, &h, NULL, "application/octet-stream");
+    envd_outcome o = perform(e, &x);
     rc = 0;
-    if (status && (status < 200 || status > 299))
-        rc = error_from_body(out.b.data, out.b.len, status, err);
-    else if (cc != CURLE_OK)
-        rc = curl_failure(cc, err);
+    if (x.status && (x.status < 200 || x.status > 299))
+        rc = error_from_body(out.b.data, out.b.len, x.status, err);
+    else if (o != ENVD_OK)
+        rc = transport_failure(o, &x, err);
     abx__buf_free(&out.b);
-    if (cc != CURLE_OK)
-        curl_easy_cleanup(c);
-    else
-        release(e, c);
     return rc;
 }

@@ -24,7 +24,8 @@ typedef struct abx_envd {
      * durable sandbox at rest); every call fails E8016 with this text. */
     char down_reason[256];
     pthread_mutex_t mu; /* guards cached */
-    void *cached;       /* one idle CURL handle kept for reuse */
+    void *cached;       /* one idle CURL handle kept for reuse (TCP) */
+    int cached_fd;      /* one idle connection to unix_socket kept for reuse (envd_unix.c) */
 } abx_envd;
 
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token);
@@ -62,6 +63,8 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
 typedef size_t (*abx_envd_write_fn)(const char *data, size_t len,
                                     void *userdata);                       /* return len, else abort */
 typedef size_t (*abx_envd_read_fn)(char *buf, size_t len, void *userdata); /* 0 at end */
+/* What a read_fn returns to fail the upload (libcurl's CURL_READFUNC_ABORT). */
+#define ABX_ENVD_READ_ABORT ((size_t)0x10000000)
 /* GET /files: the file's bytes go to fn as they arrive. */
 int abx__envd_download(abx_envd *e, const char *path, const char *user, abx_envd_write_fn fn, void *userdata,
                        abx_error **err);

@@ -852,7 +852,7 @@ static size_t fd_read(char *buf, size_t len, void *ud)
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         f->failed = true;
-        return 0x10000000; /* CURL_READFUNC_ABORT */
+        return ABX_ENVD_READ_ABORT;
     }
     f->bytes += (unsigned long long)n;
     return (size_t)n;

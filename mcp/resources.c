@@ -23,27 +23,6 @@
  * result); a larger one is read in parts with read_file. */
 #define RESOURCE_READ_MAX (ABX_BOUND_MCP_RESULT / 2)
 
-static bool unreserved(unsigned char c, bool slash_ok)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~' || (slash_ok && c == '/');
-}
-
-/* Appends s encoded at out + *o (room for 3 bytes per byte is the caller's). */
-static void encode(char *out, size_t *o, const char *s, bool slash_ok)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (unreserved(*p, slash_ok)) {
-            out[(*o)++] = (char)*p;
-        } else {
-            out[(*o)++] = '%';
-            out[(*o)++] = hex[*p >> 4];
-            out[(*o)++] = hex[*p & 15];
-        }
-    }
-}
-
 char *mcp_resource_uri(const char *id, const char *path)
 {
     if (!id || !*id || !path || path[0] != '/')
@@ -54,9 +33,12 @@ char *mcp_resource_uri(const char *id, const char *path)
         return NULL;
     size_t o = strlen(MCP_RESOURCE_SCHEME);
     memcpy(uri, MCP_RESOURCE_SCHEME, o);
-    encode(uri, &o, id, false);
-    encode(uri, &o, path, true);
-    uri[o] = '\0';
+    size_t n = abx__percent_encode(uri + o, room - o, id, false);
+    size_t m = n == (size_t)-1 ? n : abx__percent_encode(uri + o + n, room - o - n, path, true);
+    if (m == (size_t)-1) {
+        free(uri);
+        return NULL;
+    }
     return uri;
 }
 
