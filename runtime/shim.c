@@ -20,6 +20,7 @@
 #include "error_internal.h"
 #include "init_proto.h"
 #include "net.h"
+#include "netlibs.h"
 #include "oci_container.h"
 #include "netpolicy.h"
 #include "shim_files.h"
@@ -796,6 +797,9 @@ static int start(shim *sh, abx_error **err)
         return rc;
     if (runs_in_background(sh))
         abx__cgroup_set_background(&sh->jail.cgroup, true, NULL);
+    /* libmicrohttpd (and the GnuTLS chain it maps: ten libraries, some 3 ms)
+     * loads while init builds the sandbox's root, not after it */
+    (void)abx__mhd();
     int ignored;
     if ((rc = abx__jail_wait_started(&sh->jail, &ignored, err)) < 0)
         return rc;
