@@ -131,6 +131,47 @@ static void check_cgroups(check_list *l)
                                                         : "v1 memory, pids, cpu");
 }
 
+/* What would make starts faster here (status ok: advice, not a fault).
+ * Writing a pid into a cgroup takes the kernel's threadgroup lock for
+ * writing, which without favordynmods waits for an RCU grace period now
+ * and then (one start in ten waited 11 ms on a 2-cpu VM; bench/RESULTS.md,
+ * issue 29). Read from /proc/self/mountinfo: the option of any cgroup2
+ * mount (it is one switch for the whole kernel). */
+static void check_start_speed(check_list *l)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[1024], where[256] = "";
+    bool favor = false, any = false;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *sep = strstr(line, " - cgroup2 ");
+        if (!sep)
+            continue;
+        char mnt[256];
+        if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) == 1 && !any)
+            snprintf(where, sizeof where, "%s", mnt);
+        any = true;
+        favor = favor || strstr(sep, "favordynmods") != NULL;
+    }
+    if (f)
+        fclose(f);
+    char detail[512];
+    if (favor)
+        snprintf(detail, sizeof detail,
+                 "cgroup favordynmods is on: attaching a sandbox to its cgroup never waits");
+    else if (any)
+        snprintf(detail, sizeof detail,
+                 "faster with cgroup favordynmods: 'mount -o remount,favordynmods %s' (or boot with "
+                 "cgroup_favordynmods=true); without it, attaching a sandbox to its cgroup waits now and "
+                 "then for an RCU grace period (some 10 ms)",
+                 where);
+    else
+        snprintf(
+            detail, sizeof detail,
+            "faster with cgroup favordynmods (boot with cgroup_favordynmods=true): without it, attaching "
+            "a sandbox to its cgroup waits now and then for an RCU grace period (some 10 ms)");
+    add(l, "start speed", "ok", detail);
+}
+
 static void check_ids(check_list *l)
 {
     if (geteuid() == 0)
@@ -266,6 +307,7 @@ int abx_host_checks(char **json, bool *works, abx_error **err)
     check_libraries(&l);
     check_network(&l);
     check_templates(&l);
+    check_start_speed(&l);
     if (works)
         *works = !l.failed;
     *json = json_dumps(l.checks, JSON_COMPACT);

@@ -348,7 +348,8 @@ test('abx doctor says what works here as this user: everything as root, the cgro
   const doc = JSON.parse(r.stdout);
   assert.equal(doc.sandboxes_work, true);
   const names = doc.checks.map((c) => c.check);
-  for (const n of ['namespaces', 'user namespaces', 'seccomp', 'cgroups', 'host ids', 'state directory', 'libcurl', 'libmicrohttpd', 'sandbox networking']) assert.ok(names.includes(n), n);
+  for (const n of ['namespaces', 'user namespaces', 'seccomp', 'cgroups', 'host ids', 'state directory', 'libcurl', 'libmicrohttpd', 'sandbox networking', 'start speed']) assert.ok(names.includes(n), n);
+  assert.match(doc.checks.find((c) => c.check === 'start speed').detail, /favordynmods/);
   assert.ok(doc.checks.every((c) => c.status === 'ok'), JSON.stringify(doc.checks));
   // an unprivileged user, as an IDE would run it
   const home = fs.mkdtempSync(path.join('/tmp', 'abx-doctor-'));
