@@ -294,7 +294,7 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         rc = abx__service_hint(rc, err);
     if (rc == 0)
         snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
-    abx__quota_release(c, networked);
+    abx__quota_release(c, networked, rc == 0);
     return rc;
 }
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_TENANT_SET 1024
 
@@ -254,10 +255,27 @@ void abx__remote_meta_take(json_t *metadata, char tenant[ABX_TENANT_MAX + 1], ch
 
 /* ---- quotas ---------------------------------------------------------------------------- */
 
+/* A tenant's live sandboxes are counted from the provider's list (a walk
+ * of every sandbox on the host) at most every QUOTA_RECOUNT_MS, not at
+ * every create: between counts, the count is the last one plus what this
+ * client made since (sandboxes that ended meanwhile still count, which
+ * can only refuse early), and a create the count would refuse is
+ * recounted first, so a refusal always rests on a fresh count. */
+#define QUOTA_RECOUNT_MS 2000
+
 typedef struct book_entry {
     char tenant[ABX_TENANT_MAX + 1];
     unsigned sandboxes, networked; /* creates in flight */
+    unsigned live, live_net;       /* live sandboxes at the last count, plus those made since */
+    long long counted_ms;          /* when that count was (CLOCK_MONOTONIC); 0: never */
 } book_entry;
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct abx_quota_book {
     pthread_mutex_t mu; /* the entries, and every count-check-reserve, so that none overtakes another */
@@ -383,20 +401,30 @@ int abx__quota_reserve(abx_client *c, bool networked, abx_error **err)
         root->ops->pools(root, &uid_pool, &net_pool);
     abx_quota_book *b = root->quota;
     pthread_mutex_lock(&b->mu);
-    unsigned live = 0, live_net = 0;
-    int rc = count_live(root, c->tenant, &live, &live_net, err);
-    book_entry *e = rc == 0 ? entry_of(b, c->tenant, true) : NULL;
-    if (rc == 0 && !e)
-        rc = abx__error_set(err, ABX_ENOMEM, "quota book");
-    unsigned have = e ? live + e->sandboxes : 0, have_net = e ? live_net + e->networked : 0;
-    if (rc == 0 && have >= q.per_tenant)
-        rc = over(err, "the most live sandboxes a tenant may", q.per_tenant, "[limits] sandboxes_per_tenant");
-    else if (rc == 0 && have >= share_of(uid_pool, q.share_pct))
-        rc = over(err, "its share of the host's uid ranges", share_of(uid_pool, q.share_pct),
-                  "[limits] tenant_pool_share");
-    else if (rc == 0 && networked && have_net >= share_of(net_pool, q.share_pct))
-        rc = over(err, "its share of the host's network addresses", share_of(net_pool, q.share_pct),
-                  "[limits] tenant_pool_share");
+    book_entry *e = entry_of(b, c->tenant, true);
+    int rc = e ? 0 : abx__error_set(err, ABX_ENOMEM, "quota book");
+    bool fresh = e && e->counted_ms && monotonic_ms() - e->counted_ms < QUOTA_RECOUNT_MS;
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        if (!fresh && (rc = count_live(root, c->tenant, &e->live, &e->live_net, err)) == 0)
+            e->counted_ms = monotonic_ms();
+        unsigned have = e->live + e->sandboxes, have_net = e->live_net + e->networked;
+        if (rc == 0 && have >= q.per_tenant)
+            rc = over(err, "the most live sandboxes a tenant may", q.per_tenant,
+                      "[limits] sandboxes_per_tenant");
+        else if (rc == 0 && have >= share_of(uid_pool, q.share_pct))
+            rc = over(err, "its share of the host's uid ranges", share_of(uid_pool, q.share_pct),
+                      "[limits] tenant_pool_share");
+        else if (rc == 0 && networked && have_net >= share_of(net_pool, q.share_pct))
+            rc = over(err, "its share of the host's network addresses", share_of(net_pool, q.share_pct),
+                      "[limits] tenant_pool_share");
+        if (rc != -ABX_EQUOTA || !fresh)
+            break;
+        abx_error_free(err ? *err : NULL); /* refused on a kept count: counted again, then decided */
+        if (err)
+            *err = NULL;
+        rc = 0;
+        fresh = false;
+    }
     if (rc == 0) {
         e->sandboxes++;
         e->networked += networked;
@@ -432,7 +460,7 @@ int abx__quota_volume(const char *tenant, unsigned count, unsigned long long mb,
     return 0;
 }
 
-void abx__quota_release(abx_client *c, bool networked)
+void abx__quota_release(abx_client *c, bool networked, bool made)
 {
     if (!c->tenant[0])
         return;
@@ -444,7 +472,10 @@ void abx__quota_release(abx_client *c, bool networked)
     if (e) {
         e->sandboxes -= e->sandboxes > 0;
         e->networked -= networked && e->networked > 0;
-        if (!e->sandboxes && !e->networked)
+        e->live += made;
+        e->live_net += made && networked;
+        bool stale = monotonic_ms() - e->counted_ms >= QUOTA_RECOUNT_MS;
+        if (!e->sandboxes && !e->networked && stale)
             *e = b->entries[--b->n]; /* the last one takes its place */
     }
     pthread_mutex_unlock(&b->mu);

@@ -40,10 +40,13 @@ int abx__tenant_may_build(const char *tenant, abx_error **err);
  * network address too) against [limits] sandboxes_per_tenant and the
  * tenant's share of the provider's pools, counting the tenant's live
  * sandboxes and its creates in flight in this process. E8030 past it.
- * A client without a tenant reserves nothing. Release it with
- * abx__quota_release once the create has ended, whatever its outcome. */
+ * The live ones are counted from the provider's list at most every two
+ * seconds (and always before a refusal), not at every create: a walk of
+ * the host's sandboxes per create would grow with them. A client without
+ * a tenant reserves nothing. Release it with abx__quota_release once the
+ * create has ended, whatever its outcome (made: the sandbox now lives). */
 int abx__quota_reserve(abx_client *c, bool networked, abx_error **err);
-void abx__quota_release(abx_client *c, bool networked);
+void abx__quota_release(abx_client *c, bool networked, bool made);
 
 /* Whether tenant (NULL or "": the administrator, unbounded) may have one
  * more volume of add_mb MiB, holding count volumes of mb MiB now, against
