@@ -6,7 +6,11 @@
  * each live connection is tracked from its accept (NOTIFY_CONNECTION);
  * until the headers of its current request are in (the access handler has
  * been called) it is on a deadline, and a sweeper thread shuts down the
- * ones past it. The fd is shut down, not closed: libmicrohttpd's thread
+ * ones past it. The sweeper runs only while there are connections (it
+ * ends SWEEPER_IDLE_S after the last one and the next accept starts it
+ * again): an idle sandbox's shim is one thread and one wakeup a second
+ * fewer, which counts with thousands of them (pid_max, idle CPU). The fd
+ * is shut down, not closed: libmicrohttpd's thread
  * sees the end and closes it, and the CLOSED notification (same lock)
  * removes the entry before the fd can be reused. Also the stop signals
  * every server waits for.
@@ -47,11 +51,29 @@ struct abx_http_listener {
     tracked_conn *conns;
     bool stopping;
     pthread_t sweeper;
-    bool sweeping;
+    bool sweeping;       /* a sweeper thread was started and is not joined yet */
+    bool sweeper_exited; /* it ended for want of connections: join it before the next */
     int port;
     bool loopback;
     char host[256];
 };
+
+#define SWEEPER_IDLE_S 10
+
+static void *sweeper_main(void *arg);
+
+/* Starts the sweeper if none runs (lock held); a failure leaves
+ * connections without their header deadline until the next accept
+ * tries again. */
+static void sweeper_ensure_locked(abx_http_listener *l)
+{
+    if (l->stopping || (l->sweeping && !l->sweeper_exited))
+        return;
+    if (l->sweeping) /* it has let go of the lock for good: the join is short */
+        pthread_join(l->sweeper, NULL);
+    l->sweeper_exited = false;
+    l->sweeping = pthread_create(&l->sweeper, NULL, sweeper_main, l) == 0;
+}
 
 static uint64_t now_ms(void)
 {
@@ -96,6 +118,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             same += o->local && o->uid == tc->uid;
         tc->next = l->conns;
         l->conns = tc;
+        sweeper_ensure_locked(l);
         if (tc->local && same >= l->svc.per_client) { /* one user's connections never starve the others' */
             shutdown(tc->fd, SHUT_RDWR);
             tc->fd = -1;
@@ -139,8 +162,13 @@ static void *sweeper_main(void *arg)
     while (!l->stopping) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
-        pthread_cond_timedwait(&l->cv, &l->mu, &until);
+        until.tv_sec += l->conns ? 1 : SWEEPER_IDLE_S;
+        bool idle = !l->conns;
+        int waited = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+        if (idle && !l->conns && waited == ETIMEDOUT) {
+            l->sweeper_exited = true; /* the next accept starts another */
+            break;
+        }
         uint64_t now = now_ms();
         for (tracked_conn *tc = l->conns; tc; tc = tc->next) {
             if (!tc->headers_in && tc->fd >= 0 && now - tc->since_ms >= limit) {
@@ -261,9 +289,6 @@ int abx__http_start(const abx_http_service *svc, abx_http_listener **out, abx_er
             rc = abx__error_set(err, ABX_ESYS, "starting the HTTP server");
         }
     }
-    if (rc == 0 && pthread_create(&l->sweeper, NULL, sweeper_main, l) != 0)
-        rc = abx__error_set(err, ABX_ESYS, "starting the HTTP server's sweeper");
-    l->sweeping = rc == 0;
     if (rc < 0) {
         abx__http_stop(l);
         return rc;

@@ -21,6 +21,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const abx = process.argv[2] || path.join(root, 'build/abx');
 const benchSandbox = path.join(path.dirname(abx), 'bench-sandbox');
 const pairs = Number(process.env.PAIRS || 30);
+// ONLY=run,exec,stdio,http,claim,lib: some of the sections (default all)
+const only = (process.env.ONLY || 'run,exec,stdio,http,claim,lib').split(',');
 const work = fs.mkdtempSync(path.join('/var/tmp', 'abx-bench-start-'));
 const home = path.join(work, 'home');
 const env = { ...process.env, ABX_HOME: home };
@@ -46,7 +48,7 @@ const bwrap = ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--s
 const made = [];
 
 // 1. abx run against bubblewrap
-{
+if (only.includes('run')) {
   const a = [], b = [];
   for (let i = 0; i < 5; i++) { timed('bwrap', bwrap); timed(abx, ['run', '--', '/bin/true']); }
   for (let i = 0; i < pairs; i++) {
@@ -57,7 +59,7 @@ const made = [];
 }
 
 // 2. abx exec (CLI) against nsenter + bash -l -c true in the same sandbox
-{
+if (only.includes('exec')) {
   const id = timed(abx, ['create', '--timeout', '600'])[1].trim();
   made.push(id);
   const meta = JSON.parse(fs.readFileSync(path.join(home, 'sandboxes', id.replace(/^local:/, ''), 'meta.json'), 'utf8'));
@@ -117,7 +119,7 @@ async function mcpRows(label, request, n) {
   const rate = total / ((now() - t0) / 1000);
   rows.push([`MCP calls per second, ${label}, 8 in flight`, total, `${rate.toFixed(0)} calls/s`, '', '', '≥ 1000/s']);
 }
-{
+if (only.includes('stdio')) {
   const s = stdioServer();
   await s.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } });
   await mcpRows('STDIO', s.request, Math.max(pairs, 100));
@@ -134,7 +136,7 @@ function listen(args, pattern, extraEnv = {}) {
   });
 }
 const stop = (child) => new Promise((r) => { child.on('exit', r); child.kill('SIGTERM'); });
-{
+if (only.includes('http')) {
   const srv = await listen(['mcp', 'serve', '--no-auth', '--listen', '127.0.0.1:0', '--template', 'base'], /:(\d+)\/mcp/);
   const url = `http://127.0.0.1:${srv.port}/mcp`;
   const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
@@ -152,7 +154,7 @@ const stop = (child) => new Promise((r) => { child.on('exit', r); child.kill('SI
 }
 
 // 5. the warm-pool claim: POST /v2/sandboxes against GET /health
-{
+if (only.includes('claim')) {
   const KEY = 'e2b_' + 'b'.repeat(40);
   const srv = await listen(['serve', '--listen', '127.0.0.1:0'], /listening on http:\/\/[^:]+:(\d+)/, { ABX_SERVE_API_KEYS: KEY });
   const base = `http://127.0.0.1:${srv.port}`;
@@ -180,7 +182,7 @@ const stop = (child) => new Promise((r) => { child.on('exit', r); child.kill('SI
 
 // 6. through libabx: create-to-ready, exec, idle PSS (their own floors)
 const lib = [];
-for (const [what, n] of [['create', String(pairs)], ['exec', '200'], ['idle', '100']]) {
+for (const [what, n] of only.includes('lib') ? [['create', String(pairs)], ['exec', '200'], ['idle', '100']] : []) {
   const r = sh(benchSandbox, [what, n]);
   lib.push((r.stdout || r.stderr).trim());
 }
