@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "error_internal.h"
 #include "config.h"
+#include "ldns_api.h"
 #include "netlibs.h"
 #include "service_client.h"
 
@@ -205,11 +206,15 @@ static void check_home(check_list *l)
 /* The libraries abx loads on first use (base/netlibs.c), loaded here. */
 static void check_libraries(check_list *l)
 {
-    bool curl = abx__curl() != NULL, mhd = abx__mhd() != NULL;
-    add(l, "libcurl", curl ? "ok" : "fail",
-        curl ? "the data-plane client" : "not found: apt-get install libcurl4 (E8006)");
+    bool curl = abx__curl() != NULL, mhd = abx__mhd() != NULL, ldns = abx__ldns() != NULL;
+    add(l, "libcurl", curl ? "ok" : "warn",
+        curl ? "remote providers and clouds over TCP"
+             : "not found: remote providers and clouds over TCP fail with E8006 (apt-get install libcurl4)");
     add(l, "libmicrohttpd", mhd ? "ok" : "fail",
         mhd ? "abx-shim and mcp serve" : "not found: apt-get install libmicrohttpd12 (E8006)");
+    add(l, "libldns", ldns ? "ok" : "warn",
+        ldns ? "a networked sandbox's resolver"
+             : "not found: sandboxes with a network fail with E8006 (apt-get install libldns3)");
 }
 
 /* Sandbox networking (docs/network.md): root and libnftables; without

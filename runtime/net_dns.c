@@ -18,13 +18,13 @@
  */
 #include "net.h"
 #include "error_internal.h"
+#include "ldns_api.h"
 #include "netpolicy.h"
 #include "sysutil.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <ldns/ldns.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -377,6 +377,10 @@ int abx__dns_start(const char *gateway, json_t *policy, abx_dns_admit_fn admit, 
                    abx_error **err)
 {
     *out = NULL;
+    if (!abx__ldns())
+        return abx__error_set(err, ABX_EHOSTSUPPORT,
+                              "network: the sandbox's resolver needs libldns (libldns3), which could not be "
+                              "loaded");
     abx_dns *d = calloc(1, sizeof *d);
     if (!d)
         return abx__error_set(err, ABX_ENOMEM, "resolver");
