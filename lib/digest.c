@@ -1,6 +1,8 @@
 /* digest.c: SHA-256 through libcrypto's EVP interface (digest.h), of
- * bytes, files and whole trees. */
+ * bytes, files and whole trees; libcrypto's digests are loaded on first
+ * use (base/evp_api.h). */
 #include "digest.h"
+#include "evp_api.h"
 
 #include <dirent.h>
 #include <errno.h>

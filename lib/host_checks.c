@@ -7,6 +7,7 @@
 #include "cgroup.h"
 #include "error_internal.h"
 #include "config.h"
+#include "evp_api.h"
 #include "ldns_api.h"
 #include "netlibs.h"
 #include "service_client.h"
@@ -212,6 +213,11 @@ static void check_libraries(check_list *l)
              : "not found: remote providers and clouds over TCP fail with E8006 (apt-get install libcurl4)");
     add(l, "libmicrohttpd", mhd ? "ok" : "fail",
         mhd ? "abx-shim and mcp serve" : "not found: apt-get install libmicrohttpd12 (E8006)");
+    bool evp = abx__evp_loaded();
+    add(l, "libcrypto", evp ? "ok" : "warn",
+        evp ? "SHA-256: template builds, API keys' tenants, signed URLs"
+            : "not found: template builds, abx serve and mcp serve fail without it (apt-get install "
+              "libssl3)");
     add(l, "libldns", ldns ? "ok" : "warn",
         ldns ? "a networked sandbox's resolver"
              : "not found: sandboxes with a network fail with E8006 (apt-get install libldns3)");

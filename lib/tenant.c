@@ -21,7 +21,7 @@
 #include "parse.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include "evp_api.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +51,11 @@ void abx_tenant_from_secret(const char *secret, char out[34])
     unsigned int n = 0;
     out[0] = 'k';
     if (!secret || EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n < 16) {
-        memset(md, 0, sizeof md); /* cannot happen with OpenSSL's sha256; never an empty tenant */
-        n = 16;
+        /* libcrypto missing or failing: no tenant can be told from another, and
+         * one shared by every key would be worse than stopping */
+        fprintf(stderr, "abx: E8006: libcrypto's SHA-256 is not available (apt-get install libssl3); "
+                        "tenants cannot be told apart without it\n");
+        abort();
     }
     for (unsigned i = 0; i < 16; i++)
         snprintf(out + 1 + 2 * i, 3, "%02x", md[i]);

@@ -29,7 +29,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include "evp_api.h"
 #include <sched.h>
 #include <fcntl.h>
 #include <pthread.h>

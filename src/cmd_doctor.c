@@ -7,17 +7,18 @@
 #include <jansson.h>
 #include <stdio.h>
 
-const char cmd_doctor_help[] = "Usage: abx doctor [--json]\n"
-                               "\n"
-                               "Checks what abx needs on this host, as this user: the namespaces, user\n"
-                               "namespaces for this user, seccomp, cgroups (v1 controllers or a\n"
-                               "delegated v2 subtree: ABX_CGROUP_PARENT, or the one systemd gives your\n"
-                               "user session), the host uid range for `user` inside, $ABX_HOME,\n"
-                               "the libraries loaded on demand (libcurl, libmicrohttpd, libldns), sandbox\n"
-                               "networking and templates (root, the kernel, mmdebstrap), and what would\n"
-                               "make starts faster here (start speed: cgroup favordynmods). Prints one\n"
-                               "line per check (ok, warn, fail) with what to do; exits 0 when sandboxes\n"
-                               "can be made here, 1 when they cannot.\n";
+const char cmd_doctor_help[] =
+    "Usage: abx doctor [--json]\n"
+    "\n"
+    "Checks what abx needs on this host, as this user: the namespaces, user\n"
+    "namespaces for this user, seccomp, cgroups (v1 controllers or a\n"
+    "delegated v2 subtree: ABX_CGROUP_PARENT, or the one systemd gives your\n"
+    "user session), the host uid range for `user` inside, $ABX_HOME,\n"
+    "the libraries loaded on demand (libcurl, libmicrohttpd, libcrypto, libldns),\n"
+    "sandbox networking and templates (root, the kernel, mmdebstrap), and what\n"
+    "would make starts faster here (start speed: cgroup favordynmods). Prints one\n"
+    "line per check (ok, warn, fail) with what to do; exits 0 when sandboxes\n"
+    "can be made here, 1 when they cannot.\n";
 
 int cmd_doctor(cli_ctx *ctx, int argc, char **argv)
 {
