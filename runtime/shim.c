@@ -337,13 +337,14 @@ int abx__shim_claim(shim *sh, unsigned timeout, bool pause_on_timeout, json_t *e
                     const char *token, abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
-    bool waiting = sh->standby && !sh->ending;
+    bool waiting = sh->standby && !sh->ending, spawned = sh->spawned;
     pthread_mutex_unlock(&sh->mu);
     if (!waiting)
         return abx__error_set(err, ABX_EINVAL, "the sandbox is not waiting to be claimed");
     /* whatever was started in it while it stood by goes: its first user
-     * gets a fresh process tree and a token nobody held before */
-    int rc = abx__shim_kill_all(sh, err);
+     * gets a fresh process tree and a token nobody held before (init
+     * started nothing unless asked: no round trip to it then) */
+    int rc = spawned ? abx__shim_kill_all(sh, err) : 0;
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&sh->mu);

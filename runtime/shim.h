@@ -119,6 +119,7 @@ typedef struct shim {
     json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
     struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
+    bool spawned;                      /* init was asked to start a process, ever (lock: mu) */
     int owner_pidfd;                   /* the pool's process while standby: its end ends the sandbox; -1 */
     struct abx_watchers *watchers;     /* CreateWatcher's (shim_watch.c), made at the first (lock: mu) */
     void *httpd;                       /* abx_http_listener * (base/http_listener.h) */

@@ -173,6 +173,9 @@ static int send_spawn(shim *sh, json_t *msg, const int fds[3])
         free(text);
         return -ABX_ETOOBIG;
     }
+    pthread_mutex_lock(&sh->mu);
+    sh->spawned = true; /* a claim now has something to end (abx__shim_claim) */
+    pthread_mutex_unlock(&sh->mu);
     struct iovec iov = {text, strlen(text)};
     union {
         struct cmsghdr h;
