@@ -4,8 +4,8 @@
  * holding an exclusive flock on a file named by its first id in
  * ABX_UID_POOL_DIR (root-only, host-wide, so every abx on the host shares
  * one pool whatever its $ABX_HOME); the kernel drops the claim when its
- * holder dies, so a crashed supervisor never leaks a range. Claims start
- * at a random slot and probe linearly.
+ * holder dies, so a crashed supervisor never leaks a range. Claims try
+ * random slots first, then every slot in turn.
  *
  * Why: kernel counters kept per user (inotify instances, message-queue
  * bytes, pipe buffers, fds in flight) would otherwise be shared by every
@@ -42,6 +42,27 @@ unsigned abx__uid_pool_slots(void)
     return env_uint("ABX_UID_POOL_SLOTS", 1, 65535, ABX_UID_POOL_SLOTS_DEFAULT);
 }
 
+#define RANDOM_PROBES 32
+
+/* Claims the range of slot: 1 (*base, *lock_fd set), 0 when another holds
+ * it, or an error. */
+static int try_slot(unsigned pool_base, unsigned slot, uid_t *base, int *lock_fd, abx_error **err)
+{
+    uid_t first = (uid_t)(pool_base + slot * ABX_HOST_ID_COUNT);
+    char path[96];
+    snprintf(path, sizeof path, ABX_UID_POOL_DIR "/%u", (unsigned)first);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return abx__error_errno(err, ABX_ESYS, errno, "opening a uid range's lock");
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        return 0;
+    }
+    *base = first;
+    *lock_fd = fd;
+    return 1;
+}
+
 int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
 {
     unsigned pool_base = env_uint("ABX_UID_POOL_BASE", 100000, 4000000000u, ABX_UID_POOL_BASE_DEFAULT);
@@ -52,23 +73,18 @@ int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
     if ((mkdir("/run/abx", 0700) < 0 && errno != EEXIST) ||
         (mkdir(ABX_UID_POOL_DIR, 0700) < 0 && errno != EEXIST))
         return abx__error_errno(err, ABX_ESYS, errno, "creating " ABX_UID_POOL_DIR);
-    unsigned start = 0;
-    if (getrandom(&start, sizeof start, 0) != (ssize_t)sizeof start)
-        start = (unsigned)getpid();
-    for (unsigned i = 0; i < slots; i++) {
-        unsigned slot = (start + i) % slots;
-        uid_t first = (uid_t)(pool_base + slot * ABX_HOST_ID_COUNT);
-        char path[96];
-        snprintf(path, sizeof path, ABX_UID_POOL_DIR "/%u", (unsigned)first);
-        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return abx__error_errno(err, ABX_ESYS, errno, "opening a uid range's lock");
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            *base = first;
-            *lock_fd = fd;
-            return 0;
-        }
-        close(fd);
+    /* random slots first, then every slot in turn: a linear probe alone
+     * crowds the taken slots into runs, and a nearly full pool (8000 of
+     * 8192) cost a thousand lock attempts per start */
+    unsigned picks[RANDOM_PROBES + 1];
+    if (getrandom(picks, sizeof picks, 0) != (ssize_t)sizeof picks)
+        for (unsigned i = 0; i <= RANDOM_PROBES; i++)
+            picks[i] = (unsigned)getpid() * 2654435761u + i;
+    for (unsigned i = 0; i < RANDOM_PROBES + slots; i++) {
+        unsigned slot = i < RANDOM_PROBES ? picks[i] % slots : (picks[RANDOM_PROBES] + i) % slots;
+        int got = try_slot(pool_base, slot, base, lock_fd, err);
+        if (got != 0)
+            return got < 0 ? got : 0;
     }
     return abx__error_set(err, ABX_ELIMIT, "every host uid range of the pool is in use (%u sandboxes)",
                           slots);
