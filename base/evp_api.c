@@ -3,6 +3,8 @@
 #define ABX_EVP_API_IMPL
 #include "evp_api.h"
 
+#include "netlibs.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -49,9 +51,7 @@ static bool evp_ok;
 static void load_evp(void)
 {
     static const char *const sonames[] = {"libcrypto.so.3", "libcrypto.so", NULL};
-    void *h = NULL;
-    for (size_t i = 0; sonames[i] && !h; i++)
-        h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+    void *h = abx__dlopen_first(sonames);
     if (!h)
         return;
     void *slots[] = {dlsym(h, "EVP_MD_CTX_new"),     dlsym(h, "EVP_MD_CTX_free"),

@@ -12,12 +12,18 @@ static abx_curl_api curl_api; /* filled once, read-only afterwards */
 static abx_mhd_api mhd_api;
 static bool curl_ok, mhd_ok;
 
-/* Resolves names[i] into slots[i]; false if the library or any symbol is missing. */
-static bool load(const char *const *sonames, const char *const *names, void **slots, size_t n)
+void *abx__dlopen_first(const char *const *sonames)
 {
     void *h = NULL;
     for (size_t i = 0; sonames[i] && !h; i++)
         h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+    return h;
+}
+
+/* Resolves names[i] into slots[i]; false if the library or any symbol is missing. */
+static bool load(const char *const *sonames, const char *const *names, void **slots, size_t n)
+{
+    void *h = abx__dlopen_first(sonames);
     if (!h)
         return false;
     for (size_t i = 0; i < n; i++) {

@@ -58,6 +58,11 @@ typedef struct abx_mhd_api {
                                       ...);
 } abx_mhd_api;
 
+/* The first of sonames (NULL-terminated) that dlopen loads (RTLD_NOW,
+ * RTLD_LOCAL), or NULL: the one way abx loads a library on first use
+ * (here, base/evp_api.c, runtime/ldns_api.c). Kept for the process's life. */
+void *abx__dlopen_first(const char *const *sonames);
+
 /* The loaded library, or NULL when it cannot be loaded (callers report
  * E8006: the host lacks a library abx needs). Thread-safe; loads once. */
 const abx_curl_api *abx__curl(void);

@@ -3,6 +3,8 @@
 #define ABX_LDNS_API_IMPL
 #include "ldns_api.h"
 
+#include "netlibs.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -14,9 +16,7 @@ static bool ldns_ok;
 static void load_ldns(void)
 {
     static const char *const sonames[] = {"libldns.so.3", "libldns.so", NULL};
-    void *h = NULL;
-    for (size_t i = 0; sonames[i] && !h; i++)
-        h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+    void *h = abx__dlopen_first(sonames);
     if (!h)
         return;
     bool all = true;
