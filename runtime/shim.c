@@ -176,7 +176,7 @@ static int sync_then_freeze(shim *sh, abx_error **err)
     return rc;
 }
 
-int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
+int abx__shim_pause(shim *sh, bool pause, unsigned timeout, bool *rest_when_answered, abx_error **err)
 {
     pthread_mutex_lock(&sh->mu);
     int rc = 0;
@@ -191,11 +191,17 @@ int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err)
         rc = abx__cgroup_freeze(&sh->jail.cgroup, false, err);
     if (rc == 0 && pause && sh->durable && !sh->pause_keeps_memory) {
         sh->paused = true;
-        sh->ending = true; /* at rest: the event loop ends the processes and keeps the files */
         write_meta_locked(sh);
         pthread_cond_broadcast(&sh->cv);
         pthread_mutex_unlock(&sh->mu);
-        abx__shim_wake(sh);
+        /* at rest: the event loop ends the processes and keeps the files;
+         * asked over HTTP, once the answer has gone (ended first, the shim
+         * could take the answer with it, and the caller would see a
+         * sandbox that vanished mid-pause) */
+        if (rest_when_answered)
+            *rest_when_answered = true;
+        else
+            abx__shim_request_rest(sh);
         return 0;
     }
     if (rc == 0) {
@@ -420,6 +426,16 @@ int abx__shim_set_network(shim *sh, json_t *policy, abx_error **err)
 void abx__shim_wake(shim *sh)
 {
     uint64_t one = 1;
+    (void)write(sh->wakefd, &one, sizeof one);
+}
+
+void abx__shim_request_rest(shim *sh)
+{
+    uint64_t one = 1;
+    pthread_mutex_lock(&sh->mu);
+    sh->ending = true; /* not killed: a durable sandbox's files are kept */
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
     (void)write(sh->wakefd, &one, sizeof one);
 }
 
@@ -925,7 +941,7 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
             pthread_mutex_unlock(&sh->mu);
             uint64_t ticks;
             (void)read(sh->timerfd, &ticks, sizeof ticks);
-            if (pause && abx__shim_pause(sh, true, 0, NULL) == 0)
+            if (pause && abx__shim_pause(sh, true, 0, NULL, NULL) == 0)
                 due = false; /* kept paused (PAUSED_KEPT_S), its timer re-armed for that */
             if (due)
                 teardown(sh, 0);

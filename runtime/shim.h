@@ -158,7 +158,11 @@ int abx__shim_set_timeout(shim *sh, unsigned seconds);
 /* Pauses (freezes) or resumes (thaws) the sandbox. A paused sandbox is
  * kept 24 h at most; resume gives it timeout seconds (0: its last). -ABX_E*
  * (E8001 when it already is so: the caller tells which). */
-int abx__shim_pause(shim *sh, bool pause, unsigned timeout, abx_error **err);
+int abx__shim_pause(shim *sh, bool pause, unsigned timeout, bool *rest_when_answered, abx_error **err);
+/* A pause that puts a durable sandbox at rest ends the shim: at once, or,
+ * when rest_when_answered is given (a request asked), it is set and the
+ * caller calls abx__shim_request_rest once its answer has been sent. */
+void abx__shim_request_rest(shim *sh);
 /* Hands a standby sandbox to its first user: a fresh lifetime of timeout
  * seconds from now, the create's envs and metadata (string maps; the shim
  * takes its own references). E8001 when it is not standby (claimed once). */

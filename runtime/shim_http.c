@@ -59,7 +59,8 @@ typedef enum req_kind { REQ_RPC, REQ_UPLOAD_RAW, REQ_UPLOAD_MULTIPART, REQ_DONE 
 
 typedef struct req_ctx {
     req_kind kind;
-    abx_buf body; /* an RPC's body, at most MAX_RPC_BODY */
+    bool rest_when_answered; /* its answer sent, the shim puts the sandbox at rest (abx__shim_pause) */
+    abx_buf body;            /* an RPC's body, at most MAX_RPC_BODY */
     bool too_big;
     unsigned uid;
     /* uploads */
@@ -748,7 +749,7 @@ static enum MHD_Result info_or_error(shim *sh, struct MHD_Connection *c, int rc,
 }
 
 static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const char *url, const char *method,
-                                   json_t *req)
+                                   json_t *req, bool *rest_when_answered)
 {
     if (strcmp(url, "/abx/info") == 0 && strcmp(method, "GET") == 0) {
         pthread_mutex_lock(&sh->mu);
@@ -822,7 +823,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
             return send_error(c, ABX_EINVAL,
                               "timeout: an integer from 1 to " ABX_STRINGIFY(ABX_TIMEOUT_MAX_S) " seconds");
         abx_error *err = NULL;
-        int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0, &err);
+        int rc = abx__shim_pause(sh, url[5] == 'p', t ? (unsigned)json_integer_value(t) : 0,
+                                 rest_when_answered, &err);
         return info_or_error(sh, c, rc, err);
     }
     return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
@@ -1116,7 +1118,7 @@ static enum MHD_Result dispatch_rpc(shim *sh, struct MHD_Connection *c, const ch
         json_t *req = abx__shim_json_body(rc->body.data, rc->body.len);
         if (!req)
             return send_error(c, ABX_EINVAL, "body: JSON expected");
-        enum MHD_Result r = abx_control(sh, c, url, method, req);
+        enum MHD_Result r = abx_control(sh, c, url, method, req, &rc->rest_when_answered);
         json_decref(req);
         return r;
     }
@@ -1261,10 +1263,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
+    (void)c, (void)toe;
     req_ctx *rc = *con_cls;
     if (!rc)
         return;
+    if (rc->rest_when_answered)
+        abx__shim_request_rest(cls);
     if (rc->pp)
         MHD_destroy_post_processor(rc->pp);
     free(rc->pc);
