@@ -35,7 +35,8 @@ void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, 
     snprintf(e->base_url, sizeof e->base_url, "%s", base_url);
     snprintf(e->unix_socket, sizeof e->unix_socket, "%s", unix_socket ? unix_socket : "");
     snprintf(e->token, sizeof e->token, "%s", token ? token : "");
-    e->cached_fd = -1;
+    for (size_t i = 0; i < ABX_ENVD_IDLE_MAX; i++)
+        e->idle_fds[i] = -1;
     pthread_mutex_init(&e->mu, NULL);
 }
 

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define ABX_ENVD_IDLE_MAX 8
+
 typedef struct abx_envd {
     char base_url[256];    /* "http://localhost" with a Unix socket */
     char unix_socket[600]; /* "" for TCP */
@@ -25,7 +27,9 @@ typedef struct abx_envd {
     char down_reason[256];
     pthread_mutex_t mu; /* guards cached */
     void *cached;       /* one idle CURL handle kept for reuse (TCP) */
-    int cached_fd;      /* one idle connection to unix_socket kept for reuse (envd_unix.c) */
+    /* idle connections to unix_socket kept for reuse (envd_unix.c): as many
+     * as calls ran at once, up to ABX_ENVD_IDLE_MAX; -1: none */
+    int idle_fds[ABX_ENVD_IDLE_MAX];
 } abx_envd;
 
 void abx__envd_init(abx_envd *e, const char *base_url, const char *unix_socket, const char *token);

@@ -1,7 +1,10 @@
 /* envd_unix.c: the envd client's transport to the local shim, HTTP/1.1 over
  * its Unix socket (see envd_exchange.h).
  *
- * Owns: the kept-alive connection of an abx_envd (cached_fd), writing a
+ * Owns: the kept-alive connections of an abx_envd (idle_fds: as many as
+ * calls ran at once, up to ABX_ENVD_IDLE_MAX, so that an MCP server's
+ * concurrent calls do not each open a connection, for which the shim
+ * starts a thread), writing a
  * request (its headers from the exchange, a fixed body with its length or
  * a streamed one chunked when its size is unknown) and reading the answer,
  * which http-parser parses (status, headers, chunked or sized bodies,
@@ -52,30 +55,36 @@ static int connect_socket(const char *path, envd_exchange *x)
     return fd;
 }
 
-/* The kept connection if it is still open and quiet (a server that closed
- * it, or sent anything unasked, makes it unusable), else -1. */
+/* A kept connection that is still open and quiet (a server that closed
+ * it, or sent anything unasked, makes it unusable: it is closed and the
+ * next one tried), else -1. */
 static int take_cached(abx_envd *e)
 {
-    pthread_mutex_lock(&e->mu);
-    int fd = e->cached_fd;
-    e->cached_fd = -1;
-    pthread_mutex_unlock(&e->mu);
-    if (fd < 0)
-        return -1;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 0) != 0) {
+    for (;;) {
+        int fd = -1;
+        pthread_mutex_lock(&e->mu);
+        for (size_t i = 0; i < ABX_ENVD_IDLE_MAX && fd < 0; i++) {
+            fd = e->idle_fds[i];
+            e->idle_fds[i] = -1;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (fd < 0)
+            return -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 0) == 0)
+            return fd;
         close(fd);
-        return -1;
     }
-    return fd;
 }
 
 static void keep_or_close(abx_envd *e, int fd)
 {
     pthread_mutex_lock(&e->mu);
-    if (e->cached_fd < 0) {
-        e->cached_fd = fd;
-        fd = -1;
+    for (size_t i = 0; i < ABX_ENVD_IDLE_MAX && fd >= 0; i++) {
+        if (e->idle_fds[i] < 0) {
+            e->idle_fds[i] = fd;
+            fd = -1;
+        }
     }
     pthread_mutex_unlock(&e->mu);
     if (fd >= 0)
@@ -84,9 +93,11 @@ static void keep_or_close(abx_envd *e, int fd)
 
 void abx__envd_unix_close(abx_envd *e)
 {
-    if (e->cached_fd >= 0)
-        close(e->cached_fd);
-    e->cached_fd = -1;
+    for (size_t i = 0; i < ABX_ENVD_IDLE_MAX; i++) {
+        if (e->idle_fds[i] >= 0)
+            close(e->idle_fds[i]);
+        e->idle_fds[i] = -1;
+    }
 }
 
 /* ---- writing the request -------------------------------------------------- */
