@@ -89,6 +89,7 @@ static void release(abx_envd *e, CURL *c)
 typedef struct curl_call {
     envd_exchange *x;
     CURL *curl;
+    bool read_failed; /* read_fn failed the upload (libcurl says "aborted by callback", as for a cancel) */
 } curl_call;
 
 static size_t curl_body(char *ptr, size_t size, size_t n, void *ud)
@@ -113,6 +114,7 @@ static size_t curl_read(char *buf, size_t size, size_t n, void *ud)
 {
     curl_call *cc = ud;
     size_t got = cc->x->read_fn(buf, size * n, cc->x->read_ud);
+    cc->read_failed = cc->read_failed || got > size * n;
     return got > size * n ? CURL_READFUNC_ABORT : got;
 }
 
@@ -136,7 +138,7 @@ static envd_outcome curl_perform(abx_envd *e, envd_exchange *x)
     for (size_t i = 0; x->headers[i]; i++)
         h = curl_slist_append(h, x->headers[i]);
     h = curl_slist_append(h, "Expect:");
-    curl_call cc = {x, c};
+    curl_call cc = {x, c, false};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, curl_body);
@@ -171,7 +173,7 @@ static envd_outcome curl_perform(abx_envd *e, envd_exchange *x)
     snprintf(x->detail, sizeof x->detail, "%s", curl_easy_strerror(code));
     envd_outcome out = code == CURLE_OK                    ? ENVD_OK
                        : code == CURLE_WRITE_ERROR         ? ENVD_ABORTED
-                       : code == CURLE_ABORTED_BY_CALLBACK ? ENVD_CANCELLED
+                       : code == CURLE_ABORTED_BY_CALLBACK ? (cc.read_failed ? ENVD_ABORTED : ENVD_CANCELLED)
                        : code == CURLE_OPERATION_TIMEDOUT  ? ENVD_TIMEOUT
                        : code == CURLE_COULDNT_CONNECT || code == CURLE_GOT_NOTHING ||
                                code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR ||
@@ -345,6 +347,19 @@ static int no_data_plane(const abx_envd *e, abx_error **err)
         "operation needs");
 }
 
+/* The outcome of a plain exchange whose body went to m: 0 for a whole 2xx
+ * answer, else the error (past the bound, the transport's, the server's). */
+static int plain_result(envd_outcome o, const envd_exchange *x, const membuf *m, abx_error **err)
+{
+    if (o == ENVD_ABORTED && m->overflow)
+        return abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB");
+    if (o != ENVD_OK)
+        return transport_failure(o, x, err);
+    if (x->status < 200 || x->status > 299)
+        return error_from_body(m->b.data, m->b.len, x->status, err);
+    return 0;
+}
+
 static int json_request(abx_envd *e, const char *method, const char *path, const char *user, json_t *body,
                         json_t **resp, abx_error **err)
 {
@@ -364,14 +379,8 @@ static int json_request(abx_envd *e, const char *method, const char *path, const
     base_headers(e, &x, &h, user, body ? "application/json" : NULL);
     envd_outcome o = perform(e, &x);
     free(text);
-    rc = 0;
-    if (o == ENVD_ABORTED && out.overflow)
-        rc = abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB");
-    else if (o != ENVD_OK)
-        rc = transport_failure(o, &x, err);
-    else if (x.status < 200 || x.status > 299)
-        rc = error_from_body(out.b.data, out.b.len, x.status, err);
-    else if (resp) {
+    rc = plain_result(o, &x, &out, err);
+    if (rc == 0 && resp) {
         *resp = out.b.len ? json_loadb(out.b.data, out.b.len, 0, NULL) : json_object();
         if (!*resp)
             rc = abx__error_set(err, ABX_EPROVIDER, "the sandbox answered with malformed JSON");
@@ -537,13 +546,7 @@ int abx__envd_post_raw(abx_envd *e, const char *path, const char *user, json_t *
     port_headers(e, &x, &h, user, "application/json", 49999);
     envd_outcome o = perform(e, &x);
     free(text);
-    rc = 0;
-    if (o == ENVD_ABORTED && answer.overflow)
-        rc = abx__error_set(err, ABX_ETOOBIG, "response over 64 MiB");
-    else if (o != ENVD_OK)
-        rc = transport_failure(o, &x, err);
-    else if (x.status < 200 || x.status > 299)
-        rc = error_from_body(answer.b.data, answer.b.len, x.status, err);
+    rc = plain_result(o, &x, &answer, err);
     if (rc == 0)
         *out = abx__buf_take(&answer.b, out_len);
     abx__buf_free(&answer.b);
