@@ -75,6 +75,10 @@ struct abx_provider {
     int (*connect_port)(abx_sandbox *s, unsigned port, int *fd, abx_error **err);
     /* Optional: what the sandbox uses now. */
     int (*metrics)(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
+    /* Optional: what the sandbox has used since it started. */
+    int (*stats)(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err);
+    /* Optional: the host's pools (abx_host_pools_get; the caller checked the client is the administrator). */
+    int (*pool_usage)(abx_client *c, abx_host_pools *out, abx_error **err);
     /* Optional, for sandboxes whose data plane keeps no task output for a
      * later reader (E2B clouds): the client's table of the background tasks
      * this process follows (lib/epp_exec.h), and in *ref another reference

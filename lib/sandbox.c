@@ -487,6 +487,24 @@ int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error 
     return at_provider(err, s->ops->metrics(s, out, err), "metrics of", s->qualified);
 }
 
+int abx_sandbox_get_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->ops->stats)
+        return abx__error_set(err, ABX_ENOTSUP, "stats: provider '%s' has none", s->ops->name);
+    return at_provider(err, s->ops->stats(s, out, err), "stats of", s->qualified);
+}
+
+int abx_host_pools_get(abx_client *c, abx_host_pools *out, abx_error **err)
+{
+    memset(out, 0, sizeof *out);
+    if (c->tenant[0] || c->tenant_set)
+        return abx__error_set(err, ABX_ENOTALLOWED, "the host's pools are its administrator's to see");
+    if (!c->ops->pool_usage)
+        return abx__error_set(err, ABX_ENOTSUP, "pools: provider '%s' has none on this host", c->ops->name);
+    return c->ops->pool_usage(c, out, err);
+}
+
 int abx_sandbox_connect_port(abx_sandbox *s, unsigned port, int *fd, abx_error **err)
 {
     *fd = -1;

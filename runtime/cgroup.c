@@ -525,7 +525,9 @@ int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error 
     return 0;
 }
 
-/* utime + stime of pid, in microseconds (0 when it cannot be read). */
+/* utime + stime of pid and of its children it waited for (those that ended
+ * and were reaped, down to init's), in microseconds (0 when it cannot be
+ * read). */
 static unsigned long long proc_cpu_us(long pid)
 {
     char path[64], text[1024];
@@ -533,11 +535,12 @@ static unsigned long long proc_cpu_us(long pid)
     if (abx__read_small_file(path, text, sizeof text) < 0)
         return 0;
     const char *p = strrchr(text, ')'); /* after the command name, which may hold spaces */
-    unsigned long long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    unsigned long long ut = 0, st = 0, cut = 0, cst = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st, &cut,
+                     &cst) != 4)
         return 0;
     long hz = sysconf(_SC_CLK_TCK);
-    return (ut + st) * 1000000ull / (unsigned long long)(hz > 0 ? hz : 100);
+    return (ut + st + cut + cst) * 1000000ull / (unsigned long long)(hz > 0 ? hz : 100);
 }
 
 int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned long long *mem_bytes)
@@ -571,6 +574,29 @@ int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned
         while (*p == '\n')
             p++;
     }
+    return 0;
+}
+
+/* One number from a knob (0 when it cannot be read). */
+static unsigned long long knob_number(const char *dir, const char *knob)
+{
+    char path[512], text[64];
+    snprintf(path, sizeof path, "%s/%s", dir, knob);
+    return abx__read_small_file(path, text, sizeof text) >= 0 ? strtoull(text, NULL, 10) : 0;
+}
+
+int abx__cgroup_stats(const abx_cgroup *cg, abx_cgroup_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (abx__cgroup_usage(cg, &out->cpu_us, &out->mem_bytes) < 0)
+        return -1;
+    bool v2 = cg->version == 2;
+    out->mem_peak_bytes = knob_number(cg->dirs[0], v2 ? "memory.peak" : "memory.max_usage_in_bytes");
+    if (out->mem_peak_bytes < out->mem_bytes)
+        out->mem_peak_bytes = out->mem_bytes;
+    if (v2 || cg->ndirs > 1)
+        out->pids = knob_number(cg->dirs[v2 ? 0 : 1], "pids.current");
+    out->oom_kills = abx__cgroup_oom_kills(cg);
     return 0;
 }
 

@@ -96,8 +96,18 @@ int abx__cgroup_set_background(const abx_cgroup *cg, bool background, abx_error 
  * SIGKILL until it is thawed). No-op without a freezer. */
 void abx__cgroup_thaw_now(const abx_cgroup *cg);
 /* CPU time used by the cgroup's processes (v2 cpu.stat; v1: its current
- * members' utime + stime) and its memory in use. -1 with no cgroup. */
+ * members' utime + stime and their waited-for children's) and its memory
+ * in use. -1 with no cgroup. */
 int abx__cgroup_usage(const abx_cgroup *cg, unsigned long long *cpu_us, unsigned long long *mem_bytes);
+/* What the cgroup counts, for metrics: 0 where the host does not say. */
+typedef struct abx_cgroup_stats {
+    unsigned long long cpu_us;                    /* as abx__cgroup_usage */
+    unsigned long long mem_bytes, mem_peak_bytes; /* v2 memory.current/.peak; v1 usage/max_usage */
+    unsigned long long pids;                      /* pids.current */
+    unsigned long oom_kills;
+} abx_cgroup_stats;
+/* -1 with no cgroup. */
+int abx__cgroup_stats(const abx_cgroup *cg, abx_cgroup_stats *out);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */
 int abx__cgroup_detect(abx_error **err);
 /* From /proc/self/cgroup's text, the cgroup v2 parent abx uses for a user

@@ -9,6 +9,7 @@
 #include "sysutil.h"
 
 #include <arpa/inet.h>
+#include <linux/if_link.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -111,6 +112,22 @@ json_t *abx__net_describe(abx_net *n)
     json_object_set_new(doc, "gateway", json_string(gw));
     json_object_set_new(doc, "interface", json_string(n->slot.iface));
     return doc;
+}
+
+int abx__net_counters(abx_net *n, abx_net_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    struct rtnl_link_stats64 link;
+    int rc = abx__netf_link_stats(n->slot.iface, &link);
+    out->out_bytes = link.rx_bytes; /* the host side receives what the sandbox sends */
+    out->out_packets = link.rx_packets;
+    out->in_bytes = link.tx_bytes;
+    out->in_packets = link.tx_packets;
+    pthread_mutex_lock(&n->mu);
+    if (abx__netf_refused(n->nft, n->slot.slot, &out->refused_packets) < 0)
+        rc = -1;
+    pthread_mutex_unlock(&n->mu);
+    return rc;
 }
 
 void abx__net_resolv_conf(const abx_net *n, char *out, size_t len)

@@ -31,6 +31,14 @@ int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *p
 int abx__net_set_policy(abx_net *n, json_t *policy, abx_error **err);
 /* {mode, allow_out, deny_out, address, gateway, interface}; the caller's. */
 json_t *abx__net_describe(abx_net *n);
+/* A sandbox's traffic as it sees it: out is what it sent (its host side's
+ * receive counters), in what it was sent; refused, the packets the filter
+ * refused. */
+typedef struct abx_net_counters {
+    unsigned long long out_bytes, out_packets, in_bytes, in_packets, refused_packets;
+} abx_net_counters;
+/* 0, or -1 when the kernel did not say (what was read is kept). */
+int abx__net_counters(abx_net *n, abx_net_counters *out);
 /* Removes the filter objects, the interfaces and the pool slot; stops the
  * resolver; frees n. NULL is a no-op. */
 void abx__net_down(abx_net *n);

@@ -249,6 +249,17 @@ static unsigned slots_here(void)
     return count;
 }
 
+unsigned abx__netf_pool_used(void)
+{
+    unsigned count = 0;
+    DIR *d = opendir(NET_DIR);
+    for (struct dirent *e; d && (e = readdir(d));)
+        count += strncmp(e->d_name, "slot-", 5) == 0;
+    if (d)
+        closedir(d);
+    return count;
+}
+
 /* The host-wide lock over the table's making and removal. -1 without. */
 static int table_lock(void)
 {
@@ -525,6 +536,8 @@ static int add_cidrs(abx_buf *b, json_t *list, const char *set, unsigned slot)
     return any ? appendf(b, " }\n") : 0;
 }
 
+#define REJECT "reject with icmpx type admin-prohibited"
+
 /* The policy part of sb_N and its sets: flushed and written again. */
 static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
 {
@@ -533,30 +546,34 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
     char addr[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &n->address, addr, sizeof addr);
     int rc = appendf(b,
+                     "add counter inet abx refused_%u\n"
                      "flush chain inet abx sb_%u\nflush set inet abx a4_%u\nflush set inet abx d4_%u\n"
                      "flush set inet abx dn4_%u\nflush set inet abx ok4_%u\n",
-                     s, s, s, s, s);
+                     s, s, s, s, s, s);
     rc = rc < 0 ? rc : add_cidrs(b, json_object_get(policy, "allow_out"), "a4", s);
     rc = rc < 0 ? rc : add_cidrs(b, json_object_get(policy, "deny_out"), "d4", s);
     if (rc < 0)
         return rc;
+    /* every refusal is counted in refused_N (abx__netf_counters) */
+    char last[96] = "accept";
+    if (strcmp(mode, "internet") != 0)
+        snprintf(last, sizeof last, "counter name refused_%u " REJECT, s);
     if (strcmp(mode, "none") == 0)
-        return appendf(b, "add rule inet abx sb_%u reject with icmpx type admin-prohibited\n", s);
+        return appendf(b, "add rule inet abx sb_%u counter name refused_%u " REJECT "\n", s, s);
     return appendf(b,
                    "add rule inet abx sb_%u ct state established,related accept\n"
-                   "add rule inet abx sb_%u meta nfproto != ipv4 drop\n"
-                   "add rule inet abx sb_%u ip saddr != %s drop\n"
-                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx "
-                   "type admin-prohibited\n"
-                   "add rule inet abx sb_%u ip daddr @never4 reject with icmpx type admin-prohibited\n"
+                   "add rule inet abx sb_%u meta nfproto != ipv4 counter name refused_%u drop\n"
+                   "add rule inet abx sb_%u ip saddr != %s counter name refused_%u drop\n"
+                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } counter name "
+                   "refused_%u " REJECT "\n"
+                   "add rule inet abx sb_%u ip daddr @never4 counter name refused_%u " REJECT "\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @dn4_%u reject with icmpx type admin-prohibited\n"
+                   "add rule inet abx sb_%u ip daddr @dn4_%u counter name refused_%u " REJECT "\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @d4_%u reject with icmpx type admin-prohibited\n"
-                   "add rule inet abx sb_%u ip daddr @forbidden4 reject with icmpx type admin-prohibited\n"
+                   "add rule inet abx sb_%u ip daddr @d4_%u counter name refused_%u " REJECT "\n"
+                   "add rule inet abx sb_%u ip daddr @forbidden4 counter name refused_%u " REJECT "\n"
                    "add rule inet abx sb_%u %s\n",
-                   s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, s,
-                   strcmp(mode, "internet") == 0 ? "accept" : "reject with icmpx type admin-prohibited");
+                   s, s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, last);
 }
 
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
@@ -575,8 +592,9 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
                      "add chain inet abx sb_%u\nadd chain inet abx in_%u\n"
                      "add rule inet abx in_%u ip saddr %s ip daddr %s udp dport 53 accept\n"
                      "add rule inet abx in_%u ct state established,related accept\n"
-                     "add rule inet abx in_%u reject with icmpx type admin-prohibited\n",
-                     s, s, s, s, s, s, s, addr, gw, s, s);
+                     "add counter inet abx refused_%u\n"
+                     "add rule inet abx in_%u counter name refused_%u " REJECT "\n",
+                     s, s, s, s, s, s, s, addr, gw, s, s, s, s);
     if (rc == 0)
         rc = policy_script(n, policy, &b);
     if (rc == 0)
@@ -600,8 +618,9 @@ static void remove_objects(struct nft_ctx *c, const char *iface, unsigned slot)
     nft.run(c, script);
     snprintf(script, sizeof script,
              "delete chain inet abx sb_%u\ndelete chain inet abx in_%u\ndelete set inet abx a4_%u\n"
-             "delete set inet abx d4_%u\ndelete set inet abx dn4_%u\ndelete set inet abx ok4_%u\n",
-             slot, slot, slot, slot, slot, slot);
+             "delete set inet abx d4_%u\ndelete set inet abx dn4_%u\ndelete set inet abx ok4_%u\n"
+             "delete counter inet abx refused_%u\n",
+             slot, slot, slot, slot, slot, slot, slot);
     nft.run(c, script);
 }
 
@@ -643,6 +662,59 @@ void abx__netf_admit(struct nft_ctx *c, unsigned slot, const unsigned char a[4],
              : ttl > 3600 ? 3600
                           : ttl);
     nft.run(c, script);
+}
+
+int abx__netf_refused(struct nft_ctx *c, unsigned slot, unsigned long long *packets)
+{
+    *packets = 0;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "list counter inet abx refused_%u", slot);
+    if (!c || nft.run(c, cmd) != 0)
+        return -1;
+    const char *text = nft.output_text(c), *at = text ? strstr(text, "packets ") : NULL;
+    if (!at)
+        return -1;
+    *packets = strtoull(at + 8, NULL, 10);
+    return 0;
+}
+
+/* IFLA_STATS64 of the link: its attribute callback. */
+static int link_stats_attr(const struct nlattr *a, void *data)
+{
+    if (mnl_attr_get_type(a) == IFLA_STATS64 &&
+        mnl_attr_get_payload_len(a) >= sizeof(struct rtnl_link_stats64))
+        memcpy(data, mnl_attr_get_payload(a), sizeof(struct rtnl_link_stats64));
+    return MNL_CB_OK;
+}
+
+static int link_stats_msg(const struct nlmsghdr *nlh, void *data)
+{
+    return mnl_attr_parse(nlh, sizeof(struct ifinfomsg), link_stats_attr, data);
+}
+
+int abx__netf_link_stats(const char *iface, struct rtnl_link_stats64 *out)
+{
+    memset(out, 0, sizeof *out);
+    struct mnl_socket *nl = nl_open();
+    if (!nl)
+        return -1;
+    char buf[8192];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETLINK;
+    nlh->nlmsg_flags = NLM_F_REQUEST;
+    unsigned seq = (unsigned)time(NULL);
+    nlh->nlmsg_seq = seq;
+    struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof *ifm);
+    ifm->ifi_family = AF_UNSPEC;
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, iface);
+    int rc = -1;
+    if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) >= 0) {
+        ssize_t got = mnl_socket_recvfrom(nl, buf, sizeof buf);
+        if (got > 0 && mnl_cb_run(buf, (size_t)got, seq, mnl_socket_get_portid(nl), link_stats_msg, out) >= 0)
+            rc = 0;
+    }
+    mnl_socket_close(nl);
+    return rc;
 }
 
 void abx__netf_teardown(struct nft_ctx *c, const char *iface, unsigned slot)

@@ -20,6 +20,8 @@ typedef struct abx_net_slot {
     char pool[32];                   /* the pool's CIDR */
 } abx_net_slot;
 
+struct rtnl_link_stats64;
+
 /* A libnftables context, or NULL when the library is missing. */
 struct nft_ctx *abx__netf_ctx(void);
 void abx__netf_ctx_free(struct nft_ctx *c);
@@ -27,6 +29,8 @@ void abx__netf_ctx_free(struct nft_ctx *c);
 const char *abx__netf_pool_cidr(char out[32]);
 /* How many sandboxes the pool has addresses for (0: ABX_NET_POOL is wrong). */
 unsigned abx__netf_pool_slots(void);
+/* How many of them are taken now (host-wide). */
+unsigned abx__netf_pool_used(void);
 /* Takes a free /30 of the pool for sandbox id. */
 int abx__netf_claim(const char *id, abx_net_slot *s, abx_error **err);
 void abx__netf_release(unsigned slot);
@@ -43,5 +47,10 @@ int abx__netf_run(struct nft_ctx *c, const char *script, abx_error **err);
 /* Removes the slot's filter objects (the table with the namespace's last),
  * the slot and the links. c may be NULL (then only the slot and links). */
 void abx__netf_teardown(struct nft_ctx *c, const char *iface, unsigned slot);
+
+/* The packets slot's filter refused (its counter refused_N); -1 when it cannot be read. */
+int abx__netf_refused(struct nft_ctx *c, unsigned slot, unsigned long long *packets);
+/* The counters of link iface in this network namespace (rtnetlink); -1 when it cannot be read. */
+int abx__netf_link_stats(const char *iface, struct rtnl_link_stats64 *out);
 
 #endif

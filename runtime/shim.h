@@ -118,6 +118,7 @@ typedef struct shim {
     bool pause_on_timeout;             /* the timeout pauses instead of ending (lock: mu) */
     json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
     struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
+    unsigned long long cpu_us_high;    /* the most CPU time /abx/stats reported (lock: mu) */
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
     bool spawned;                      /* init was asked to start a process, ever (lock: mu) */
     int owner_pidfd;                   /* the pool's process while standby: its end ends the sandbox; -1 */

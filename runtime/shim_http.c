@@ -32,6 +32,7 @@
 #include "shim_code.h"
 #include "shim_files.h"
 #include "shim_watch.h"
+#include "net.h"
 #include "netpolicy.h"
 #include "parse.h"
 #include "b64.h"
@@ -733,6 +734,40 @@ static enum MHD_Result abx_metrics(shim *sh, struct MHD_Connection *c)
                                "disk_total", (json_int_t)sh->limits.disk_mb << 20));
 }
 
+/* What the sandbox has used since it started, as counters and gauges read
+ * now (metrics): no sampling interval, nothing kept between calls but the
+ * CPU counter's high mark (v1 hosts sum the members' times, which dip
+ * while an ended process waits to be reaped). */
+static enum MHD_Result abx_stats(shim *sh, struct MHD_Connection *c)
+{
+    abx_cgroup_stats cs;
+    abx__cgroup_stats(&sh->jail.cgroup, &cs);
+    struct statfs fs;
+    unsigned long long disk_used = 0;
+    if (fstatfs(sh->rootfd, &fs) == 0)
+        disk_used = (unsigned long long)(fs.f_blocks - fs.f_bfree) * (unsigned long long)fs.f_bsize;
+    pthread_mutex_lock(&sh->mu);
+    if (cs.cpu_us < sh->cpu_us_high)
+        cs.cpu_us = sh->cpu_us_high;
+    sh->cpu_us_high = cs.cpu_us;
+    abx_net_counters nc;
+    bool networked = sh->net && abx__net_counters(sh->net, &nc) == 0;
+    pthread_mutex_unlock(&sh->mu);
+    json_t *doc = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "cpu_us", (json_int_t)cs.cpu_us, "mem_bytes",
+        (json_int_t)cs.mem_bytes, "mem_peak_bytes", (json_int_t)cs.mem_peak_bytes, "mem_limit_bytes",
+        (json_int_t)sh->limits.memory_mb << 20, "pids", (json_int_t)cs.pids, "pids_limit",
+        (json_int_t)sh->limits.pids, "oom_kills", (json_int_t)cs.oom_kills, "disk_used_bytes",
+        (json_int_t)disk_used, "disk_limit_bytes", (json_int_t)sh->limits.disk_mb << 20);
+    if (doc && networked)
+        json_object_set_new(doc, "network",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "out_bytes", (json_int_t)nc.out_bytes,
+                                      "out_packets", (json_int_t)nc.out_packets, "in_bytes",
+                                      (json_int_t)nc.in_bytes, "in_packets", (json_int_t)nc.in_packets,
+                                      "refused_packets", (json_int_t)nc.refused_packets));
+    return send_json(c, 200, doc);
+}
+
 /* An /abx/ change's answer: the sandbox's details after it, or its error. Frees err. */
 static enum MHD_Result info_or_error(shim *sh, struct MHD_Connection *c, int rc, abx_error *err)
 {
@@ -761,6 +796,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         return abx_output(sh, c);
     if (strcmp(url, "/abx/metrics") == 0 && strcmp(method, "GET") == 0)
         return abx_metrics(sh, c);
+    if (strcmp(url, "/abx/stats") == 0 && strcmp(method, "GET") == 0)
+        return abx_stats(sh, c);
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
     if (strcmp(url, "/abx/timeout") == 0) {

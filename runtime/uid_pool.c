@@ -19,13 +19,16 @@
 #include "jail.h"
 #include "parse.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static unsigned env_uint(const char *name, unsigned min, unsigned max, unsigned def)
@@ -88,4 +91,65 @@ int abx__uid_range_take(uid_t *base, int *lock_fd, abx_error **err)
     }
     return abx__error_set(err, ABX_ELIMIT, "every host uid range of the pool is in use (%u sandboxes)",
                           slots);
+}
+
+static int inode_order(const void *a, const void *b)
+{
+    unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The inodes of the pool's lock files, sorted, into *out (free()). */
+static size_t lock_inodes(unsigned long **out, dev_t *dev)
+{
+    *out = NULL;
+    struct stat st;
+    DIR *d = opendir(ABX_UID_POOL_DIR);
+    if (!d || fstat(dirfd(d), &st) < 0) {
+        if (d)
+            closedir(d);
+        return 0;
+    }
+    *dev = st.st_dev;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            unsigned long *grown = realloc(*out, (cap = cap ? cap * 2 : 256) * sizeof **out);
+            if (!grown)
+                break;
+            *out = grown;
+        }
+        (*out)[n++] = (unsigned long)e->d_ino;
+    }
+    closedir(d);
+    if (n)
+        qsort(*out, n, sizeof **out, inode_order);
+    return n;
+}
+
+/* Read from /proc/locks, which costs the holders nothing: a probe that
+ * took each lock for a moment would turn a concurrent claim away. */
+unsigned abx__uid_pool_used(void)
+{
+    dev_t dev = 0;
+    unsigned long *inodes = NULL;
+    size_t n = lock_inodes(&inodes, &dev);
+    FILE *f = n ? fopen("/proc/locks", "re") : NULL;
+    unsigned used = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned maj, min;
+        unsigned long ino;
+        char kind[16];
+        if (sscanf(line, "%*d: %15s %*s %*s %*d %x:%x:%lu", kind, &maj, &min, &ino) == 4 &&
+            strcmp(kind, "FLOCK") == 0 && makedev(maj, min) == dev &&
+            bsearch(&ino, inodes, n, sizeof *inodes, inode_order))
+            used++;
+    }
+    if (f)
+        fclose(f);
+    free(inodes);
+    return used;
 }

@@ -14,6 +14,8 @@
 
 /* How many ranges the pool has. */
 unsigned abx__uid_pool_slots(void);
+/* How many ranges are held now (by live sandboxes and containers). */
+unsigned abx__uid_pool_used(void);
 /* Takes a free range: *base is its first host id; *lock_fd holds it (an
  * flock on ABX_UID_POOL_DIR/<base>) until closed, by the caller after the
  * sandbox's last process is gone. Returns 0, or -ABX_ELIMIT when every

@@ -76,6 +76,7 @@ typedef struct serve_ctx {
     atomic_llong signed_walk_second; /* the second signed_target's walks are counted in, */
     atomic_int signed_walks;         /* and how many it made then (at most SIGNED_WALKS_PER_S) */
     size_t npeers;
+    serve_metrics *metrics; /* GET /metrics: the counters, the token's hash */
     pthread_mutex_t mu;
 } serve_ctx;
 
@@ -96,6 +97,11 @@ typedef struct serve_req {
     envd_front *envd; /* a sandbox whose envd serve answers itself */
     int upload_fd;    /* REQ_UPLOAD: the body, in a file of the service's own (-1: none) */
     unsigned long long upload_len, upload_max;
+    /* for /metrics, counted when it completes: */
+    struct timespec started;
+    bool data_plane;
+    int error_code;    /* the abx error it was answered with; 0: none */
+    serve_event event; /* a create or a kill it made */
 } serve_req;
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -137,12 +143,13 @@ int serve_send_error(struct MHD_Connection *c, unsigned status, const char *mess
     return send_error(c, status, message) == MHD_YES ? 0 : -1;
 }
 
-/* An abx error as E2B's status (abx's table) and body: a request's own
+/* An abx error (counted in rq for /metrics) as E2B's status (abx's table) and body: a request's own
  * mistake says which (our validation's words, a policy refusal's rule); anything else only its
  * code and the table's text: no path, no errno, no upstream message. */
-static enum MHD_Result send_abx_error(struct MHD_Connection *c, int rc, abx_error *err)
+static enum MHD_Result send_abx_error(struct MHD_Connection *c, serve_req *rq, int rc, abx_error *err)
 {
     int code = rc < 0 ? -rc : rc;
+    rq->error_code = code;
     unsigned status = (unsigned)abx_err_http_status(code);
     bool own_words = status == 400 || status == 429 || code == ABX_ENETPOLICY || code == ABX_ENOTALLOWED ||
                      code == ABX_EBUSY ||
@@ -584,7 +591,7 @@ static enum MHD_Result snapshot_one(struct MHD_Connection *c, serve_req *rq, con
     int rc = abx_sandbox_snapshot(sb, json_string_value(name), &text, &err);
     abx_sandbox_free(sb);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     json_t *in = json_loads(text, 0, NULL);
     abx_free(text);
     json_t *out = snapshot_json(in);
@@ -623,7 +630,7 @@ static enum MHD_Result fork_one(serve_ctx *s, struct MHD_Connection *c, serve_re
     }
     abx_sandbox_free(sb);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     json_t *out = json_array();
     for (unsigned i = 0; i < n; i++) {
         json_array_append_new(out, json_pack("{s:o}", "sandbox", sandbox_json(s, kids[i], tmpl)));
@@ -641,7 +648,7 @@ static enum MHD_Result snapshots_list(struct MHD_Connection *c, serve_req *rq)
     char *text = NULL;
     int rc = abx_snapshot_list(rq->key->client, of && *of ? of : NULL, &text, &err);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     json_t *all = json_loads(text, 0, NULL), *v, *out = json_array();
     abx_free(text);
     size_t i;
@@ -663,7 +670,7 @@ static enum MHD_Result template_delete(struct MHD_Connection *c, serve_req *rq, 
         abx_error_free(err);
         return send_error(c, 404, "template not found");
     }
-    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+    return rc < 0 ? send_abx_error(c, rq, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
 static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, json_t *body)
@@ -745,7 +752,8 @@ static enum MHD_Result create(serve_ctx *s, struct MHD_Connection *c, serve_req 
         explicit_bzero(notes, strlen(notes));
     free(notes);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
+    rq->event = SERVE_EVENT_CREATE;
     json_t *answer = sandbox_json(s, sb, template_id);
     abx_sandbox_free(sb);
     return send_json(c, 201, answer, NULL);
@@ -758,6 +766,7 @@ static abx_sandbox *own_sandbox(serve_req *rq, const char *id, struct MHD_Connec
 {
     abx_sandbox *sb = NULL;
     if (abx_sandbox_connect(rq->who, id, &sb, NULL) < 0) {
+        rq->error_code = ABX_ENOTFOUND;
         *sent = send_error(c, 404, "sandbox not found");
         return NULL;
     }
@@ -775,7 +784,7 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
     int rc = abx_sandbox_get_info(sb, &in, &err);
     if (rc < 0) {
         abx_sandbox_free(sb);
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     }
     json_t *answer = listed_json(s, &in, sb);
     abx_sandbox_info_clear(&in);
@@ -795,7 +804,7 @@ static enum MHD_Result metrics(struct MHD_Connection *c, serve_req *rq, const ch
     int rc = abx_sandbox_get_metrics(sb, &m, &err);
     abx_sandbox_free(sb);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     char now[40];
     long long t = (long long)time(NULL);
     abx__rfc3339(t, now, sizeof now);
@@ -822,7 +831,7 @@ static enum MHD_Result pause_one(struct MHD_Connection *c, serve_req *rq, const 
         abx_error_free(err);
         return send_error(c, 409, "sandbox is already paused");
     }
-    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+    return rc < 0 ? send_abx_error(c, rq, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
 /* resume (the old endpoint) and connect to a paused sandbox: 201. */
@@ -851,7 +860,7 @@ static enum MHD_Result resume_one(serve_ctx *s, struct MHD_Connection *c, serve_
         abx_error_free(err);
         return send_error(c, 409, "sandbox is not paused");
     }
-    return answer ? send_json(c, 201, answer, NULL) : send_abx_error(c, rc, err);
+    return answer ? send_json(c, 201, answer, NULL) : send_abx_error(c, rq, rc, err);
 }
 
 /* connect: the TTL is only ever extended. */
@@ -893,7 +902,7 @@ static enum MHD_Result set_timeout(struct MHD_Connection *c, serve_req *rq, cons
     abx_error *err = NULL;
     int rc = abx_sandbox_set_timeout(sb, (unsigned)timeout, &err);
     abx_sandbox_free(sb);
-    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+    return rc < 0 ? send_abx_error(c, rq, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
 /* PUT /sandboxes/ID/network {allowOut, denyOut, allow_internet_access}:
@@ -934,7 +943,7 @@ static enum MHD_Result update_network(struct MHD_Connection *c, serve_req *rq, c
         extras_free(&x);
     else
         abx__net_egress_free(&e);
-    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+    return rc < 0 ? send_abx_error(c, rq, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
 static enum MHD_Result kill_one(struct MHD_Connection *c, serve_req *rq, const char *id)
@@ -946,7 +955,9 @@ static enum MHD_Result kill_one(struct MHD_Connection *c, serve_req *rq, const c
     abx_error *err = NULL;
     int rc = abx_sandbox_kill(sb, &err);
     abx_sandbox_free(sb);
-    return rc < 0 ? send_abx_error(c, rc, err) : send_text(c, 204, NULL, NULL, NULL);
+    if (rc == 0)
+        rq->event = SERVE_EVENT_KILL;
+    return rc < 0 ? send_abx_error(c, rq, rc, err) : send_text(c, 204, NULL, NULL, NULL);
 }
 
 /* metadata=k%3Dv%26k2%3Dv2 (already unescaped once by the server: k=v&k2=v2) */
@@ -1023,7 +1034,7 @@ static enum MHD_Result list(serve_ctx *s, struct MHD_Connection *c, serve_req *r
         int rc = abx_list(rq->who, only, ABX_LIST_LIMIT_MAX, page * ABX_LIST_LIMIT_MAX, &items, &n, &err);
         if (rc < 0) {
             json_decref(out);
-            return send_abx_error(c, rc, err);
+            return send_abx_error(c, rq, rc, err);
         }
         for (size_t i = 0; i < n && !more; i++) {
             if (!metadata_matches(meta, items[i].metadata_json) || matched++ < skip)
@@ -1049,7 +1060,7 @@ static enum MHD_Result templates(serve_ctx *s, struct MHD_Connection *c, serve_r
     abx_error *err = NULL;
     int rc = abx_templates(rq->key->client, &text, &err);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     json_t *all = json_loads(text, 0, NULL), *out = json_array();
     abx_free(text);
     size_t i;
@@ -1159,7 +1170,7 @@ static enum MHD_Result begin_tunnel(serve_ctx *s, struct MHD_Connection *c, serv
     int rc = abx_sandbox_connect_port(sb, port, &fd, &err);
     abx_sandbox_free(sb);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     tunnel *t = calloc(1, sizeof *t);
     struct MHD_Response *r = t ? MHD_create_response_for_upgrade(on_upgrade, t) : NULL;
     if (!r) {
@@ -1260,7 +1271,7 @@ static enum MHD_Result template_upload(struct MHD_Connection *c, serve_req *rq, 
     }
     if (rc < 0) {
         json_decref(events);
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     }
     if (kept.cut)
         json_array_append_new(events, json_pack("{s:s, s:s}", "event", "note", "message",
@@ -1281,7 +1292,7 @@ static enum MHD_Result template_one(struct MHD_Connection *c, serve_req *rq, con
     int rc = get ? abx_template_inspect(rq->key->client, name, &text, &err)
                  : abx_template_remove(rq->key->client, name, force && strcmp(force, "1") == 0, &err);
     if (rc < 0)
-        return send_abx_error(c, rc, err);
+        return send_abx_error(c, rq, rc, err);
     json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
     abx_free(text);
     return get ? send_json(c, 200, doc ? doc : json_object(), NULL) : send_text(c, 204, NULL, NULL, NULL);
@@ -1303,13 +1314,13 @@ static json_t *volume_json(const char *info_text, bool with_token)
     return o;
 }
 
-static enum MHD_Result volume_error(struct MHD_Connection *c, int rc, abx_error *err)
+static enum MHD_Result volume_error(struct MHD_Connection *c, serve_req *rq, int rc, abx_error *err)
 {
     if (rc == -ABX_ENOTFOUND) {
         abx_error_free(err);
         return send_error(c, 404, "volume not found");
     }
-    return send_abx_error(c, rc, err);
+    return send_abx_error(c, rq, rc, err);
 }
 
 /* GET and POST /volumes, GET and DELETE /volumes/{name or id}. */
@@ -1329,14 +1340,14 @@ static enum MHD_Result volumes_route(struct MHD_Connection *c, serve_req *rq, co
             return send_error(c, 400, "invalid body: name must be a string (abx.size_mb an integer of MiB)");
         rc = abx_volume_create(who, name, (unsigned)json_integer_value(size), &text, &err);
         if (rc < 0)
-            return volume_error(c, rc, err);
+            return volume_error(c, rq, rc, err);
         json_t *o = volume_json(text, true);
         abx_free(text);
         return send_json(c, 201, o, NULL);
     }
     if (strcmp(url, "/volumes") == 0 && get) {
         if ((rc = abx_volume_list(who, &text, &err)) < 0)
-            return volume_error(c, rc, err);
+            return volume_error(c, rq, rc, err);
         json_t *all = json_loads(text, 0, NULL), *v, *out = json_array();
         abx_free(text);
         size_t i;
@@ -1354,7 +1365,7 @@ static enum MHD_Result volumes_route(struct MHD_Connection *c, serve_req *rq, co
         return send_error(c, 404, "no such endpoint");
     if (get) {
         if ((rc = abx_volume_inspect(who, id, &text, &err)) < 0)
-            return volume_error(c, rc, err);
+            return volume_error(c, rq, rc, err);
         json_t *o = volume_json(text, true);
         abx_free(text);
         return send_json(c, 200, o, NULL);
@@ -1362,7 +1373,7 @@ static enum MHD_Result volumes_route(struct MHD_Connection *c, serve_req *rq, co
     if (strcmp(method, "DELETE") != 0)
         return send_error(c, 404, "no such endpoint");
     if ((rc = abx_volume_remove(who, id, &err)) < 0)
-        return volume_error(c, rc, err);
+        return volume_error(c, rq, rc, err);
     return send_text(c, 204, NULL, NULL, NULL);
 }
 
@@ -1553,6 +1564,7 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
                                   serve_req *rq, const char *id, unsigned port)
 {
     rq->kind = REQ_ANSWERED;
+    rq->data_plane = true;
     /* a request with a key reaches that key's sandboxes only; without one,
      * those of any key of this server (E2B's SDKs send none here); the
      * service's caller, its own (or, an administrator's, every one) */
@@ -1654,6 +1666,23 @@ static bool signed_target(serve_ctx *s, struct MHD_Connection *c, const char *ur
     return found;
 }
 
+/* GET /metrics: the metrics token's bearer sees every sandbox and the
+ * host; an API key (or the service's caller) its own sandboxes, the
+ * service's administrator with X-Abx-All-Tenants everyone's and the host. */
+static enum MHD_Result scrape(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
+{
+    abx_client *who = NULL, *host = NULL;
+    if (serve_metrics_bearer_ok(s->metrics, c))
+        who = host = s->root;
+    else if (s->peers)
+        who = rq->who, host = rq->who == s->root ? s->root : NULL;
+    else if ((rq->key = key_of(s, c)))
+        who = rq->key->client;
+    if (!who)
+        return send_error(c, 401, "missing or invalid X-API-Key or metrics token (Authorization: Bearer)");
+    return serve_metrics_answer(s->metrics, c, who, host) == 0 ? MHD_YES : MHD_NO;
+}
+
 static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
                              serve_req *rq)
 {
@@ -1712,6 +1741,10 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
         rq->kind = REQ_ANSWERED;
         return send_text(c, 204, NULL, NULL, NULL);
     }
+    if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
+        rq->kind = REQ_ANSWERED;
+        return scrape(s, c, rq);
+    }
     if (!s->peers && !(rq->key = key_of(s, c))) {
         rq->kind = REQ_ANSWERED;
         return send_error(c, 401, "missing or invalid X-API-Key");
@@ -1734,6 +1767,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!rq)
             return MHD_NO;
         rq->upload_fd = -1;
+        clock_gettime(CLOCK_MONOTONIC, &rq->started);
         abx__buf_init(&rq->body, MAX_CONTROL_BODY);
         *con_cls = rq;
         return begin(s, c, url, method, rq);
@@ -1788,6 +1822,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     serve_req *rq = *con_cls;
     if (!rq)
         return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    serve_metrics_request(s->metrics, rq->data_plane,
+                          (double)(now.tv_sec - rq->started.tv_sec) +
+                              (now.tv_nsec - rq->started.tv_nsec) / 1e9,
+                          rq->error_code, rq->event);
     if (rq->proxy || rq->envd) {
         serve_proxy_release(rq->proxy);
         serve_envd_release(rq->envd);
@@ -1810,6 +1850,7 @@ static void ctx_free(serve_ctx *s)
         if (s->peers[i].client != s->root)
             abx_client_free(s->peers[i].client);
     free(s->peers);
+    serve_metrics_free(s->metrics);
     abx_client_free(s->data);
     abx_client_free(s->root);
     pthread_mutex_destroy(&s->mu);
@@ -1846,6 +1887,10 @@ int serve_run(const serve_config *cfg, abx_error **err)
     s->default_timeout_s = cfg->default_timeout_s ? cfg->default_timeout_s : DEFAULT_CREATE_TIMEOUT_S;
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
         abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
+    if (!(s->metrics = serve_metrics_new(cfg->metrics_token))) {
+        ctx_free(s);
+        return abx__error_set(err, ABX_ENOMEM, "serve");
+    }
     int sigfd = abx__stop_signals_block();
     abx_http_service svc = {.listen = cfg->listen ? cfg->listen : "127.0.0.1:3000",
                             .handler = on_request,

@@ -22,7 +22,10 @@ typedef struct serve_config {
      * systemd passes), each caller the tenant of its host uid (peers.c). */
     const char *socket_path;
     unsigned default_timeout_s; /* a create that names no timeout; 0: 300, as E2B's cloud */
-    void *reserved[3];
+    /* GET /metrics with "Authorization: Bearer" this: every sandbox's series
+     * and the host's (NULL: only an API key's own sandboxes' series). */
+    const char *metrics_token;
+    void *reserved[2];
 } serve_config;
 
 /* Serves until SIGTERM/SIGINT; prints "abx serve: listening on http://H:P"
@@ -75,6 +78,26 @@ envd_front *serve_envd_begin(struct MHD_Connection *c, abx_sandbox *sb, const ch
 bool serve_envd_upload(envd_front *f, const char *data, size_t len);
 int serve_envd_finish(envd_front *f, struct MHD_Connection *c);
 void serve_envd_release(envd_front *f);
+
+/* ---- GET /metrics (metrics.c) ---- */
+
+typedef struct serve_metrics serve_metrics;
+typedef enum serve_event { SERVE_EVENT_NONE, SERVE_EVENT_CREATE, SERVE_EVENT_KILL } serve_event;
+/* The server's counters, and token's hash (NULL or "": no token is
+ * accepted). NULL without memory; serve_metrics_free. */
+serve_metrics *serve_metrics_new(const char *token);
+void serve_metrics_free(serve_metrics *m);
+/* Whether the request's "Authorization: Bearer T" is the metrics token
+ * (compared in constant time). */
+bool serve_metrics_bearer_ok(const serve_metrics *m, struct MHD_Connection *c);
+/* A request completed: its plane, how long it took, the abx error it was
+ * answered with (0: none), what it did. */
+void serve_metrics_request(serve_metrics *m, bool data_plane, double seconds, int error_code,
+                           serve_event event);
+/* The scrape's answer: the series of every sandbox who reaches, and with
+ * host (the administrator's client) the host's. 0, or -1 when the
+ * connection is lost. */
+int serve_metrics_answer(const serve_metrics *m, struct MHD_Connection *c, abx_client *who, abx_client *host);
 
 /* The most proxied requests one tenant may have in flight at once (each
  * holds at most SERVE_PROXY_BUFFER bytes of its stream in abx serve). */

@@ -15,7 +15,7 @@
 
 const char cmd_serve_help[] =
     "Usage: abx [--provider ID] serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
-    "                                 [--default-timeout S]\n"
+    "                                 [--default-timeout S] [--metrics-token-file F]\n"
     "       abx serve --socket PATH [--warm N]\n"
     "\n"
     "Serve a provider's sandboxes over E2B's protocol: E2B's SDKs (and\n"
@@ -37,6 +37,12 @@ const char cmd_serve_help[] =
     "                      URL's authority\n"
     "  --default-timeout S a create that names no timeout lives S seconds\n"
     "                      (default 300, as E2B's cloud; 1-86400)\n"
+    "  --metrics-token-file F\n"
+    "                      GET /metrics with 'Authorization: Bearer TOKEN' (the file's\n"
+    "                      first line, 16-1024 characters) answers every sandbox's\n"
+    "                      series and the host's (pools, creates, kills, errors,\n"
+    "                      request latencies); with an API key, that key's\n"
+    "                      sandboxes' only (docs/metrics.md)\n"
     "  --socket PATH       the abx service (root only): the same API on a Unix socket\n"
     "                      (or the one systemd passes), each caller the tenant of its\n"
     "                      host uid as the kernel names it, no key: root and the\n"
@@ -50,7 +56,7 @@ const char cmd_serve_help[] =
     "Control plane: POST /sandboxes and /v2/sandboxes, GET /v2/sandboxes,\n"
     "GET|DELETE /sandboxes/ID, POST /sandboxes/ID/timeout|connect|pause|resume,\n"
     "GET /sandboxes/ID/metrics, PUT /sandboxes/ID/network, GET /templates,\n"
-    "GET /health. Each key's tenant reaches only its own sandboxes, at most\n"
+    "GET /health, GET /metrics (Prometheus). Each key's tenant reaches only its own sandboxes, at most\n"
     "[limits] sandboxes_per_tenant of them (429 past it).\n"
     "Data plane (E2b-Sandbox-Id and E2b-Sandbox-Port, or Host PORT-ID.DOMAIN):\n"
     "49983 envd's API with the sandbox's X-Access-Token, 49999 the code\n"
@@ -120,11 +126,43 @@ static bool read_keys(cli_ctx *ctx, const char *file, char **keys, size_t *n)
     return ok;
 }
 
+/* The metrics token: the first line of file (trimmed), 16-1024 bytes of
+ * printable ASCII, into *out (the caller zeroes and frees it). */
+static bool read_metrics_token(cli_ctx *ctx, const char *file, char **out)
+{
+    *out = NULL;
+    if (!file)
+        return true;
+    FILE *f = fopen(file, "re");
+    if (!f) {
+        cli_fail(ctx, ABX_EIO, "--metrics-token-file: cannot read %s", file);
+        return false;
+    }
+    char line[1100] = "";
+    bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    size_t len = got ? strlen(line) : 0;
+    while (len && isspace((unsigned char)line[len - 1]))
+        line[--len] = '\0';
+    bool ok = len >= 16 && len <= 1024;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = line[i] > ' ' && line[i] < 127;
+    if (ok)
+        *out = strdup(line);
+    explicit_bzero(line, sizeof line);
+    if (!ok)
+        cli_fail(ctx, ABX_EINVAL,
+                 "--metrics-token-file: the token is the file's first line, 16-1024 printable characters "
+                 "without spaces");
+    return ok && *out;
+}
+
 int cmd_serve(cli_ctx *ctx, int argc, char **argv)
 {
     const char *pos[CLI_MAX_POSITIONAL];
     size_t npos = 0;
-    const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost", *socket_path = NULL;
+    const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost", *socket_path = NULL,
+               *metrics_file = NULL;
     unsigned warm = 8, default_timeout = 300;
     const cli_flag flags[] = {
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
@@ -134,6 +172,7 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
         {"--default-timeout", CLI_UINT, &default_timeout, ABX_TIMEOUT_MIN_S, ABX_TIMEOUT_MAX_S, NULL, 0,
          NULL},
         {"--socket", CLI_STRING, &socket_path, 0, 0, NULL, 0, NULL},
+        {"--metrics-token-file", CLI_STRING, &metrics_file, 0, 0, NULL, 0, NULL},
     };
     int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
                        &npos);
@@ -147,7 +186,8 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
                         "--socket: the abx service runs as root (it makes every user's sandboxes)");
     char *keys[MAX_KEYS] = {NULL};
     size_t n = 0;
-    if (!read_keys(ctx, key_file, keys, &n)) {
+    char *metrics_token = NULL;
+    if (!read_keys(ctx, key_file, keys, &n) || !read_metrics_token(ctx, metrics_file, &metrics_token)) {
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
         return CLI_EXIT_FAILED;
@@ -158,12 +198,16 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
                         .warm = warm,
                         .default_timeout_s = default_timeout,
                         .provider = ctx->provider,
-                        .socket_path = socket_path};
+                        .socket_path = socket_path,
+                        .metrics_token = metrics_token};
     abx_error *err = NULL;
     rc = serve_run(&cfg, &err);
     for (size_t i = 0; i < n; i++) {
         explicit_bzero(keys[i], strlen(keys[i]));
         free(keys[i]);
     }
+    if (metrics_token)
+        explicit_bzero(metrics_token, strlen(metrics_token));
+    free(metrics_token);
     return rc < 0 ? cli_fail_error(ctx, err, rc) : 0;
 }

@@ -347,6 +347,32 @@ typedef struct abx_sandbox_metrics {
     void *reserved[4];
 } abx_sandbox_metrics;
 ABX_API int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
+/* What a sandbox has used since it started, read now (counters and
+ * gauges for monitoring: no sampling interval, so a scrape costs one
+ * round trip). */
+typedef struct abx_sandbox_stats {
+    unsigned long long cpu_usec;                                   /* CPU time of all its processes */
+    unsigned long long mem_bytes, mem_peak_bytes, mem_limit_bytes; /* its memory cgroup's */
+    unsigned long long pids, pids_limit;
+    unsigned long long oom_kills;                         /* processes its memory limit's OOM killer killed */
+    unsigned long long disk_used_bytes, disk_limit_bytes; /* its writable layer */
+    bool has_network; /* it has an interface: the net_ fields are its own */
+    unsigned long long net_out_bytes, net_out_packets, net_in_bytes, net_in_packets;
+    unsigned long long net_refused_packets; /* egress its network policy refused */
+    void *reserved[4];
+} abx_sandbox_stats;
+ABX_API int abx_sandbox_get_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err);
+/* The host's shared pools, as the provider's runtime holds them now. */
+typedef struct abx_host_pools {
+    unsigned uid_ranges_total, uid_ranges_used; /* per-sandbox host uid ranges */
+    unsigned net_slots_total, net_slots_used;   /* per-sandbox network addresses */
+    unsigned warm_ready, warm_target;           /* this client's warm pool (abx_client_keep_warm) */
+    void *reserved[4];
+} abx_host_pools;
+/* The administrator's only (a client without a tenant): a tenant's client
+ * gets E8021 (ABX_ENOTALLOWED). E8004 for a provider without a runtime on
+ * this host. */
+ABX_API int abx_host_pools_get(abx_client *c, abx_host_pools *out, abx_error **err);
 
 /* Pauses the sandbox: its processes stop, its memory and files are kept
  * (the local provider freezes its cgroup; nothing is written to disk); a

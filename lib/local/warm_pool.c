@@ -248,3 +248,11 @@ abx_sandbox *abx__warm_pool_take(abx_warm_pool *p, const abx_warm_shape *shape)
     pthread_mutex_unlock(&p->mu);
     return s;
 }
+
+void abx__warm_pool_counts(abx_warm_pool *p, unsigned *ready, unsigned *want)
+{
+    pthread_mutex_lock(&p->mu);
+    *ready = (unsigned)p->count;
+    *want = p->want;
+    pthread_mutex_unlock(&p->mu);
+}

@@ -42,6 +42,9 @@ void abx__warm_pool_free(abx_warm_pool *p);
  * NULL; the shape becomes what the pool keeps. */
 abx_sandbox *abx__warm_pool_take(abx_warm_pool *p, const abx_warm_shape *shape);
 
+/* How many stand by now, and how many the pool keeps. */
+void abx__warm_pool_counts(abx_warm_pool *p, unsigned *ready, unsigned *want);
+
 /* How many to start now, with count of want standing by and since_take_ns
  * since the last take: the missing ones once the creates have paused for
  * 100 ms, or at once when count is down to a quarter of want; else none. */
