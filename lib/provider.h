@@ -54,6 +54,9 @@ typedef struct abx__listed {
     char tenant[ABX_TENANT_MAX + 1];
 } abx__listed;
 
+/* One event of the host's log and its number; false: no more. */
+typedef bool (*abx__event_fn)(json_t *event, unsigned long long seq, void *ud);
+
 struct abx_provider {
     const char *name; /* the id prefix: "local" */
     /* id: the part after "<name>:". *out is a new handle (abx_sandbox_free). */
@@ -77,6 +80,12 @@ struct abx_provider {
     int (*metrics)(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
     /* Optional: what the sandbox has used since it started. */
     int (*stats)(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err);
+    /* Optional: the host's event log (lib/events.c): append one event
+     * (taken), and read the events numbered over after, oldest first, each
+     * to each until it returns false (*last: the last one given). */
+    void (*event_append)(json_t *event);
+    int (*events_read)(abx_client *c, unsigned long long after, abx__event_fn each, void *ud,
+                       unsigned long long *last, abx_error **err);
     /* Optional: the host's pools (abx_host_pools_get; the caller checked the client is the administrator). */
     int (*pool_usage)(abx_client *c, abx_host_pools *out, abx_error **err);
     /* Optional, for sandboxes whose data plane keeps no task output for a
@@ -171,6 +180,11 @@ int abx__sandbox_provider_call(abx_sandbox *s, const char *capability, const cha
  * environment variable names. */
 int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *field, bool env_names,
                          abx_error **err);
+/* Records an event of type in the host's log where the provider keeps one
+ * (lib/events.c): sandbox (qualified) and tenant when not NULL or "",
+ * and detail's members (taken; may be NULL). */
+void abx__event(const abx_provider *ops, const char *type, const char *sandbox, const char *tenant,
+                json_t *detail);
 /* The root client whose per-client state c uses (c itself for a root). */
 abx_client *abx__client_root(abx_client *c);
 /* A remote provider's create: metadata (an object, may be NULL) refusing

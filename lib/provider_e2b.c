@@ -994,6 +994,41 @@ static int e2b_features(abx_client *c, json_t **json, abx_error **err)
     return 0;
 }
 
+/* The host's event log of an abx host (abx serve, the abx service): GET
+ * /events?format=json, a page at a time, as the host lets this client's
+ * key (or host user) see it; another E2B host has none (E8004). */
+static int e2b_events_read(abx_client *c, unsigned long long after, abx__event_fn each, void *ud,
+                           unsigned long long *last, abx_error **err)
+{
+    *last = after;
+    char path[96];
+    snprintf(path, sizeof path, "/events?format=json&max=%u&after=%llu", ABX_EVENTS_READ_MAX, after);
+    json_t *doc = NULL;
+    int rc = api(c->state, "GET", path, NULL, &doc, NULL, 0, err);
+    if (rc == -ABX_ENOTFOUND) {
+        abx_error_free(err ? *err : NULL);
+        if (err)
+            *err = NULL;
+        return abx__error_set(err, ABX_ENOTSUP, "events: this E2B host keeps no abx event log");
+    }
+    json_t *events = json_object_get(doc, "events"), *ev;
+    size_t i;
+    bool go = true;
+    json_array_foreach(rc == 0 ? events : NULL, i, ev)
+    {
+        json_int_t seq = json_integer_value(json_object_get(ev, "seq"));
+        if (go && seq > 0 && (unsigned long long)seq > *last) {
+            *last = (unsigned long long)seq;
+            go = each(ev, (unsigned long long)seq, ud);
+        }
+    }
+    json_int_t next = json_integer_value(json_object_get(doc, "next"));
+    if (rc == 0 && go && next > 0 && (unsigned long long)next > *last)
+        *last = (unsigned long long)next; /* past what the host did not show this client */
+    json_decref(doc);
+    return rc;
+}
+
 const abx_provider abx__provider_e2b = {
     .features = e2b_features,
     .name = "e2b",
@@ -1016,4 +1051,5 @@ const abx_provider abx__provider_e2b = {
     .set_network = e2b_set_network,
     .connect_port = e2b_connect_port,
     .metrics = e2b_metrics,
+    .events_read = e2b_events_read,
 };

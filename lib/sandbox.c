@@ -124,6 +124,11 @@ int abx_sandbox_set_network(abx_sandbox *s, const char *mode, const char *const 
         rc = abx__tenant_may_network(s->tenant, abx__net_policy_mode(policy), err);
     if (rc == 0)
         rc = at_provider(err, s->ops->set_network(s, policy, err), "network of", s->qualified);
+    if (rc == 0)
+        abx__event(s->ops, "network", s->qualified, s->tenant,
+                   json_pack("{s:s, s:O?, s:O?}", "mode", abx__net_policy_mode(policy), "allow_out",
+                             json_object_get(policy, "allow_out"), "deny_out",
+                             json_object_get(policy, "deny_out")));
     json_decref(policy);
     return rc;
 }
@@ -287,6 +292,9 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         rc = abx__tenant_may_network(c->tenant, mode, err);
     if (rc == 0)
         rc = abx__quota_reserve(c, networked, err);
+    if (rc == -ABX_EQUOTA)
+        abx__event(c->ops, "quota_refused", NULL, c->tenant,
+                   json_pack("{s:s?}", "reason", err && *err ? abx_error_message(*err) : NULL));
     if (rc < 0)
         return rc;
     rc = at_provider(err, c->ops->create(c, o, out, err), "create on provider", c->provider);
@@ -294,6 +302,10 @@ int abx_sandbox_create(abx_client *c, const abx_create_options *o, abx_sandbox *
         rc = abx__service_hint(rc, err);
     if (rc == 0)
         snprintf((*out)->tenant, sizeof(*out)->tenant, "%s", tenant);
+    if (rc == 0)
+        abx__event(c->ops, "create", (*out)->qualified, tenant,
+                   json_pack("{s:s, s:s, s:b}", "template", o && o->template_id ? o->template_id : "base",
+                             "network", mode, "persistent", o && o->persistent));
     abx__quota_release(c, networked, rc == 0);
     return rc;
 }
@@ -421,7 +433,10 @@ int abx_set_timeout_by_id(abx_client *c, const char *id, unsigned seconds, abx_e
 
 int abx_sandbox_kill(abx_sandbox *s, abx_error **err)
 {
-    return at_provider(err, s->ops->kill(s, err), "kill", s->qualified);
+    int rc = at_provider(err, s->ops->kill(s, err), "kill", s->qualified);
+    if (rc == 0)
+        abx__event(s->ops, "kill", s->qualified, s->tenant, NULL);
+    return rc;
 }
 
 int abx_kill_by_id(abx_client *c, const char *id, abx_error **err)
@@ -467,7 +482,10 @@ int abx_sandbox_pause(abx_sandbox *s, abx_error **err)
 {
     if (!s->ops->pause)
         return abx__error_set(err, ABX_ENOTSUP, "pausing: provider '%s' cannot", s->ops->name);
-    return at_provider(err, s->ops->pause(s, true, 0, err), "pause", s->qualified);
+    int rc = at_provider(err, s->ops->pause(s, true, 0, err), "pause", s->qualified);
+    if (rc == 0)
+        abx__event(s->ops, "pause", s->qualified, s->tenant, NULL);
+    return rc;
 }
 
 int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
@@ -476,7 +494,10 @@ int abx_sandbox_resume(abx_sandbox *s, unsigned timeout_s, abx_error **err)
         return abx__error_set(err, ABX_EINVAL, "timeout: at most %u seconds", ABX_TIMEOUT_MAX_S);
     if (!s->ops->pause)
         return abx__error_set(err, ABX_ENOTSUP, "resuming: provider '%s' cannot", s->ops->name);
-    return at_provider(err, s->ops->pause(s, false, timeout_s, err), "resume", s->qualified);
+    int rc = at_provider(err, s->ops->pause(s, false, timeout_s, err), "resume", s->qualified);
+    if (rc == 0)
+        abx__event(s->ops, "resume", s->qualified, s->tenant, NULL);
+    return rc;
 }
 
 int abx_sandbox_get_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err)

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -352,6 +354,43 @@ unsigned long abx__cgroup_oom_kills(const abx_cgroup *cg)
         return 0;
     const char *at = strstr(text, "oom_kill ");
     return at ? strtoul(at + 9, NULL, 10) : 0;
+}
+
+int abx__cgroup_oom_watch(const abx_cgroup *cg, short *events)
+{
+    if (cg->ndirs == 0)
+        return -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", cg->dirs[0],
+             cg->version == 2 ? "memory.events" : "memory.oom_control");
+    int watched = open(path, O_RDONLY | O_CLOEXEC);
+    if (watched < 0 || cg->version == 2) {
+        *events = POLLPRI;
+        return watched; /* kernfs flags POLLPRI when the file changes */
+    }
+    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    char line[64];
+    snprintf(line, sizeof line, "%d %d", efd, watched);
+    snprintf(path, sizeof path, "%s/cgroup.event_control", cg->dirs[0]);
+    bool ok = efd >= 0 && abx__write_file_at(AT_FDCWD, path, line) == 0;
+    close(watched); /* the registration holds what it needs */
+    if (!ok && efd >= 0) {
+        close(efd);
+        efd = -1;
+    }
+    *events = POLLIN;
+    return efd;
+}
+
+void abx__cgroup_oom_watch_ack(const abx_cgroup *cg, int fd)
+{
+    char buf[512];
+    if (cg->version == 2) {
+        (void)!pread(fd, buf, sizeof buf, 0); /* read again: armed for the next change */
+        return;
+    }
+    uint64_t n;
+    (void)!read(fd, &n, sizeof n);
 }
 
 bool abx__cgroup_oom_killed(const abx_cgroup *cg)

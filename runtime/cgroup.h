@@ -106,6 +106,13 @@ typedef struct abx_cgroup_stats {
     unsigned long long pids;                      /* pids.current */
     unsigned long oom_kills;
 } abx_cgroup_stats;
+/* A descriptor that wakes poll() (for *events) when the sandbox's memory
+ * cgroup runs out of memory: v1 an eventfd registered on
+ * memory.oom_control (POLLIN), v2 memory.events itself (POLLPRI); -1
+ * without a memory cgroup. The caller closes it, and calls
+ * abx__cgroup_oom_watch_ack after each wake. */
+int abx__cgroup_oom_watch(const abx_cgroup *cg, short *events);
+void abx__cgroup_oom_watch_ack(const abx_cgroup *cg, int fd);
 /* -1 with no cgroup. */
 int abx__cgroup_stats(const abx_cgroup *cg, abx_cgroup_stats *out);
 /* Which version this host offers to abx: 1, 2, or a negative abx code. */

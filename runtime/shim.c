@@ -26,6 +26,7 @@
 #include "shim_files.h"
 #include "parse.h"
 #include "snapshot_tree.h"
+#include "event_log.h"
 #include "sysutil.h"
 
 #include <dirent.h>
@@ -893,7 +894,58 @@ static bool on_signal(shim *sh)
     return true; /* SIGTERM, SIGINT, SIGHUP, SIGQUIT: end the sandbox */
 }
 
-#define MAX_POLL (5 + 2 * ABX_SHIM_MAX_PROCS)
+void abx__shim_event(shim *sh, const char *type, json_t *detail)
+{
+    char home[512], path[600], tenant[ABX_TENANT_MAX + 1] = "", qualified[64];
+    if (abx__event_log_home_of(sh->state_dir, home, sizeof home) < 0) {
+        json_decref(detail);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/tenant", sh->state_dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, tenant, sizeof tenant - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    tenant[n > 0 ? n : 0] = '\0';
+    tenant[strcspn(tenant, "\n")] = '\0';
+    snprintf(qualified, sizeof qualified, "local:%s", sh->id);
+    json_t *ev = json_pack("{s:s, s:s}", "type", type, "sandbox_id", qualified);
+    if (ev && *tenant)
+        json_object_set_new(ev, "tenant", json_string(tenant));
+    if (ev && json_is_object(detail))
+        json_object_update_missing(ev, detail);
+    json_decref(detail);
+    abx__event_log_append(home, ev);
+}
+
+#define OOM_SETTLE_TRIES 10 /* of 2 ms */
+
+/* The sandbox's memory cgroup ran out of memory: an oom event for the
+ * kills since the last one (none when the kernel reclaimed enough). */
+static void on_oom(shim *sh)
+{
+    abx__cgroup_oom_watch_ack(&sh->jail.cgroup, sh->oom_fd);
+    /* the kernel tells before its OOM killer picks a process: its count
+     * moves a moment later (or never, when reclaim sufficed) */
+    unsigned long n = abx__cgroup_oom_kills(&sh->jail.cgroup);
+    for (int tries = 0; tries < OOM_SETTLE_TRIES && n <= sh->oom_kills_seen; tries++) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        n = abx__cgroup_oom_kills(&sh->jail.cgroup);
+    }
+    pthread_mutex_lock(&sh->mu);
+    unsigned long seen = sh->oom_kills_seen;
+    sh->oom_kills_seen = n > seen ? n : seen;
+    pthread_mutex_unlock(&sh->mu);
+    if (n > seen)
+        abx__shim_event(sh, "oom",
+                        json_pack("{s:I, s:I, s:I}", "killed", (json_int_t)(n - seen), "oom_kills",
+                                  (json_int_t)n, "memory_limit_bytes",
+                                  (json_int_t)sh->limits.memory_mb << 20));
+}
+
+#define FIXED_POLL 6
+#define MAX_POLL (FIXED_POLL + 2 * ABX_SHIM_MAX_PROCS)
 
 __attribute__((noreturn)) static void event_loop(shim *sh)
 {
@@ -910,6 +962,7 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         pthread_mutex_lock(&sh->mu);
         /* negative: poll skips it */
         pfd[n++] = (struct pollfd){.fd = sh->standby ? sh->owner_pidfd : -1, .events = POLLIN};
+        pfd[n++] = (struct pollfd){.fd = sh->oom_fd, .events = sh->oom_events};
         bool ending = sh->ending;
         for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
             shim_proc *p = sh->procs[i];
@@ -941,10 +994,14 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
             pthread_mutex_unlock(&sh->mu);
             uint64_t ticks;
             (void)read(sh->timerfd, &ticks, sizeof ticks);
-            if (pause && abx__shim_pause(sh, true, 0, NULL, NULL) == 0)
+            if (pause && abx__shim_pause(sh, true, 0, NULL, NULL) == 0) {
                 due = false; /* kept paused (PAUSED_KEPT_S), its timer re-armed for that */
-            if (due)
+                abx__shim_event(sh, "timeout", json_pack("{s:s}", "action", "pause"));
+            }
+            if (due) {
+                abx__shim_event(sh, "timeout", json_pack("{s:s}", "action", "kill"));
                 teardown(sh, 0);
+            }
         }
         if (pfd[2].revents & POLLIN) {
             uint64_t v;
@@ -959,7 +1016,9 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
             if (unclaimed)
                 teardown(sh, 0);
         }
-        for (int i = 5; i < n; i++)
+        if (pfd[5].revents & (POLLIN | POLLPRI | POLLERR))
+            on_oom(sh);
+        for (int i = FIXED_POLL; i < n; i++)
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
                 abx__shim_on_output(sh, pfd[i].fd);
     }
@@ -990,7 +1049,7 @@ int abx__shim_main(int argc, char **argv)
     memset(&sh, 0, sizeof sh);
     abx__jail_clear(&sh.jail);
     sh.rootfd = sh.lockfd = sh.listen_fd = sh.timerfd = sh.wakefd = sh.sigfd = sh.owner_pidfd = -1;
-    sh.code_listen_fd = -1;
+    sh.code_listen_fd = sh.oom_fd = -1;
     snprintf(sh.state_dir, sizeof sh.state_dir, "%s", state_dir);
     sh.ring_pool = ABX_BOUND_SHIM_RINGS;
     pthread_mutex_init(&sh.mu, NULL);
@@ -1015,5 +1074,7 @@ int abx__shim_main(int argc, char **argv)
         return 1;
     }
     tell_creator(0, NULL);
+    /* after the creator has its answer: an OOM watch is nothing a create waits for */
+    sh.oom_fd = abx__cgroup_oom_watch(&sh.jail.cgroup, &sh.oom_events);
     event_loop(&sh);
 }

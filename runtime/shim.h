@@ -114,11 +114,14 @@ typedef struct shim {
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
-    bool paused;                       /* frozen (pause): processes stopped, memory and files kept */
-    bool pause_on_timeout;             /* the timeout pauses instead of ending (lock: mu) */
-    json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
-    struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
-    unsigned long long cpu_us_high;    /* the most CPU time /abx/stats reported (lock: mu) */
+    bool paused;                    /* frozen (pause): processes stopped, memory and files kept */
+    bool pause_on_timeout;          /* the timeout pauses instead of ending (lock: mu) */
+    json_t *net_policy;             /* the network policy's normal form (netpolicy.h; lock: mu) */
+    struct abx_net *net;            /* its network when it has one (net.h; lock: mu) */
+    unsigned long long cpu_us_high; /* the most CPU time /abx/stats reported (lock: mu) */
+    unsigned long oom_kills_seen;   /* its cgroup's OOM kills already in the event log (lock: mu) */
+    int oom_fd;                     /* wakes the event loop on an OOM (abx__cgroup_oom_watch); -1 */
+    short oom_events;
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
     bool spawned;                      /* init was asked to start a process, ever (lock: mu) */
     int owner_pidfd;                   /* the pool's process while standby: its end ends the sandbox; -1 */
@@ -225,6 +228,9 @@ void abx__shim_stream_detach_locked(shim *sh, int pid, const uint64_t *out_off);
 size_t abx__shim_proc_read_room_locked(shim_proc *p, bool err_stream);
 /* Wakes the event loop (a stream caught up). */
 void abx__shim_wake(shim *sh);
+/* An event of this sandbox in the host's log (runtime/event_log.c):
+ * type, its id and tenant, and detail's members (taken; may be NULL). */
+void abx__shim_event(shim *sh, const char *type, json_t *detail);
 /* Event loop helpers: handle a message from init; read one output fd. */
 void abx__shim_on_init_message(shim *sh, json_t *msg);
 /* Kills every process in the sandbox but its init and waits until they

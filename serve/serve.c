@@ -1669,18 +1669,38 @@ static bool signed_target(serve_ctx *s, struct MHD_Connection *c, const char *ur
 /* GET /metrics: the metrics token's bearer sees every sandbox and the
  * host; an API key (or the service's caller) its own sandboxes, the
  * service's administrator with X-Abx-All-Tenants everyone's and the host. */
+/* Whom a request for the host's view (GET /metrics, GET /events) acts
+ * for: the metrics token's bearer the administrator (*host too); an API
+ * key its tenant; the service's caller its own (its administrator with
+ * X-Abx-All-Tenants: everyone, *host too). NULL: nobody. */
+static abx_client *observer_of(serve_ctx *s, struct MHD_Connection *c, serve_req *rq, abx_client **host)
+{
+    *host = NULL;
+    if (serve_metrics_bearer_ok(s->metrics, c))
+        return *host = s->root;
+    if (s->peers) {
+        *host = rq->who == s->root ? s->root : NULL;
+        return rq->who;
+    }
+    return (rq->key = key_of(s, c)) ? rq->key->client : NULL;
+}
+
+#define OBSERVER_REFUSED "missing or invalid X-API-Key or metrics token (Authorization: Bearer)"
+
 static enum MHD_Result scrape(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
 {
-    abx_client *who = NULL, *host = NULL;
-    if (serve_metrics_bearer_ok(s->metrics, c))
-        who = host = s->root;
-    else if (s->peers)
-        who = rq->who, host = rq->who == s->root ? s->root : NULL;
-    else if ((rq->key = key_of(s, c)))
-        who = rq->key->client;
+    abx_client *host = NULL, *who = observer_of(s, c, rq, &host);
     if (!who)
-        return send_error(c, 401, "missing or invalid X-API-Key or metrics token (Authorization: Bearer)");
+        return send_error(c, 401, OBSERVER_REFUSED);
     return serve_metrics_answer(s->metrics, c, who, host) == 0 ? MHD_YES : MHD_NO;
+}
+
+static enum MHD_Result events(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
+{
+    abx_client *host = NULL, *who = observer_of(s, c, rq, &host);
+    if (!who)
+        return send_error(c, 401, OBSERVER_REFUSED);
+    return serve_events_answer(c, who, &s->stopping) == 0 ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
@@ -1744,6 +1764,10 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
     if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
         rq->kind = REQ_ANSWERED;
         return scrape(s, c, rq);
+    }
+    if (strcmp(url, "/events") == 0 && strcmp(method, "GET") == 0) {
+        rq->kind = REQ_ANSWERED;
+        return events(s, c, rq);
     }
     if (!s->peers && !(rq->key = key_of(s, c))) {
         rq->kind = REQ_ANSWERED;

@@ -9,6 +9,7 @@
 #define ABX_SERVE_H
 
 #include "abx/abx.h"
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -98,6 +99,14 @@ void serve_metrics_request(serve_metrics *m, bool data_plane, double seconds, in
  * host (the administrator's client) the host's. 0, or -1 when the
  * connection is lost. */
 int serve_metrics_answer(const serve_metrics *m, struct MHD_Connection *c, abx_client *who, abx_client *host);
+
+/* ---- GET /events (events.c) ---- */
+
+/* The host's event log as who may see it: server-sent events from
+ * ?after or Last-Event-ID on (until stopping or the client goes), or with
+ * ?format=json one page {events, next}. 0, or -1 when the connection is
+ * lost. */
+int serve_events_answer(struct MHD_Connection *c, abx_client *who, const atomic_bool *stopping);
 
 /* The most proxied requests one tenant may have in flight at once (each
  * holds at most SERVE_PROXY_BUFFER bytes of its stream in abx serve). */

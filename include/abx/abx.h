@@ -374,6 +374,20 @@ typedef struct abx_host_pools {
  * this host. */
 ABX_API int abx_host_pools_get(abx_client *c, abx_host_pools *out, abx_error **err);
 
+/* The host's event log: what happened to the sandboxes c may see (a
+ * tenant's client: its own; the administrator: all, and the host's own
+ * events), one JSON object per event with "seq" (increasing), "time"
+ * (RFC 3339, UTC, milliseconds), "type" (create, kill, timeout, pause,
+ * resume, network, oom, supervisor_died, quota_refused),
+ * "sandbox_id" and "tenant" where they apply, and the type's details.
+ * The events numbered over after, oldest first, at most max (1-1000), as
+ * a JSON array in *json (abx_free); *next: what to pass as after next
+ * time (after when nothing is new). The log is bounded: the oldest go
+ * first. E8004 for a provider that keeps none (a remote one). */
+#define ABX_EVENTS_READ_MAX 1000
+ABX_API int abx_events_read(abx_client *c, unsigned long long after, unsigned max, char **json,
+                            unsigned long long *next, abx_error **err);
+
 /* Pauses the sandbox: its processes stop, its memory and files are kept
  * (the local provider freezes its cgroup; nothing is written to disk); a
  * paused sandbox is kept 24 h at most. E8001 when it is already paused,

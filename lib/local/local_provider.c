@@ -28,6 +28,7 @@
 #include "uid_pool.h"
 #include "volume_store.h"
 #include "snapshot.h"
+#include "event_log.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -1118,6 +1119,36 @@ static int local_features(abx_client *c, json_t **json, abx_error **err)
     return 0;
 }
 
+/* ---- the host's event log: $ABX_HOME/events (runtime/event_log.c) ---------------------- */
+
+/* ABX_HOME when it exists and is ours (abx__home_check); false otherwise. */
+static bool event_home(char *home, size_t len)
+{
+    struct stat st;
+    return abx__home(home, len) == 0 && stat(home, &st) == 0 && abx__home_check(home, NULL) == 0;
+}
+
+static void local_event_append(json_t *event)
+{
+    char home[512];
+    if (event_home(home, sizeof home))
+        abx__event_log_append(home, event);
+    else
+        json_decref(event);
+}
+
+static int local_events_read(abx_client *c, unsigned long long after, abx__event_fn each, void *ud,
+                             unsigned long long *last, abx_error **err)
+{
+    (void)c;
+    (void)err;
+    char home[512];
+    *last = after;
+    if (event_home(home, sizeof home))
+        abx__event_log_read(home, after, each, ud, last); /* no log yet: no events */
+    return 0;
+}
+
 const abx_provider abx__provider_local = {
     .features = local_features,
     .name = "local",
@@ -1136,6 +1167,8 @@ const abx_provider abx__provider_local = {
     .metrics = local_metrics,
     .stats = local_stats,
     .pool_usage = local_pool_usage,
+    .event_append = local_event_append,
+    .events_read = local_events_read,
     .free_impl = local_free_impl,
     .notes = local_notes,
     .endpoint = local_endpoint,

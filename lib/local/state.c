@@ -23,6 +23,7 @@
 #include "error_internal.h"
 #include "sandbox_id.h"
 #include "sysutil.h"
+#include "event_log.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -278,6 +279,32 @@ static bool dead_and_reapable(const char *dir)
     return true;
 }
 
+/* The event of a sandbox whose supervisor died (a shim that ends its
+ * sandbox removes its directory first): its tenant from the directory. A
+ * durable sandbox's shim may end on purpose and leave it at rest, so only
+ * the others are told. */
+static void supervisor_died(const char *dir, const char *id)
+{
+    char home[512], path[960], tenant[ABX_TENANT_MAX + 1] = "", qualified[64];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    struct stat st;
+    if (lstat(path, &st) < 0 || abx__home(home, sizeof home) < 0)
+        return; /* never started: nobody saw it run */
+    snprintf(path, sizeof path, "%s/tenant", dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, tenant, sizeof tenant - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    tenant[n > 0 ? n : 0] = '\0';
+    tenant[strcspn(tenant, "\n")] = '\0';
+    snprintf(qualified, sizeof qualified, "local:%.32s", id); /* an id is at most 32 */
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "type", "supervisor_died", "sandbox_id", qualified, "outcome",
+                           "reaped: its processes, cgroups and network removed");
+    if (ev && *tenant)
+        json_object_set_new(ev, "tenant", json_string(tenant));
+    abx__event_log_append(home, ev);
+}
+
 void abx__state_reconcile(void)
 {
     char root[560];
@@ -292,10 +319,14 @@ void abx__state_reconcile(void)
             continue;
         char dir[900];
         snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
-        if (dead_and_reapable(dir) && abx__state_durable(dir))
-            abx__state_rest(e->d_name); /* at rest: paused, its files kept */
-        else if (dead_and_reapable(dir))
-            abx__state_reap(e->d_name);
+        if (!dead_and_reapable(dir))
+            continue;
+        if (abx__state_durable(dir)) {
+            abx__state_rest(e->d_name); /* at rest: paused, its files kept (as its shim may leave it) */
+            continue;
+        }
+        supervisor_died(dir, e->d_name);
+        abx__state_reap(e->d_name);
     }
     closedir(d);
     abx__cgroup_sweep_stale(STARTING_GRACE_S);
