@@ -105,6 +105,7 @@ void cli_print_help(const cli_command *cmd);
     X(ps, "list a sandbox's running processes")                                                              \
     X(logs, "print a background task's output")                                                              \
     X(events, "print what happened to sandboxes (the host's event log); --follow")                           \
+    X(top, "show the sandboxes' CPU, memory, network and disk, live")                                        \
     X(signal, "send a signal to a background task")                                                          \
     X(files, "ls, cat, put, get, mkdir, rm, mv files in a sandbox")                                          \
     X(config, "set or get configuration (~/.abx/config.toml)")                                               \
