@@ -109,6 +109,16 @@ test('/metrics: memory, refused packets and pools, parsed by prometheus_client; 
     assert.ok(m.value('abx_sandbox_memory_peak_bytes', { sandbox_id: id }) >= 100 * 2 ** 20);
     assert.ok(m.value('abx_sandbox_pids', { sandbox_id: id }) >= 2);
 
+    // abx top shows the same, live (its --json: one look)
+    const top = runAbx(['top', '--json'], { env: H.env });
+    assert.equal(top.status, 0, top.stderr);
+    const row = JSON.parse(top.stdout).find((r) => r.sandbox_id === `local:${id}`);
+    assert.ok(row, top.stdout);
+    assert.ok(row.memory_bytes >= 100 * 2 ** 20);
+    assert.equal(row.status, 'running');
+    assert.ok(row.network && row.network.refused_packets >= 0);
+    assert.match(runAbx(['top', '--once'], { env: H.env }).stdout, new RegExp(`^SANDBOX .*CPU%[\\s\\S]*local:${id}`));
+
     const refused0 = m.value('abx_sandbox_egress_refused_packets_total', { sandbox_id: id });
     const sent0 = m.value('abx_sandbox_network_transmit_packets_total', { sandbox_id: id });
     assert.equal(typeof refused0, 'number');

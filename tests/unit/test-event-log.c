@@ -55,8 +55,8 @@ static void test_numbered_in_order_and_read_from_a_number(void **state)
     assert_int_equal(abx__event_log_read(home, 0, keep, s, &last), -1); /* no log yet */
     assert_int_equal(last, 0);
     for (int i = 0; i < 5; i++)
-        assert_int_equal(abx__event_log_append(home, json_pack("{s:s, s:i, s:s}", "type", "create", "i", i,
-                                                               "seq", "forged")),
+        assert_int_equal(abx__event_log_append(
+                             home, json_pack("{s:s, s:i, s:s}", "type", "create", "i", i, "seq", "forged")),
                          0);
     assert_int_equal(abx__event_log_read(home, 0, keep, s, &last), 0);
     assert_int_equal(s->n, 5);
@@ -81,7 +81,8 @@ static void test_an_event_over_the_line_bound_is_dropped(void **state)
     char *big = malloc(ABX_EVENT_LINE_MAX + 10);
     memset(big, 'x', ABX_EVENT_LINE_MAX + 9);
     big[ABX_EVENT_LINE_MAX + 9] = '\0';
-    assert_int_equal(abx__event_log_append(home, json_pack("{s:s, s:s}", "type", "network", "huge", big)), -1);
+    assert_int_equal(abx__event_log_append(home, json_pack("{s:s, s:s}", "type", "network", "huge", big)),
+                     -1);
     free(big);
     assert_int_equal(abx__event_log_append(home, json_pack("{s:s}", "type", "kill")), 0);
     seen *s = calloc(1, sizeof *s);
@@ -101,8 +102,9 @@ static void test_a_flood_stays_within_the_bound(void **state)
     memset(detail, 'd', sizeof detail - 1);
     detail[sizeof detail - 1] = '\0';
     for (int i = 0; i < 15000; i++)
-        assert_int_equal(abx__event_log_append(home, json_pack("{s:s, s:s}", "type", "quota_refused", "reason", detail)),
-                         0);
+        assert_int_equal(
+            abx__event_log_append(home, json_pack("{s:s, s:s}", "type", "quota_refused", "reason", detail)),
+            0);
     char path[128];
     struct stat cur, prev;
     snprintf(path, sizeof path, "%s/events/current.jsonl", home);
