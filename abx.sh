@@ -23,9 +23,10 @@ BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libja
   libmnl-dev libldns-dev libnftables-dev libhttp-parser-dev"
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
-# runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against)
+# runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against);
+# chromium: the web console's tests (driven by puppeteer-core)
 TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel python3-prometheus-client
-  nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static"
+  nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static chromium"
 BENCH_PACKAGES="bubblewrap hyperfine runc podman containerd busybox-static"
 
 as_root() {
@@ -131,10 +132,11 @@ prebuild_templates() {
 }
 
 cmd_test() {
-    build
-    build_asan
+    # node_modules first: the web console bundles its terminal (@xterm/xterm) at build time
     install_packages $TEST_PACKAGES
     install_node
+    build
+    build_asan
     prebuild_templates
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=98"

@@ -63,6 +63,15 @@ void serve_metrics_free(serve_metrics *m)
     free(m);
 }
 
+bool serve_metrics_token_is(const serve_metrics *m, const char *text)
+{
+    if (!m || !m->has_token || !text || strlen(text) > 1024)
+        return false;
+    char h[34];
+    abx_tenant_from_secret(text, h);
+    return CRYPTO_memcmp(h, m->token_hash, sizeof h) == 0;
+}
+
 bool serve_metrics_bearer_ok(const serve_metrics *m, struct MHD_Connection *c)
 {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");

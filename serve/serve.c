@@ -77,6 +77,8 @@ typedef struct serve_ctx {
     atomic_int signed_walks;         /* and how many it made then (at most SIGNED_WALKS_PER_S) */
     size_t npeers;
     serve_metrics *metrics; /* GET /metrics: the counters, the token's hash */
+    serve_console *console; /* --console: its sessions; NULL when off */
+    serve_key admin;        /* the console's administrator (the metrics token): the root client */
     pthread_mutex_t mu;
 } serve_ctx;
 
@@ -102,6 +104,7 @@ typedef struct serve_req {
     bool data_plane;
     int error_code;    /* the abx error it was answered with; 0: none */
     serve_event event; /* a create or a kill it made */
+    bool login;        /* POST /console/api/session: its body is a key */
 } serve_req;
 
 /* ---- answers ------------------------------------------------------------------------ */
@@ -165,11 +168,14 @@ static enum MHD_Result send_abx_error(struct MHD_Connection *c, serve_req *rq, i
 
 /* ---- keys and tenants --------------------------------------------------------------- */
 
-/* The key of the request's X-API-Key, or NULL. Every key is compared (in
- * constant time), so the answer's time says nothing of which matched. */
+/* The key of the request's X-API-Key (or, from the console, of its
+ * X-Abx-Session), or NULL. Every key is compared (in constant time), so
+ * the answer's time says nothing of which matched. */
 static serve_key *key_of(serve_ctx *s, struct MHD_Connection *c)
 {
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
+    if (!key && s->console) /* the console's calls: its session stands for the key it logged in with */
+        return serve_console_session(s->console, c);
     if (!key || strlen(key) > 200)
         return NULL;
     char t[34];
@@ -1568,7 +1574,8 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
     /* a request with a key reaches that key's sandboxes only; without one,
      * those of any key of this server (E2B's SDKs send none here); the
      * service's caller, its own (or, an administrator's, every one) */
-    bool keyed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key") != NULL;
+    bool keyed = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key") != NULL ||
+                 (s->console && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Abx-Session"));
     serve_key *key = keyed ? key_of(s, c) : NULL;
     abx_client *who = s->peers ? rq->who : keyed ? (key ? key->client : NULL) : s->data;
     abx_sandbox *sb = NULL;
@@ -1579,6 +1586,8 @@ static enum MHD_Result begin_data(serve_ctx *s, struct MHD_Connection *c, const 
         return send_error(c, 404, "no such endpoint on this port");
     }
     serve_key *budget = s->peers ? rq->key : key_of_tenant(s, abx_sandbox_tenant(sb));
+    if (!budget && key == &s->admin) /* the administrator's console reaches nobody's sandboxes too */
+        budget = &s->admin;
     if (!budget || !inflight_take(s, budget)) {
         abx_sandbox_free(sb);
         return budget ? send_error(c, 429, "too many requests in flight for this tenant's sandboxes")
@@ -1682,7 +1691,10 @@ static abx_client *observer_of(serve_ctx *s, struct MHD_Connection *c, serve_req
         *host = rq->who == s->root ? s->root : NULL;
         return rq->who;
     }
-    return (rq->key = key_of(s, c)) ? rq->key->client : NULL;
+    rq->key = key_of(s, c);
+    if (rq->key == &s->admin)
+        *host = s->root;
+    return rq->key ? rq->key->client : NULL;
 }
 
 #define OBSERVER_REFUSED "missing or invalid X-API-Key or metrics token (Authorization: Bearer)"
@@ -1701,6 +1713,59 @@ static enum MHD_Result events(serve_ctx *s, struct MHD_Connection *c, serve_req 
     if (!who)
         return send_error(c, 401, OBSERVER_REFUSED);
     return serve_events_answer(c, who, &s->stopping) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* /console/...: its pages (GET), a login (POST /console/api/session,
+ * answered when its body is read: rq->login) and a logout (DELETE). */
+static enum MHD_Result console_route(serve_ctx *s, struct MHD_Connection *c, const char *url,
+                                     const char *method, serve_req *rq)
+{
+    rq->kind = REQ_ANSWERED;
+    if (!s->console)
+        return send_error(c, 404, "the console is off (abx serve --console)");
+    bool api = strcmp(url, "/console/api/session") == 0;
+    if (api && strcmp(method, "POST") == 0) {
+        rq->kind = REQ_CONTROL;
+        rq->login = true;
+        return MHD_YES;
+    }
+    if (api && strcmp(method, "DELETE") == 0)
+        return serve_console_logout(s->console, c) ? send_text(c, 204, NULL, NULL, NULL)
+                                                   : send_error(c, 401, "no such session");
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return send_error(c, 405, "the console's pages are read with GET");
+    return serve_console_asset(c, url) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* {"key": K}: K an API key (that key's session) or the metrics token (the
+ * administrator's): 201 {session, expires_in, scope}; anything else 401. */
+static enum MHD_Result console_login(serve_ctx *s, struct MHD_Connection *c, serve_req *rq)
+{
+    json_t *body = rq->body.len ? json_loadb(rq->body.data, rq->body.len, 0, NULL) : NULL;
+    const char *key = json_string_value(json_object_get(body, "key"));
+    serve_key *who = NULL;
+    if (key && strlen(key) <= 1024) {
+        char t[34];
+        abx_tenant_from_secret(key, t);
+        for (size_t i = 0; i < s->nkeys; i++)
+            if (CRYPTO_memcmp(t, s->keys[i].tenant, sizeof t) == 0)
+                who = &s->keys[i];
+        if (serve_metrics_token_is(s->metrics, key))
+            who = &s->admin;
+        explicit_bzero(t, sizeof t);
+    }
+    if (rq->body.data)
+        explicit_bzero(rq->body.data, rq->body.len);
+    json_decref(body);
+    if (!who || !who->client)
+        return send_error(c, 401, "not an API key of this server (nor its metrics token)");
+    char token[65];
+    if (serve_console_login(s->console, who, token) < 0)
+        return send_error(c, 503, "too many console sessions: try again later");
+    json_t *answer = json_pack("{s:s, s:i, s:s, s:s}", "session", token, "expires_in", SERVE_CONSOLE_IDLE_S,
+                               "scope", who == &s->admin ? "admin" : "tenant", "tenant", who->tenant);
+    explicit_bzero(token, sizeof token);
+    return send_json(c, 201, answer, NULL);
 }
 
 static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char *url, const char *method,
@@ -1760,6 +1825,12 @@ static enum MHD_Result begin(serve_ctx *s, struct MHD_Connection *c, const char 
     if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
         rq->kind = REQ_ANSWERED;
         return send_text(c, 204, NULL, NULL, NULL);
+    }
+    if (strcmp(url, "/console") == 0 || strncmp(url, "/console/", 9) == 0) {
+        enum MHD_Result r = console_route(s, c, url, method, rq);
+        if (r != MHD_YES || rq->kind != REQ_CONTROL)
+            return r;
+        return MHD_YES; /* the login: answered once its body is read */
     }
     if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0) {
         rq->kind = REQ_ANSWERED;
@@ -1834,6 +1905,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     rq->kind = REQ_ANSWERED;
     if (rq->too_big)
         return send_error(c, 413, "request body over 1 MiB");
+    if (rq->login)
+        return console_login(s, c, rq);
     return control(s, c, rq, url, method);
 }
 
@@ -1875,6 +1948,7 @@ static void ctx_free(serve_ctx *s)
             abx_client_free(s->peers[i].client);
     free(s->peers);
     serve_metrics_free(s->metrics);
+    serve_console_free(s->console);
     abx_client_free(s->data);
     abx_client_free(s->root);
     pthread_mutex_destroy(&s->mu);
@@ -1897,6 +1971,10 @@ static int clients_new(serve_ctx *s, const serve_config *cfg, abx_error **err)
     }
     if (rc == 0 && s->nkeys)
         rc = abx_client_for_tenants(s->root, tenants, &s->data, err);
+    if (rc == 0 && cfg->metrics_token && *cfg->metrics_token) {
+        s->admin.client = s->root; /* borrowed */
+        s->admin.admin = true;
+    }
     return rc;
 }
 
@@ -1911,6 +1989,10 @@ int serve_run(const serve_config *cfg, abx_error **err)
     s->default_timeout_s = cfg->default_timeout_s ? cfg->default_timeout_s : DEFAULT_CREATE_TIMEOUT_S;
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
         abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
+    if (cfg->console && !cfg->socket_path && !(s->console = serve_console_new())) {
+        ctx_free(s);
+        return abx__error_set(err, ABX_ENOMEM, "serve");
+    }
     if (!(s->metrics = serve_metrics_new(cfg->metrics_token))) {
         ctx_free(s);
         return abx__error_set(err, ABX_ENOMEM, "serve");
@@ -1965,6 +2047,10 @@ int serve_run(const serve_config *cfg, abx_error **err)
             stderr, "abx serve: listening on http://%s:%d (provider %s; sandbox domain %s; %zu API key%s)\n",
             abx__http_loopback(listener) ? "127.0.0.1" : abx__http_host(listener), abx__http_port(listener),
             abx_client_provider(s->root), s->domain, s->nkeys, s->nkeys == 1 ? "" : "s");
+    if (s->console)
+        fprintf(stderr, "abx serve: the console at http://%s:%d/console/\n",
+                abx__http_loopback(listener) ? "127.0.0.1" : abx__http_host(listener),
+                abx__http_port(listener));
     abx__stop_signal_wait(sigfd);
     fprintf(stderr, "abx serve: stopping\n");
     atomic_store(&s->stopping, true);

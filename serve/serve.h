@@ -26,7 +26,10 @@ typedef struct serve_config {
     /* GET /metrics with "Authorization: Bearer" this: every sandbox's series
      * and the host's (NULL: only an API key's own sandboxes' series). */
     const char *metrics_token;
-    void *reserved[2];
+    /* The web console at /console/ (console.c): a login with an API key,
+     * or with the metrics token for every sandbox. */
+    bool console;
+    void *reserved[1];
 } serve_config;
 
 /* Serves until SIGTERM/SIGINT; prints "abx serve: listening on http://H:P"
@@ -99,6 +102,26 @@ void serve_metrics_request(serve_metrics *m, bool data_plane, double seconds, in
  * host (the administrator's client) the host's. 0, or -1 when the
  * connection is lost. */
 int serve_metrics_answer(const serve_metrics *m, struct MHD_Connection *c, abx_client *who, abx_client *host);
+
+/* ---- the web console (console.c) ---- */
+
+typedef struct serve_console serve_console;
+serve_console *serve_console_new(void);
+void serve_console_free(serve_console *cs);
+/* A new session for owner: its token (64 hex + NUL) in token. 0, or -1
+ * when the table is full of live sessions. */
+int serve_console_login(serve_console *cs, void *owner, char token[65]);
+/* The owner of the live session the request's X-Abx-Session names
+ * (its idle time starts again), or NULL. */
+void *serve_console_session(serve_console *cs, struct MHD_Connection *c);
+/* Ends that session; false when there was none. */
+bool serve_console_logout(serve_console *cs, struct MHD_Connection *c);
+/* GET /console and /console/NAME: a page of the console, or 404. 0, or -1
+ * when the connection is lost. */
+int serve_console_asset(struct MHD_Connection *c, const char *url);
+#define SERVE_CONSOLE_IDLE_S (30 * 60)
+/* Whether text is the metrics token (constant time). */
+bool serve_metrics_token_is(const serve_metrics *m, const char *text);
 
 /* ---- GET /events (events.c) ---- */
 

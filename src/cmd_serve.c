@@ -15,7 +15,7 @@
 
 const char cmd_serve_help[] =
     "Usage: abx [--provider ID] serve [--listen ADDR:PORT] [--api-key-file F] [--domain D] [--warm N]\n"
-    "                                 [--default-timeout S] [--metrics-token-file F]\n"
+    "                                 [--default-timeout S] [--metrics-token-file F] [--console]\n"
     "       abx serve --socket PATH [--warm N]\n"
     "\n"
     "Serve a provider's sandboxes over E2B's protocol: E2B's SDKs (and\n"
@@ -43,6 +43,9 @@ const char cmd_serve_help[] =
     "                      series and the host's (pools, creates, kills, errors,\n"
     "                      request latencies); with an API key, that key's\n"
     "                      sandboxes' only (docs/metrics.md)\n"
+    "  --console           the web console at http://ADDR:PORT/console/: log in with an\n"
+    "                      API key (that key's sandboxes) or the metrics token (every\n"
+    "                      sandbox and the pools); sessions end after 30 idle minutes\n"
     "  --socket PATH       the abx service (root only): the same API on a Unix socket\n"
     "                      (or the one systemd passes), each caller the tenant of its\n"
     "                      host uid as the kernel names it, no key: root and the\n"
@@ -164,6 +167,7 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
     const char *listen = "127.0.0.1:3000", *key_file = NULL, *domain = "localhost", *socket_path = NULL,
                *metrics_file = NULL;
     unsigned warm = 8, default_timeout = 300;
+    bool console = false;
     const cli_flag flags[] = {
         {"--listen", CLI_STRING, &listen, 0, 0, NULL, 0, NULL},
         {"--api-key-file", CLI_STRING, &key_file, 0, 0, NULL, 0, NULL},
@@ -173,6 +177,7 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
          NULL},
         {"--socket", CLI_STRING, &socket_path, 0, 0, NULL, 0, NULL},
         {"--metrics-token-file", CLI_STRING, &metrics_file, 0, 0, NULL, 0, NULL},
+        {"--console", CLI_BOOL, &console, 0, 0, NULL, 0, NULL},
     };
     int rc = cli_parse(ctx, "serve", cmd_serve_help, argc, argv, flags, sizeof flags / sizeof flags[0], pos,
                        &npos);
@@ -199,7 +204,8 @@ int cmd_serve(cli_ctx *ctx, int argc, char **argv)
                         .default_timeout_s = default_timeout,
                         .provider = ctx->provider,
                         .socket_path = socket_path,
-                        .metrics_token = metrics_token};
+                        .metrics_token = metrics_token,
+                        .console = console};
     abx_error *err = NULL;
     rc = serve_run(&cfg, &err);
     for (size_t i = 0; i < n; i++) {

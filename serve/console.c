@@ -1,0 +1,169 @@
+/* console.c: the web console of abx serve and the service (--console):
+ * its pages, built into the binary (console_assets.h), and its sessions.
+ *
+ * Owns: serving /console/ (index.html) and /console/NAME with a strict
+ * Content-Security-Policy (scripts from the console only, no request to
+ * anywhere but this server, no framing); the session table: a login
+ * with a key gives a random session token, returned in the answer's
+ * body, that the pages keep in sessionStorage and send as the header
+ * X-Abx-Session on each call to the same API the SDKs use. No cookie is
+ * ever set, so another site's page cannot make the browser act for the
+ * user (no CSRF), and no secret is ever in a URL. A session ends after
+ * SESSION_IDLE_S without a call, SESSION_MAX_S after its login, or at
+ * logout; only its hash is kept. Whose a session is (a key, the
+ * administrator) serve.c decides; this file keeps an opaque owner.
+ */
+#include "serve.h"
+#include "console_assets.h"
+#include "netlibs.h"
+
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define SESSIONS_MAX 1024
+#define SESSION_IDLE_S SERVE_CONSOLE_IDLE_S
+#define SESSION_MAX_S (12 * 60 * 60)
+
+#define CONSOLE_CSP                                                                                          \
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "        \
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+typedef struct console_session {
+    char hash[34]; /* abx_tenant_from_secret of the token; "" : free */
+    void *owner;
+    time_t born, used;
+} console_session;
+
+struct serve_console {
+    pthread_mutex_t mu;
+    console_session s[SESSIONS_MAX];
+};
+
+serve_console *serve_console_new(void)
+{
+    serve_console *cs = calloc(1, sizeof *cs);
+    if (cs)
+        pthread_mutex_init(&cs->mu, NULL);
+    return cs;
+}
+
+void serve_console_free(serve_console *cs)
+{
+    if (!cs)
+        return;
+    pthread_mutex_destroy(&cs->mu);
+    explicit_bzero(cs, sizeof *cs);
+    free(cs);
+}
+
+static bool expired(const console_session *e, time_t now)
+{
+    return !e->hash[0] || now - e->used >= SESSION_IDLE_S || now - e->born >= SESSION_MAX_S;
+}
+
+int serve_console_login(serve_console *cs, void *owner, char token[65])
+{
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(token + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    time_t now = time(NULL);
+    int rc = -1;
+    pthread_mutex_lock(&cs->mu);
+    for (size_t i = 0; i < SESSIONS_MAX && rc < 0; i++) {
+        console_session *e = &cs->s[i];
+        if (!expired(e, now))
+            continue;
+        abx_tenant_from_secret(token, e->hash);
+        e->owner = owner;
+        e->born = e->used = now;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&cs->mu);
+    if (rc < 0)
+        explicit_bzero(token, 65);
+    return rc;
+}
+
+/* The live session the request's X-Abx-Session names (refreshed), or NULL;
+ * every entry compared in constant time. The caller holds mu. */
+static console_session *session_of_locked(serve_console *cs, struct MHD_Connection *c, time_t now)
+{
+    const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Abx-Session");
+    if (!token || strlen(token) != 64)
+        return NULL;
+    char h[34];
+    abx_tenant_from_secret(token, h);
+    console_session *found = NULL;
+    for (size_t i = 0; i < SESSIONS_MAX; i++)
+        if (CRYPTO_memcmp(h, cs->s[i].hash, sizeof h) == 0)
+            found = &cs->s[i];
+    return found && !expired(found, now) ? found : NULL;
+}
+
+void *serve_console_session(serve_console *cs, struct MHD_Connection *c)
+{
+    if (!cs)
+        return NULL;
+    time_t now = time(NULL);
+    pthread_mutex_lock(&cs->mu);
+    console_session *e = session_of_locked(cs, c, now);
+    void *owner = e ? e->owner : NULL;
+    if (e)
+        e->used = now;
+    pthread_mutex_unlock(&cs->mu);
+    return owner;
+}
+
+bool serve_console_logout(serve_console *cs, struct MHD_Connection *c)
+{
+    pthread_mutex_lock(&cs->mu);
+    console_session *e = session_of_locked(cs, c, time(NULL));
+    if (e)
+        memset(e, 0, sizeof *e);
+    pthread_mutex_unlock(&cs->mu);
+    return e != NULL;
+}
+
+static enum MHD_Result send_asset(struct MHD_Connection *c, const serve_asset *a)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", a->type);
+    MHD_add_response_header(r, "Content-Security-Policy", CONSOLE_CSP);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+int serve_console_asset(struct MHD_Connection *c, const char *url)
+{
+    if (strcmp(url, "/console") == 0) { /* relative names resolve below /console/ */
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+            return -1;
+        MHD_add_response_header(r, "Location", "/console/");
+        enum MHD_Result ok = MHD_queue_response(c, 308, r);
+        MHD_destroy_response(r);
+        return ok == MHD_YES ? 0 : -1;
+    }
+    const char *name = url + strlen("/console/");
+    if (!*name)
+        name = "index.html";
+    for (const serve_asset *a = serve_console_assets; a->name; a++)
+        if (strcmp(a->name, name) == 0)
+            return send_asset(c, a) == MHD_YES ? 0 : -1;
+    return serve_send_error(c, 404, "no such page of the console");
+}
