@@ -4,6 +4,7 @@
  */
 #include "net.h"
 #include "net_filter.h"
+#include "net_denials.h"
 #include "error_internal.h"
 #include "netpolicy.h"
 #include "sysutil.h"
@@ -24,6 +25,7 @@ struct abx_net {
     pthread_mutex_t mu; /* the policy and every filter change */
     struct nft_ctx *nft;
     abx_dns *dns;
+    int denial_fd; /* net_denials.h: -2 until first asked for, -1 when the kernel would not */
 };
 
 /* ---- the resolver's admissions -------------------------------------------- */
@@ -61,6 +63,7 @@ int abx__net_up(const char *id, pid_t init_pid, const char *state_dir, json_t *p
     if (!n)
         return abx__error_set(err, ABX_ENOMEM, "network");
     pthread_mutex_init(&n->mu, NULL);
+    n->denial_fd = -2;
     snprintf(n->state_dir, sizeof n->state_dir, "%s", state_dir ? state_dir : "");
     n->policy = json_incref(policy);
     int rc = (n->nft = abx__netf_ctx())
@@ -140,10 +143,19 @@ void abx__net_resolv_conf(const abx_net *n, char *out, size_t len)
              gw);
 }
 
+int abx__net_denials_fd(abx_net *n)
+{
+    if (n->denial_fd == -2)
+        n->denial_fd = abx__net_denials_open(n->slot.slot);
+    return n->denial_fd;
+}
+
 void abx__net_down(abx_net *n)
 {
     if (!n)
         return;
+    if (n->denial_fd >= 0)
+        close(n->denial_fd);
     abx__dns_stop(n->dns);
     if (n->slot.iface[0])
         abx__netf_teardown(n->nft, n->slot.iface, n->slot.slot);

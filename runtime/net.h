@@ -42,6 +42,9 @@ int abx__net_counters(abx_net *n, abx_net_counters *out);
 /* Removes the filter objects, the interfaces and the pool slot; stops the
  * resolver; frees n. NULL is a no-op. */
 void abx__net_down(abx_net *n);
+/* The socket the packets its policy refused arrive on (net_denials.h),
+ * opened on first call; -1 when the kernel has no nflog. Owned by n. */
+int abx__net_denials_fd(abx_net *n);
 /* After a supervisor died without abx__net_down: removes what
  * state_dir/net.json names (run in the same network namespace). */
 void abx__net_reap(const char *state_dir);

@@ -33,6 +33,7 @@
  */
 #include "net_filter.h"
 #include "net.h"
+#include "net_denials.h"
 #include "buf.h"
 #include "error_internal.h"
 #include "netpolicy.h"
@@ -554,29 +555,65 @@ static int policy_script(const abx_net_slot *n, json_t *policy, abx_buf *b)
     rc = rc < 0 ? rc : add_cidrs(b, json_object_get(policy, "deny_out"), "d4", s);
     if (rc < 0)
         return rc;
-    /* every refusal is counted in refused_N (abx__netf_counters) */
+    /* every refusal is counted in refused_N (abx__netf_counters); egress
+     * refusals go through deny_N, which also logs them (net_denials.h) */
     char last[96] = "accept";
     if (strcmp(mode, "internet") != 0)
-        snprintf(last, sizeof last, "counter name refused_%u " REJECT, s);
+        snprintf(last, sizeof last, "jump deny_%u", s);
     if (strcmp(mode, "none") == 0)
-        return appendf(b, "add rule inet abx sb_%u counter name refused_%u " REJECT "\n", s, s);
+        return appendf(b, "add rule inet abx sb_%u jump deny_%u\n", s, s);
     return appendf(b,
                    "add rule inet abx sb_%u ct state established,related accept\n"
                    "add rule inet abx sb_%u meta nfproto != ipv4 counter name refused_%u drop\n"
                    "add rule inet abx sb_%u ip saddr != %s counter name refused_%u drop\n"
-                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } counter name "
-                   "refused_%u " REJECT "\n"
-                   "add rule inet abx sb_%u ip daddr @never4 counter name refused_%u " REJECT "\n"
+                   "add rule inet abx sb_%u meta l4proto { tcp, udp } th dport { 53, 853 } jump deny_%u\n"
+                   "add rule inet abx sb_%u ip daddr @never4 jump deny_%u\n"
                    "add rule inet abx sb_%u ip daddr @a4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @dn4_%u counter name refused_%u " REJECT "\n"
+                   "add rule inet abx sb_%u ip daddr @dn4_%u jump deny_%u\n"
                    "add rule inet abx sb_%u ip daddr @ok4_%u accept\n"
-                   "add rule inet abx sb_%u ip daddr @d4_%u counter name refused_%u " REJECT "\n"
-                   "add rule inet abx sb_%u ip daddr @forbidden4 counter name refused_%u " REJECT "\n"
+                   "add rule inet abx sb_%u ip daddr @d4_%u jump deny_%u\n"
+                   "add rule inet abx sb_%u ip daddr @forbidden4 jump deny_%u\n"
                    "add rule inet abx sb_%u %s\n",
                    s, s, s, s, addr, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, last);
 }
 
+/* deny_N: counts a refused packet, logs its first bytes to the slot's
+ * nflog group (at most DENIAL_LOG_RATE; without log, not at all: a kernel
+ * without nfnetlink_log), and refuses it. */
+#define DENIAL_LOG_RATE "limit rate 5/second burst 10 packets"
+static int deny_chain(abx_buf *b, unsigned s, bool log)
+{
+    int rc = appendf(b, "add chain inet abx deny_%u\nadd rule inet abx deny_%u counter name refused_%u\n", s,
+                     s, s);
+    if (rc == 0 && log)
+        rc = appendf(b, "add rule inet abx deny_%u " DENIAL_LOG_RATE " log group %u\n", s,
+                     ABX_DENIAL_GROUP_BASE + s);
+    return rc < 0 ? rc : appendf(b, "add rule inet abx deny_%u " REJECT "\n", s);
+}
+
+static int sandbox_objects_try(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, bool log,
+                               abx_error **err);
+
+/* The sandbox's sets and chains, its denials logged where the kernel can
+ * (one transaction: a kernel that refuses the log statement gets the
+ * same objects without it). */
 static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, abx_error **err)
+{
+    abx_error *with_log = NULL;
+    int rc = sandbox_objects_try(c, n, policy, true, &with_log);
+    if (rc == -ABX_EJAIL) { /* the filter refused the script: again, without the log statement */
+        abx_error_free(with_log);
+        return sandbox_objects_try(c, n, policy, false, err);
+    }
+    if (rc < 0 && err)
+        *err = with_log;
+    else
+        abx_error_free(with_log);
+    return rc;
+}
+
+static int sandbox_objects_try(struct nft_ctx *c, const abx_net_slot *n, json_t *policy, bool log,
+                               abx_error **err)
 {
     unsigned s = n->slot;
     char gw[INET_ADDRSTRLEN], addr[INET_ADDRSTRLEN];
@@ -595,6 +632,8 @@ static int sandbox_objects(struct nft_ctx *c, const abx_net_slot *n, json_t *pol
                      "add counter inet abx refused_%u\n"
                      "add rule inet abx in_%u counter name refused_%u " REJECT "\n",
                      s, s, s, s, s, s, s, addr, gw, s, s, s, s);
+    if (rc == 0)
+        rc = deny_chain(&b, s, log);
     if (rc == 0)
         rc = policy_script(n, policy, &b);
     if (rc == 0)
@@ -617,10 +656,10 @@ static void remove_objects(struct nft_ctx *c, const char *iface, unsigned slot)
              iface, iface);
     nft.run(c, script);
     snprintf(script, sizeof script,
-             "delete chain inet abx sb_%u\ndelete chain inet abx in_%u\ndelete set inet abx a4_%u\n"
-             "delete set inet abx d4_%u\ndelete set inet abx dn4_%u\ndelete set inet abx ok4_%u\n"
-             "delete counter inet abx refused_%u\n",
-             slot, slot, slot, slot, slot, slot, slot);
+             "delete chain inet abx sb_%u\ndelete chain inet abx in_%u\ndelete chain inet abx deny_%u\n"
+             "delete set inet abx a4_%u\ndelete set inet abx d4_%u\ndelete set inet abx dn4_%u\n"
+             "delete set inet abx ok4_%u\ndelete counter inet abx refused_%u\n",
+             slot, slot, slot, slot, slot, slot, slot, slot);
     nft.run(c, script);
 }
 

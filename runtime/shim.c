@@ -27,6 +27,7 @@
 #include "parse.h"
 #include "snapshot_tree.h"
 #include "event_log.h"
+#include "net_denials.h"
 #include "sysutil.h"
 
 #include <dirent.h>
@@ -944,7 +945,30 @@ static void on_oom(shim *sh)
                                   (json_int_t)sh->limits.memory_mb << 20));
 }
 
-#define FIXED_POLL 6
+/* Packets the policy refused: a denied event for each destination, the
+ * same one again only after DENIAL_REPEAT_S (the filter already keeps it
+ * to a few a second). */
+#define DENIAL_REPEAT_S 1
+static void on_denials(shim *sh, int fd)
+{
+    abx_net_denial d[16];
+    int n = abx__net_denials_read(fd, d, 16);
+    time_t now = time(NULL);
+    for (int i = 0; i < n; i++) {
+        bool same = strcmp(d[i].destination, sh->last_denial.destination) == 0 &&
+                    d[i].port == sh->last_denial.port && strcmp(d[i].protocol, sh->last_denial.protocol) == 0;
+        if (same && now - sh->last_denial_at < DENIAL_REPEAT_S)
+            continue;
+        sh->last_denial = d[i];
+        sh->last_denial_at = now;
+        json_t *detail = json_pack("{s:s, s:s}", "destination", d[i].destination, "protocol", d[i].protocol);
+        if (detail && d[i].port)
+            json_object_set_new(detail, "port", json_integer(d[i].port));
+        abx__shim_event(sh, "denied", detail);
+    }
+}
+
+#define FIXED_POLL 7
 #define MAX_POLL (FIXED_POLL + 2 * ABX_SHIM_MAX_PROCS)
 
 __attribute__((noreturn)) static void event_loop(shim *sh)
@@ -963,6 +987,7 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         /* negative: poll skips it */
         pfd[n++] = (struct pollfd){.fd = sh->standby ? sh->owner_pidfd : -1, .events = POLLIN};
         pfd[n++] = (struct pollfd){.fd = sh->oom_fd, .events = sh->oom_events};
+        pfd[n++] = (struct pollfd){.fd = sh->net ? abx__net_denials_fd(sh->net) : -1, .events = POLLIN};
         bool ending = sh->ending;
         for (int i = 0; i < sh->nprocs && n + 2 <= MAX_POLL; i++) {
             shim_proc *p = sh->procs[i];
@@ -1018,6 +1043,8 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         }
         if (pfd[5].revents & (POLLIN | POLLPRI | POLLERR))
             on_oom(sh);
+        if (pfd[6].revents & POLLIN)
+            on_denials(sh, pfd[6].fd);
         for (int i = FIXED_POLL; i < n; i++)
             if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
                 abx__shim_on_output(sh, pfd[i].fd);

@@ -20,6 +20,7 @@
 
 #include "abx/abx.h"
 #include "jail.h"
+#include "net_denials.h"
 #include "volume_mount.h"
 
 #include <jansson.h>
@@ -121,6 +122,8 @@ typedef struct shim {
     unsigned long long cpu_us_high; /* the most CPU time /abx/stats reported (lock: mu) */
     unsigned long oom_kills_seen;   /* its cgroup's OOM kills already in the event log (lock: mu) */
     int oom_fd;                     /* wakes the event loop on an OOM (abx__cgroup_oom_watch); -1 */
+    abx_net_denial last_denial;     /* the last denied event's destination (the event loop's) */
+    time_t last_denial_at;
     short oom_events;
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */
     bool spawned;                      /* init was asked to start a process, ever (lock: mu) */

@@ -378,7 +378,7 @@ ABX_API int abx_host_pools_get(abx_client *c, abx_host_pools *out, abx_error **e
  * tenant's client: its own; the administrator: all, and the host's own
  * events), one JSON object per event with "seq" (increasing), "time"
  * (RFC 3339, UTC, milliseconds), "type" (create, kill, timeout, pause,
- * resume, network, oom, supervisor_died, quota_refused),
+ * resume, network, denied, oom, supervisor_died, quota_refused),
  * "sandbox_id" and "tenant" where they apply, and the type's details.
  * The events numbered over after, oldest first, at most max (1-1000), as
  * a JSON array in *json (abx_free); *next: what to pass as after next

@@ -1,5 +1,5 @@
 // events.test.mjs: the host's event log. A scripted sequence through the
-// CLI (create, pause, resume, network, OOM kill, kill, timeout, a
+// CLI (create, pause, resume, network, a policy denial, OOM kill, kill, timeout, a
 // supervisor killed by hand, a quota refusal) shows each event once, in
 // order, with increasing numbers; `abx events --follow` prints new ones
 // as they come; `abx serve`'s GET /events streams them to an API key as
@@ -41,6 +41,8 @@ test('abx events: a scripted sequence, each event once, in order; --follow print
     ok(['pause', a]);
     ok(['resume', a]);
     ok(['network', a, '--mode', 'internet', '--deny-out', '10.99.0.1']);
+    runAbx(['exec', a, 'timeout 3 bash -c "echo > /dev/tcp/10.99.0.1/80"'], { env: H.env });
+    assert.ok(await waitFor(() => events(H, ['--type', 'denied']).length >= 1, 5000), 'no denied event');
     const oom = runAbx(['exec', a, 'python3 -c "b = b\'x\' * (200 << 20)"; echo rc=$?'], { env: H.env });
     assert.match(oom.stdout, /rc=137/);
     assert.ok(await waitFor(() => events(H, ['--type', 'oom']).length === 1, 5000), 'no oom event');
@@ -60,13 +62,14 @@ test('abx events: a scripted sequence, each event once, in order; --follow print
     assert.equal(new Set(seqs).size, seqs.length);
     const script = all.map((e) => `${e.type} ${e.sandbox_id}`);
     assert.deepEqual(script, [
-      `create ${a}`, `pause ${a}`, `resume ${a}`, `network ${a}`, `oom ${a}`, `kill ${a}`,
+      `create ${a}`, `pause ${a}`, `resume ${a}`, `network ${a}`, `denied ${a}`, `oom ${a}`, `kill ${a}`,
       `create ${b}`, `timeout ${b}`, `create ${c}`, `supervisor_died ${c}`,
     ]);
     const byType = Object.fromEntries(all.map((e) => [e.type + (e.sandbox_id === b ? '-b' : ''), e]));
     assert.equal(byType.create.template, 'base');
     assert.equal(byType.network.mode, 'internet');
     assert.deepEqual(byType.network.deny_out, ['10.99.0.1/32']);
+    assert.deepEqual([byType.denied.destination, byType.denied.port, byType.denied.protocol], ['10.99.0.1', 80, 'tcp']);
     assert.ok(byType.oom.killed >= 1);
     assert.equal(byType.oom.memory_limit_bytes, 64 * 2 ** 20);
     assert.equal(byType['timeout-b'].action, 'kill');

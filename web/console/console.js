@@ -16,6 +16,7 @@ const S = {
   history: new Map(), // sandbox id -> [{t, cpu, mem}]
   lastCpu: new Map(), // sandbox id -> {t, seconds}
   metrics: [],
+  denials: new Map(), // sandbox id -> its last denials, as text
   page: null, // {refresh(), leave()}
   timer: null,
 };
@@ -285,7 +286,8 @@ async function sandboxPage(id) {
       ['Allowed out', ((sb.network || {}).allowOut || []).join(', ') || '-'],
       ['Denied out', ((sb.network || {}).denyOut || []).join(', ') || '-'],
       ['Sent / received', `${human(metric('abx_sandbox_network_transmit_bytes_total', id))} / ${human(metric('abx_sandbox_network_receive_bytes_total', id))}`],
-      ['Packets refused', refused === undefined ? '-' : String(refused)]]));
+      ['Packets refused', refused === undefined ? '-' : String(refused)],
+      ['Recent denials', el('span', { id: 'denials' }, S.denials.get(id) || '-')]]));
     if (sb.state === 'running') {
       envdUnary(sb, 'process.Process/List', {}).then((doc) => {
         procs.replaceChildren(...(doc.processes || []).map((p) => el('tr', {}, el('td', {}, p.pid), el('td', {}, [p.config?.cmd, ...(p.config?.args || [])].join(' ')))));
@@ -293,7 +295,11 @@ async function sandboxPage(id) {
     }
     api('/events?format=json').then((r) => r.json()).then((doc) => {
       const mine = (doc.events || []).filter((e) => (e.sandbox_id || '').endsWith(`:${id}`));
-      events.textContent = mine.map((e) => `${e.time}  ${e.type}${e.action ? ` (${e.action})` : ''}${e.mode ? ` ${e.mode}` : ''}`).join('\n') || 'No events.';
+      const denied = mine.filter((e) => e.type === 'denied').slice(-5).reverse();
+      S.denials.set(id, denied.map((e) => `${e.destination}${e.port ? `:${e.port}` : ''}/${e.protocol} at ${e.time.slice(11, 19)}`).join(', ') || '-');
+      const box = document.querySelector('#denials');
+      if (box) box.textContent = S.denials.get(id);
+      events.textContent = mine.map((e) => `${e.time}  ${e.type}${e.action ? ` (${e.action})` : ''}${e.mode ? ` ${e.mode}` : ''}${e.destination ? ` ${e.destination}${e.port ? `:${e.port}` : ''}` : ''}`).join('\n') || 'No events.';
     }).catch(() => {});
   }
   await refresh();
