@@ -206,3 +206,28 @@ int abx__event_log_home_of(const char *state_dir, char *out, size_t len)
     out[n] = '\0';
     return 0;
 }
+
+void abx__event_log_sandbox(const char *state_dir, const char *type, json_t *detail)
+{
+    char home[512], path[600], tenant[129] = "", qualified[64];
+    const char *id = strrchr(state_dir, '/');
+    if (abx__event_log_home_of(state_dir, home, sizeof home) < 0 || !id || strlen(id + 1) > 32) {
+        json_decref(detail);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/tenant", state_dir);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, tenant, sizeof tenant - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    tenant[n > 0 ? n : 0] = '\0';
+    tenant[strcspn(tenant, "\n")] = '\0';
+    snprintf(qualified, sizeof qualified, "local:%s", id + 1);
+    json_t *ev = json_pack("{s:s, s:s}", "type", type, "sandbox_id", qualified);
+    if (ev && *tenant)
+        json_object_set_new(ev, "tenant", json_string(tenant));
+    if (ev && json_is_object(detail))
+        json_object_update_missing(ev, detail);
+    json_decref(detail);
+    abx__event_log_append(home, ev);
+}

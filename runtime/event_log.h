@@ -35,6 +35,12 @@ typedef bool (*abx_event_each)(json_t *event, unsigned long long seq, void *ud);
 int abx__event_log_read(const char *home, unsigned long long after, abx_event_each each, void *ud,
                         unsigned long long *last);
 
+/* An event of the sandbox whose state directory (HOME/sandboxes/ID) is
+ * state_dir, appended to HOME's log: type, "sandbox_id" local:ID, its
+ * "tenant" (the directory's tenant file) and detail's members (taken; may
+ * be NULL). Best effort, as append. */
+void abx__event_log_sandbox(const char *state_dir, const char *type, json_t *detail);
+
 /* The ABX_HOME of a sandbox's state directory (HOME/sandboxes/ID). 0 or -1. */
 int abx__event_log_home_of(const char *state_dir, char *out, size_t len);
 

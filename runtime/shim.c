@@ -897,26 +897,7 @@ static bool on_signal(shim *sh)
 
 void abx__shim_event(shim *sh, const char *type, json_t *detail)
 {
-    char home[512], path[600], tenant[ABX_TENANT_MAX + 1] = "", qualified[64];
-    if (abx__event_log_home_of(sh->state_dir, home, sizeof home) < 0) {
-        json_decref(detail);
-        return;
-    }
-    snprintf(path, sizeof path, "%s/tenant", sh->state_dir);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, tenant, sizeof tenant - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    tenant[n > 0 ? n : 0] = '\0';
-    tenant[strcspn(tenant, "\n")] = '\0';
-    snprintf(qualified, sizeof qualified, "local:%s", sh->id);
-    json_t *ev = json_pack("{s:s, s:s}", "type", type, "sandbox_id", qualified);
-    if (ev && *tenant)
-        json_object_set_new(ev, "tenant", json_string(tenant));
-    if (ev && json_is_object(detail))
-        json_object_update_missing(ev, detail);
-    json_decref(detail);
-    abx__event_log_append(home, ev);
+    abx__event_log_sandbox(sh->state_dir, type, detail);
 }
 
 #define OOM_SETTLE_TRIES 10 /* of 2 ms */

@@ -283,26 +283,15 @@ static bool dead_and_reapable(const char *dir)
  * sandbox removes its directory first): its tenant from the directory. A
  * durable sandbox's shim may end on purpose and leave it at rest, so only
  * the others are told. */
-static void supervisor_died(const char *dir, const char *id)
+static void supervisor_died(const char *dir)
 {
-    char home[512], path[960], tenant[ABX_TENANT_MAX + 1] = "", qualified[64];
+    char path[960];
     snprintf(path, sizeof path, "%s/meta.json", dir);
     struct stat st;
-    if (lstat(path, &st) < 0 || abx__home(home, sizeof home) < 0)
-        return; /* never started: nobody saw it run */
-    snprintf(path, sizeof path, "%s/tenant", dir);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, tenant, sizeof tenant - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    tenant[n > 0 ? n : 0] = '\0';
-    tenant[strcspn(tenant, "\n")] = '\0';
-    snprintf(qualified, sizeof qualified, "local:%.32s", id); /* an id is at most 32 */
-    json_t *ev = json_pack("{s:s, s:s, s:s}", "type", "supervisor_died", "sandbox_id", qualified, "outcome",
-                           "reaped: its processes, cgroups and network removed");
-    if (ev && *tenant)
-        json_object_set_new(ev, "tenant", json_string(tenant));
-    abx__event_log_append(home, ev);
+    if (lstat(path, &st) == 0) /* else it never started: nobody saw it run */
+        abx__event_log_sandbox(
+            dir, "supervisor_died",
+            json_pack("{s:s}", "outcome", "reaped: its processes, cgroups and network removed"));
 }
 
 void abx__state_reconcile(void)
@@ -325,7 +314,7 @@ void abx__state_reconcile(void)
             abx__state_rest(e->d_name); /* at rest: paused, its files kept (as its shim may leave it) */
             continue;
         }
-        supervisor_died(dir, e->d_name);
+        supervisor_died(dir);
         abx__state_reap(e->d_name);
     }
     closedir(d);
