@@ -184,6 +184,10 @@ int abx__event_log_read(const char *home, unsigned long long after, abx_event_ea
     int lock = home && *home ? seq_lock(home, LOCK_SH, false) : -1;
     if (lock < 0)
         return -1;
+    if (seq_next(lock) - 1 <= after) { /* nothing numbered past after: no file to read (a follower's usual poll) */
+        close(lock);
+        return 0;
+    }
     char prev[760], cur[760];
     if (event_path(home, "previous.jsonl", prev, sizeof prev) &&
         event_path(home, "current.jsonl", cur, sizeof cur) && read_file(prev, last, each, ud))

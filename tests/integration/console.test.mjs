@@ -127,6 +127,21 @@ test('the console: log in with a key, the table, a sandbox\'s page (memory chart
   await page.waitForFunction(() => document.querySelector('#processes').children.length > 0, { timeout: 10000 });
   await shot(page, 'sandbox');
 
+  // what a sandbox names is text, never markup: a file named like an element
+  const hostile = '<img src=x onerror="window.__abxPwned=1">.txt';
+  await sbx.files.write(`/home/user/${hostile}`, 'x');
+  const upload = path.join(H.home, 'from-the-browser.txt');
+  fs.writeFileSync(upload, 'uploaded through the console\n');
+  await page.reload({ waitUntil: 'domcontentloaded' }); // the file list is read when the page opens
+  await page.waitForFunction((n) => [...document.querySelectorAll('#files a')].some((a) => a.textContent === n), { timeout: 10000 }, hostile);
+  assert.equal(await page.evaluate(() => window.__abxPwned), undefined);
+  assert.equal(await page.$('#files img'), null);
+  const input = await page.waitForSelector('#upload');
+  await input.uploadFile(upload);
+  await page.waitForFunction(() => [...document.querySelectorAll('#files a')].some((a) => a.textContent === 'from-the-browser.txt'), { timeout: 10000 });
+  assert.equal(await sbx.files.read('/home/user/from-the-browser.txt'), 'uploaded through the console\n');
+  await page.waitForSelector('#terminal[data-pid]', { timeout: 10000 });
+
   // kill, confirmed: back on the table, the row gone, the sandbox gone
   page.on('dialog', (d) => d.accept());
   await page.click('#action-kill');
