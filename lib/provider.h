@@ -185,6 +185,12 @@ int abx__pairs_to_object(const char *const *pairs, json_t *obj, const char *fiel
  * and detail's members (taken; may be NULL). */
 void abx__event(const abx_provider *ops, const char *type, const char *sandbox, const char *tenant,
                 json_t *detail);
+/* A sandbox's stats from their JSON (the shim's /abx/stats, abx serve's
+ * GET /sandboxes/ID/stats: {cpu_us, mem_bytes, mem_peak_bytes,
+ * mem_limit_bytes, pids, pids_limit, oom_kills, disk_used_bytes,
+ * disk_limit_bytes, network?: {out_bytes, out_packets, in_bytes,
+ * in_packets, refused_packets}}); what is missing or negative reads 0. */
+void abx__stats_from_json(json_t *doc, abx_sandbox_stats *out);
 /* The root client whose per-client state c uses (c itself for a root). */
 abx_client *abx__client_root(abx_client *c);
 /* A remote provider's create: metadata (an object, may be NULL) refusing

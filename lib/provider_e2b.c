@@ -994,6 +994,21 @@ static int e2b_features(abx_client *c, json_t **json, abx_error **err)
     return 0;
 }
 
+/* What the sandbox has used, from an abx host (GET /sandboxes/ID/stats,
+ * abx's own route: another E2B host answers it 404). */
+static int e2b_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err)
+{
+    e2b_sandbox *es = s->impl;
+    char path[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/stats", es->id);
+    json_t *doc = NULL;
+    int rc = api(es->client->state, "GET", path, NULL, &doc, NULL, 0, err);
+    if (rc == 0)
+        abx__stats_from_json(doc, out);
+    json_decref(doc);
+    return rc;
+}
+
 /* The host's event log of an abx host (abx serve, the abx service): GET
  * /events?format=json, a page at a time, as the host lets this client's
  * key (or host user) see it; another E2B host has none (E8004). */
@@ -1052,4 +1067,5 @@ const abx_provider abx__provider_e2b = {
     .connect_port = e2b_connect_port,
     .metrics = e2b_metrics,
     .events_read = e2b_events_read,
+    .stats = e2b_stats,
 };

@@ -823,6 +823,35 @@ static enum MHD_Result metrics(struct MHD_Connection *c, serve_req *rq, const ch
                      NULL);
 }
 
+/* abx's GET /sandboxes/ID/stats: what it has used since it started
+ * (abx_sandbox_get_stats; the shape abx's e2b provider reads). */
+static enum MHD_Result stats_one(struct MHD_Connection *c, serve_req *rq, const char *id)
+{
+    enum MHD_Result sent = MHD_NO;
+    abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
+    if (!sb)
+        return sent;
+    abx_sandbox_stats st;
+    abx_error *err = NULL;
+    int rc = abx_sandbox_get_stats(sb, &st, &err);
+    abx_sandbox_free(sb);
+    if (rc < 0)
+        return send_abx_error(c, rq, rc, err);
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "cpu_us", (json_int_t)st.cpu_usec,
+                          "mem_bytes", (json_int_t)st.mem_bytes, "mem_peak_bytes",
+                          (json_int_t)st.mem_peak_bytes, "mem_limit_bytes", (json_int_t)st.mem_limit_bytes,
+                          "pids", (json_int_t)st.pids, "pids_limit", (json_int_t)st.pids_limit, "oom_kills",
+                          (json_int_t)st.oom_kills, "disk_used_bytes", (json_int_t)st.disk_used_bytes,
+                          "disk_limit_bytes", (json_int_t)st.disk_limit_bytes);
+    if (o && st.has_network)
+        json_object_set_new(
+            o, "network",
+            json_pack("{s:I, s:I, s:I, s:I, s:I}", "out_bytes", (json_int_t)st.net_out_bytes, "out_packets",
+                      (json_int_t)st.net_out_packets, "in_bytes", (json_int_t)st.net_in_bytes, "in_packets",
+                      (json_int_t)st.net_in_packets, "refused_packets", (json_int_t)st.net_refused_packets));
+    return send_json(c, 200, o, NULL);
+}
+
 /* pause: 204; 409 when it already is. */
 static enum MHD_Result pause_one(struct MHD_Connection *c, serve_req *rq, const char *id)
 {
@@ -1438,6 +1467,8 @@ static enum MHD_Result control(serve_ctx *s, struct MHD_Connection *c, serve_req
         r = connect_to(s, c, rq, id, body);
     else if (get && strcmp(verb, "metrics") == 0)
         r = metrics(c, rq, id);
+    else if (get && strcmp(verb, "stats") == 0)
+        r = stats_one(c, rq, id);
     else if (post && strcmp(verb, "pause") == 0)
         r = pause_one(c, rq, id);
     else if (post && strcmp(verb, "snapshots") == 0)

@@ -58,7 +58,7 @@ const char cmd_serve_help[] =
     "\n"
     "Control plane: POST /sandboxes and /v2/sandboxes, GET /v2/sandboxes,\n"
     "GET|DELETE /sandboxes/ID, POST /sandboxes/ID/timeout|connect|pause|resume,\n"
-    "GET /sandboxes/ID/metrics, PUT /sandboxes/ID/network, GET /templates,\n"
+    "GET /sandboxes/ID/metrics (and abx's /stats), PUT /sandboxes/ID/network, GET /templates,\n"
     "GET /health, GET /metrics (Prometheus). Each key's tenant reaches only its own sandboxes, at most\n"
     "[limits] sandboxes_per_tenant of them (429 past it).\n"
     "Data plane (E2b-Sandbox-Id and E2b-Sandbox-Port, or Host PORT-ID.DOMAIN):\n"

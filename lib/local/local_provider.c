@@ -838,36 +838,15 @@ static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **e
     return 0;
 }
 
-static unsigned long long json_count(json_t *doc, const char *key)
-{
-    json_int_t v = json_integer_value(json_object_get(doc, key));
-    return v > 0 ? (unsigned long long)v : 0;
-}
-
+/* The shim's /abx/stats answer: the shape abx__stats_from_json reads. */
 static int local_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err)
 {
     json_t *doc = NULL;
     int rc = abx__envd_json(&s->envd, "GET", "/abx/stats", NULL, &doc, err);
-    if (rc < 0)
-        return rc;
-    out->cpu_usec = json_count(doc, "cpu_us");
-    out->mem_bytes = json_count(doc, "mem_bytes");
-    out->mem_peak_bytes = json_count(doc, "mem_peak_bytes");
-    out->mem_limit_bytes = json_count(doc, "mem_limit_bytes");
-    out->pids = json_count(doc, "pids");
-    out->pids_limit = json_count(doc, "pids_limit");
-    out->oom_kills = json_count(doc, "oom_kills");
-    out->disk_used_bytes = json_count(doc, "disk_used_bytes");
-    out->disk_limit_bytes = json_count(doc, "disk_limit_bytes");
-    json_t *net = json_object_get(doc, "network");
-    out->has_network = json_is_object(net);
-    out->net_out_bytes = json_count(net, "out_bytes");
-    out->net_out_packets = json_count(net, "out_packets");
-    out->net_in_bytes = json_count(net, "in_bytes");
-    out->net_in_packets = json_count(net, "in_packets");
-    out->net_refused_packets = json_count(net, "refused_packets");
+    if (rc == 0)
+        abx__stats_from_json(doc, out);
     json_decref(doc);
-    return 0;
+    return rc;
 }
 
 static int local_pool_usage(abx_client *c, abx_host_pools *out, abx_error **err)
