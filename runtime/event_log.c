@@ -184,7 +184,8 @@ int abx__event_log_read(const char *home, unsigned long long after, abx_event_ea
     int lock = home && *home ? seq_lock(home, LOCK_SH, false) : -1;
     if (lock < 0)
         return -1;
-    if (seq_next(lock) - 1 <= after) { /* nothing numbered past after: no file to read (a follower's usual poll) */
+    if (seq_next(lock) - 1 <=
+        after) { /* nothing numbered past after: no file to read (a follower's usual poll) */
         close(lock);
         return 0;
     }
