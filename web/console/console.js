@@ -373,12 +373,19 @@ function startTerminal(sb, box) {
   term.open(box);
   const ctl = new AbortController();
   let pid = null;
-  const pending = [];
-  const send = (data) => {
-    if (pid === null) { pending.push(data); return; }
-    const bytes = new TextEncoder().encode(data);
-    api('/process.Process/SendInput', { method: 'POST', body: JSON.stringify({ process: { pid }, input: { pty: b64(bytes) } }), headers: envdHeaders(sb, { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' }) }).catch(() => {});
+  // keystrokes in order: one SendInput at a time, what was typed meanwhile in the next
+  let typed = '';
+  let sending = false;
+  const flush = async () => {
+    if (sending || pid === null || !typed) return;
+    sending = true;
+    const bytes = new TextEncoder().encode(typed);
+    typed = '';
+    await api('/process.Process/SendInput', { method: 'POST', body: JSON.stringify({ process: { pid }, input: { pty: b64(bytes) } }), headers: envdHeaders(sb, { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1' }) }).catch(() => {});
+    sending = false;
+    flush();
   };
+  const send = (data) => { typed += data; flush(); };
   term.onData(send);
   (async () => {
     if (sb.state !== 'running') { term.write('The sandbox is not running.\r\n'); return; }
@@ -401,7 +408,7 @@ function startTerminal(sb, box) {
         buf = buf.slice(5 + len);
         if (flags & 2) continue; // the end of the stream
         const ev = msg.event || {};
-        if (ev.start) { pid = ev.start.pid; box.setAttribute('data-pid', pid); pending.splice(0).forEach(send); }
+        if (ev.start) { pid = ev.start.pid; box.setAttribute('data-pid', pid); flush(); }
         if (ev.data && ev.data.pty) term.write(unb64(ev.data.pty));
         if (ev.end) term.write('\r\n[the shell ended]\r\n');
       }
