@@ -145,6 +145,31 @@ test('each allowed user runs abx run, create/exec/files/kill through the service
   assert.ok(Number(maps[0]) > 65535 && Number(maps[1]) > 65535, `host uids ${maps}`);
 });
 
+test('abx events and abx top through the service: each user sees their own sandboxes\' events and figures, never another\'s', () => {
+  const a = as(A, ['create', '--timeout', '120']).stdout.trim();
+  const b = as(B, ['create', '--timeout', '120']).stdout.trim();
+  assert.match(a, /^local:i/);
+  assert.match(b, /^local:i/);
+  const eventsOf = (u) => {
+    const r = as(u, ['events', '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  };
+  const seenA = eventsOf(A);
+  assert.ok(seenA.some((e) => e.type === 'create' && e.sandbox_id === a), JSON.stringify(seenA));
+  assert.ok(!seenA.some((e) => e.sandbox_id === b), "another user's event");
+  assert.ok(!eventsOf(B).some((e) => e.sandbox_id === a), "another user's event");
+  const top = as(A, ['top', '--json']);
+  assert.equal(top.status, 0, top.stderr);
+  const rows = JSON.parse(top.stdout);
+  assert.deepEqual(rows.map((r) => r.sandbox_id.replace(/^[a-z]+:/, '')), [a.replace(/^local:/, '')]);
+  assert.ok(rows[0].memory_bytes > 0 && rows[0].memory_limit_bytes > 0, top.stdout);
+  assert.equal(as(A, ['kill', a]).status, 0);
+  assert.equal(as(B, ['kill', b]).status, 0);
+  const after = eventsOf(A);
+  assert.ok(after.some((e) => e.type === 'kill' && e.sandbox_id === a));
+});
+
 test('volumes through the service: each user\'s own names, sized, mounted id-mapped, kept across sandboxes; another user\'s answer as none', () => {
   const made = as(A, ['volume', 'create', 'work', '--json']);
   assert.equal(made.status, 0, made.stderr);
