@@ -3,8 +3,8 @@
  *
  * Owns: the two answers. By default a stream of server-sent events
  * (text/event-stream: "id: SEQ", "event: TYPE", "data: JSON" per event,
- * from ?after=N or the Last-Event-ID an EventSource sends when it
- * reconnects, then the new ones as they come; a comment every
+ * from ?after=N (end: from now on) or the Last-Event-ID an EventSource
+ * sends when it reconnects, then the new ones as they come; a comment every
  * KEEPALIVE_MS so that proxies and the client know the stream lives);
  * with ?format=json one page, {"events": [...], "next": N}, which the
  * service's clients read (abx events as a user without root). The stream
@@ -151,14 +151,35 @@ static int answer_page(struct MHD_Connection *c, abx_client *who, unsigned long 
     return ok == MHD_YES ? 0 : -1;
 }
 
+/* The number of the last event who may see (0: none): ?after=end, for a
+ * stream of what happens from now on. */
+static unsigned long long last_seq(abx_client *who)
+{
+    unsigned long long after = 0, next = 0;
+    for (int pages = 0; pages < 64; pages++) { /* the log holds a few thousand: a handful of pages */
+        char *text = NULL;
+        if (abx_events_read(who, after, ABX_EVENTS_READ_MAX, &text, &next, NULL) < 0)
+            break;
+        abx_free(text);
+        if (next == after)
+            break;
+        after = next;
+    }
+    return after;
+}
+
 int serve_events_answer(struct MHD_Connection *c, abx_client *who, const atomic_bool *stopping)
 {
     const char *after_text = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
     const char *last_id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
     const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     unsigned long long after = 0;
-    if ((after_text && !seq_of(after_text, &after)) || (!after_text && last_id && !seq_of(last_id, &after)))
-        return serve_send_error(c, 400, "after (or Last-Event-ID): an event number");
+    bool at_end = after_text && strcmp(after_text, "end") == 0;
+    if ((after_text && !at_end && !seq_of(after_text, &after)) ||
+        (!after_text && last_id && !seq_of(last_id, &after)))
+        return serve_send_error(c, 400, "after (or Last-Event-ID): an event number, or end");
+    if (at_end)
+        after = last_seq(who);
     if (format && strcmp(format, "json") != 0)
         return serve_send_error(c, 400, "format: json, or none for server-sent events");
     if (format)

@@ -110,7 +110,8 @@ test('the console: log in with a key, the table, a sandbox\'s page (memory chart
   await shot(page, 'sandboxes');
 
   // the sandbox's page: its memory chart rises with 100 MiB allocated inside
-  await page.click(`tr[data-sandbox="${sbx.sandboxId}"] a`);
+  // (the table is redrawn as events come: the link is clicked in the page, in one step)
+  await page.evaluate((id) => document.querySelector(`tr[data-sandbox="${id}"] a`).click(), sbx.sandboxId);
   await page.waitForSelector('#chart-memory');
   await page.waitForFunction(() => document.querySelector('#chart-memory').getAttribute('data-last') !== '', { timeout: 10000 });
   const before0 = Number(await page.$eval('#chart-memory', (e) => e.getAttribute('data-last')));

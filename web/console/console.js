@@ -174,6 +174,7 @@ function loginPage(message = '') {
     const doc = await r.json();
     S.session = doc.session;
     S.scope = doc.scope;
+    follow(doc.session);
     sessionStorage.setItem('abx-session', doc.session);
     sessionStorage.setItem('abx-scope', doc.scope);
     route();
@@ -469,6 +470,30 @@ async function route() {
   }
 }
 
+// The host's events as they happen (GET /events, server-sent): a page
+// that shows what an event changes refreshes at once, not at its next tick.
+async function follow(session) {
+  while (S.session === session) {
+    try {
+      const r = await fetch('/events?after=end', { headers: { 'X-Abx-Session': session }, credentials: 'omit', cache: 'no-store' });
+      if (r.status === 401 || !r.body) return;
+      const reader = r.body.getReader();
+      const decoder = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || S.session !== session) break;
+        buf += decoder.decode(value, { stream: true });
+        if (buf.includes('\n\n')) {
+          buf = buf.slice(buf.lastIndexOf('\n\n') + 2);
+          if (S.page && S.page.refresh) S.page.refresh().catch(() => {});
+        }
+      }
+    } catch { /* the server went away: try again */ }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
 async function tick() {
   if (S.session) {
     await sample();
@@ -484,5 +509,6 @@ document.addEventListener('DOMContentLoaded', () => {
     endSession('Logged out.');
   });
   route();
+  if (S.session) follow(S.session);
   sample().then(() => { S.timer = setTimeout(tick, SAMPLE_MS); });
 });
