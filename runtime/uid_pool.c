@@ -111,9 +111,15 @@ static size_t lock_inodes(unsigned long **out, dev_t *dev)
         return 0;
     }
     *dev = st.st_dev;
+    /* this pool's ranges only (ABX_UID_POOL_BASE, ABX_UID_POOL_SLOTS): another pool's are not ours to count
+     */
+    unsigned long long lo = env_uint("ABX_UID_POOL_BASE", 100000, 4000000000u, ABX_UID_POOL_BASE_DEFAULT);
+    unsigned long long hi = lo + (unsigned long long)abx__uid_pool_slots() * ABX_HOST_ID_COUNT;
     size_t n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
+        char *end = NULL;
+        unsigned long long first = strtoull(e->d_name, &end, 10);
+        if (e->d_name[0] == '.' || *end || first < lo || first >= hi)
             continue;
         if (n == cap) {
             unsigned long *grown = realloc(*out, (cap = cap ? cap * 2 : 256) * sizeof **out);
