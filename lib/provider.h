@@ -80,6 +80,8 @@ struct abx_provider {
     int (*metrics)(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **err);
     /* Optional: what the sandbox has used since it started. */
     int (*stats)(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err);
+    /* Optional: its use over the last hour, as abx_sandbox_get_history's array (the caller's). */
+    int (*history)(abx_sandbox *s, json_t **out, abx_error **err);
     /* Optional: the host's event log (lib/events.c): append one event
      * (taken), and read the events numbered over after, oldest first, each
      * to each until it returns false (*last: the last one given). */

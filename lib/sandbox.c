@@ -543,6 +543,19 @@ void abx__stats_from_json(json_t *doc, abx_sandbox_stats *out)
     out->net_refused_packets = json_count(net, "refused_packets");
 }
 
+int abx_sandbox_get_history(abx_sandbox *s, char **json, abx_error **err)
+{
+    *json = NULL;
+    if (!s->ops->history)
+        return abx__error_set(err, ABX_ENOTSUP, "history: provider '%s' keeps none", s->ops->name);
+    json_t *samples = NULL;
+    int rc = at_provider(err, s->ops->history(s, &samples, err), "history of", s->qualified);
+    if (rc == 0 && !(*json = json_dumps(samples, JSON_COMPACT)))
+        rc = abx__error_set(err, ABX_ENOMEM, "history");
+    json_decref(samples);
+    return rc;
+}
+
 int abx_host_pools_get(abx_client *c, abx_host_pools *out, abx_error **err)
 {
     memset(out, 0, sizeof *out);

@@ -949,6 +949,26 @@ static void on_denials(shim *sh, int fd)
     }
 }
 
+/* One sample of the sandbox's use into its hour-long ring, when one is due. */
+static void sample_history(shim *sh)
+{
+    time_t now = time(NULL);
+    if (now < sh->history_next)
+        return;
+    sh->history_next = now + SHIM_HISTORY_EVERY_S;
+    abx_cgroup_stats cs;
+    if (abx__cgroup_stats(&sh->jail.cgroup, &cs) < 0)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    shim_sample *slot = &sh->history[(sh->history_head + sh->history_n) % SHIM_HISTORY];
+    if (sh->history_n == SHIM_HISTORY)
+        sh->history_head = (sh->history_head + 1) % SHIM_HISTORY;
+    else
+        sh->history_n++;
+    *slot = (shim_sample){.t = (long long)now, .cpu_us = cs.cpu_us, .mem_bytes = cs.mem_bytes};
+    pthread_mutex_unlock(&sh->mu);
+}
+
 #define FIXED_POLL 7
 #define MAX_POLL (FIXED_POLL + 2 * ABX_SHIM_MAX_PROCS)
 
@@ -983,7 +1003,10 @@ __attribute__((noreturn)) static void event_loop(shim *sh)
         pthread_mutex_unlock(&sh->mu);
         if (ending)
             teardown(sh, 0);
-        if (poll(pfd, (nfds_t)n, 1000) < 0)
+        int ready = poll(pfd, (nfds_t)n, 1000);
+        if (!sh->standby)
+            sample_history(sh);
+        if (ready < 0)
             continue;
         if ((pfd[0].revents & POLLIN) && on_signal(sh))
             teardown(sh, 0);

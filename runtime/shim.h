@@ -82,6 +82,15 @@ typedef struct shim_reply {
 
 typedef struct abx_watchers abx_watchers;
 
+/* The sandbox's use, sampled by the event loop for GET /abx/history: an
+ * hour of it, one sample every SHIM_HISTORY_EVERY_S. */
+#define SHIM_HISTORY_EVERY_S 30
+#define SHIM_HISTORY (3600 / SHIM_HISTORY_EVERY_S)
+typedef struct shim_sample {
+    long long t; /* unix seconds */
+    unsigned long long cpu_us, mem_bytes;
+} shim_sample;
+
 typedef struct shim {
     char id[32];
     char host_name[32]; /* its cgroups' name on the host (config "host_name", else the id) */
@@ -115,14 +124,17 @@ typedef struct shim {
     shim_reply replies[64];
     unsigned next_seq;
     bool ending;
-    bool paused;                    /* frozen (pause): processes stopped, memory and files kept */
-    bool pause_on_timeout;          /* the timeout pauses instead of ending (lock: mu) */
-    json_t *net_policy;             /* the network policy's normal form (netpolicy.h; lock: mu) */
-    struct abx_net *net;            /* its network when it has one (net.h; lock: mu) */
-    unsigned long long cpu_us_high; /* the most CPU time /abx/stats reported (lock: mu) */
-    unsigned long oom_kills_seen;   /* its cgroup's OOM kills already in the event log (lock: mu) */
-    int oom_fd;                     /* wakes the event loop on an OOM (abx__cgroup_oom_watch); -1 */
-    abx_net_denial last_denial;     /* the last denied event's destination (the event loop's) */
+    bool paused;                       /* frozen (pause): processes stopped, memory and files kept */
+    bool pause_on_timeout;             /* the timeout pauses instead of ending (lock: mu) */
+    json_t *net_policy;                /* the network policy's normal form (netpolicy.h; lock: mu) */
+    struct abx_net *net;               /* its network when it has one (net.h; lock: mu) */
+    unsigned long long cpu_us_high;    /* the most CPU time /abx/stats reported (lock: mu) */
+    shim_sample history[SHIM_HISTORY]; /* a ring, oldest at history_head once full (lock: mu) */
+    unsigned history_n, history_head;
+    time_t history_next;          /* when the event loop samples next */
+    unsigned long oom_kills_seen; /* its cgroup's OOM kills already in the event log (lock: mu) */
+    int oom_fd;                   /* wakes the event loop on an OOM (abx__cgroup_oom_watch); -1 */
+    abx_net_denial last_denial;   /* the last denied event's destination (the event loop's) */
     time_t last_denial_at;
     short oom_events;
     bool standby;                      /* started ahead for a warm pool: nobody's until claimed (lock: mu) */

@@ -738,6 +738,27 @@ static enum MHD_Result abx_metrics(shim *sh, struct MHD_Connection *c)
  * now (metrics): no sampling interval, nothing kept between calls but the
  * CPU counter's high mark (v1 hosts sum the members' times, which dip
  * while an ended process waits to be reaped). */
+/* GET /abx/history: the last hour's samples, oldest first, and one now:
+ * [{t, cpu_us, mem_bytes}]. */
+static enum MHD_Result abx_history(shim *sh, struct MHD_Connection *c)
+{
+    json_t *samples = json_array();
+    pthread_mutex_lock(&sh->mu);
+    for (unsigned i = 0; samples && i < sh->history_n; i++) {
+        const shim_sample *h = &sh->history[(sh->history_head + i) % SHIM_HISTORY];
+        json_array_append_new(samples,
+                              json_pack("{s:I, s:I, s:I}", "t", (json_int_t)h->t, "cpu_us",
+                                        (json_int_t)h->cpu_us, "mem_bytes", (json_int_t)h->mem_bytes));
+    }
+    pthread_mutex_unlock(&sh->mu);
+    abx_cgroup_stats cs;
+    if (samples && abx__cgroup_stats(&sh->jail.cgroup, &cs) == 0)
+        json_array_append_new(samples,
+                              json_pack("{s:I, s:I, s:I}", "t", (json_int_t)time(NULL), "cpu_us",
+                                        (json_int_t)cs.cpu_us, "mem_bytes", (json_int_t)cs.mem_bytes));
+    return send_json(c, 200, samples);
+}
+
 static enum MHD_Result abx_stats(shim *sh, struct MHD_Connection *c)
 {
     abx_cgroup_stats cs;
@@ -798,6 +819,8 @@ static enum MHD_Result abx_control(shim *sh, struct MHD_Connection *c, const cha
         return abx_metrics(sh, c);
     if (strcmp(url, "/abx/stats") == 0 && strcmp(method, "GET") == 0)
         return abx_stats(sh, c);
+    if (strcmp(url, "/abx/history") == 0 && strcmp(method, "GET") == 0)
+        return abx_history(sh, c);
     if (strcmp(method, "POST") != 0)
         return send_error(c, ABX_ENOTSUP, "unknown abx endpoint");
     if (strcmp(url, "/abx/timeout") == 0) {

@@ -799,28 +799,82 @@ static enum MHD_Result info(serve_ctx *s, struct MHD_Connection *c, serve_req *r
 }
 
 /* metrics: [SandboxMetric], one sample: now. */
+/* One of E2B's SandboxMetric objects. */
+static json_t *metric_json(long long t, unsigned cpu_count, double cpu_pct, unsigned long long mem_used,
+                           unsigned long long mem_total, unsigned long long disk_used,
+                           unsigned long long disk_total)
+{
+    char when[40];
+    abx__rfc3339(t, when, sizeof when);
+    return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", when, "timestampUnix",
+                     (json_int_t)t, "cpuCount", (int)cpu_count, "cpuUsedPct", cpu_pct, "memUsed",
+                     (json_int_t)mem_used, "memTotal", (json_int_t)mem_total, "memCache", (json_int_t)0,
+                     "diskUsed", (json_int_t)disk_used, "diskTotal", (json_int_t)disk_total);
+}
+
+/* ?start=&end= (unix seconds, as E2B's SDKs send them): bounds of a series. */
+static bool time_bounds(struct MHD_Connection *c, long long *start, long long *end, bool *series)
+{
+    const char *a = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "start");
+    const char *b = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "end");
+    *series = a || b;
+    *start = 0;
+    *end = (long long)time(NULL) + 1;
+    char *stop = NULL;
+    if (a && (*start = strtoll(a, &stop, 10), !*a || *stop || *start < 0))
+        return false;
+    if (b && (*end = strtoll(b, &stop, 10), !*b || *stop || *end < 0))
+        return false;
+    return true;
+}
+
+/* E2B's GET /sandboxes/ID/metrics: the use now, or with ?start/?end its
+ * samples over the last hour in that span (abx_sandbox_get_history; the
+ * CPU as the share of its CPUs between two samples). */
 static enum MHD_Result metrics(struct MHD_Connection *c, serve_req *rq, const char *id)
 {
+    long long from, to;
+    bool series;
+    if (!time_bounds(c, &from, &to, &series))
+        return send_error(c, 400, "start and end: unix seconds");
     enum MHD_Result sent = MHD_NO;
     abx_sandbox *sb = own_sandbox(rq, id, c, &sent);
     if (!sb)
         return sent;
     abx_sandbox_metrics m;
     abx_error *err = NULL;
+    char *history = NULL;
     int rc = abx_sandbox_get_metrics(sb, &m, &err);
+    if (rc == 0 && series && abx_sandbox_get_history(sb, &history, NULL) < 0)
+        history = NULL; /* a provider without history: the sample now */
     abx_sandbox_free(sb);
     if (rc < 0)
         return send_abx_error(c, rq, rc, err);
-    char now[40];
-    long long t = (long long)time(NULL);
-    abx__rfc3339(t, now, sizeof now);
-    return send_json(c, 200,
-                     json_pack("[{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}]", "timestamp", now,
-                               "timestampUnix", (json_int_t)t, "cpuCount", (int)m.cpu_count, "cpuUsedPct",
-                               m.cpu_used_pct, "memUsed", (json_int_t)m.mem_used, "memTotal",
-                               (json_int_t)m.mem_total, "memCache", (json_int_t)0, "diskUsed",
-                               (json_int_t)m.disk_used, "diskTotal", (json_int_t)m.disk_total),
-                     NULL);
+    json_t *out = json_array(), *samples = history ? json_loads(history, 0, NULL) : NULL, *h;
+    abx_free(history);
+    size_t i;
+    long long last_t = 0;
+    unsigned long long last_cpu = 0;
+    json_array_foreach(samples, i, h)
+    {
+        long long t = json_integer_value(json_object_get(h, "t"));
+        unsigned long long cpu = (unsigned long long)json_integer_value(json_object_get(h, "cpu_usec"));
+        double pct = i && t > last_t && cpu >= last_cpu && m.cpu_count
+                         ? (double)(cpu - last_cpu) / 1e4 / (double)(t - last_t) / m.cpu_count
+                         : 0;
+        if (i && t >= from && t <= to)
+            json_array_append_new(
+                out, metric_json(t, m.cpu_count, pct,
+                                 (unsigned long long)json_integer_value(json_object_get(h, "memory_bytes")),
+                                 m.mem_total, m.disk_used, m.disk_total));
+        last_t = t;
+        last_cpu = cpu;
+    }
+    json_decref(samples);
+    if (json_array_size(out) == 0)
+        json_array_append_new(out, metric_json((long long)time(NULL), m.cpu_count, m.cpu_used_pct, m.mem_used,
+                                               m.mem_total, m.disk_used, m.disk_total));
+    return send_json(c, 200, out, NULL);
 }
 
 /* abx's GET /sandboxes/ID/stats: what it has used since it started

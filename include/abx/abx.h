@@ -362,6 +362,11 @@ typedef struct abx_sandbox_stats {
     void *reserved[4];
 } abx_sandbox_stats;
 ABX_API int abx_sandbox_get_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err);
+/* The sandbox's use over the last hour, sampled where it runs: a JSON
+ * array in *json (abx_free) of {"t": unix seconds, "cpu_usec",
+ * "memory_bytes"}, oldest first, one about every 30 s and the last one
+ * now. E8004 for a provider that keeps none. */
+ABX_API int abx_sandbox_get_history(abx_sandbox *s, char **json, abx_error **err);
 /* The host's shared pools, as the provider's runtime holds them now. */
 typedef struct abx_host_pools {
     unsigned uid_ranges_total, uid_ranges_used; /* per-sandbox host uid ranges */

@@ -838,6 +838,25 @@ static int local_metrics(abx_sandbox *s, abx_sandbox_metrics *out, abx_error **e
     return 0;
 }
 
+/* The shim's /abx/history, [{t, cpu_us, mem_bytes}], as the API's [{t, cpu_usec, memory_bytes}]. */
+static int local_history(abx_sandbox *s, json_t **out, abx_error **err)
+{
+    json_t *doc = NULL, *h;
+    int rc = abx__envd_json(&s->envd, "GET", "/abx/history", NULL, &doc, err);
+    *out = rc == 0 ? json_array() : NULL;
+    size_t i;
+    json_array_foreach(*out ? doc : NULL, i, h)
+    {
+        json_t *t = json_object_get(h, "t"), *cpu = json_object_get(h, "cpu_us"),
+               *mem = json_object_get(h, "mem_bytes");
+        if (json_is_integer(t) && json_is_integer(cpu) && json_is_integer(mem))
+            json_array_append_new(*out,
+                                  json_pack("{s:O, s:O, s:O}", "t", t, "cpu_usec", cpu, "memory_bytes", mem));
+    }
+    json_decref(doc);
+    return rc;
+}
+
 /* The shim's /abx/stats answer: the shape abx__stats_from_json reads. */
 static int local_stats(abx_sandbox *s, abx_sandbox_stats *out, abx_error **err)
 {
@@ -1145,6 +1164,7 @@ const abx_provider abx__provider_local = {
     .set_network = local_set_network,
     .metrics = local_metrics,
     .stats = local_stats,
+    .history = local_history,
     .pool_usage = local_pool_usage,
     .event_append = local_event_append,
     .events_read = local_events_read,

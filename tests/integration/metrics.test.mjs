@@ -114,6 +114,12 @@ test('/metrics: memory, refused packets and pools, parsed by prometheus_client; 
     assert.ok(m.value('abx_sandbox_memory_peak_bytes', { sandbox_id: id }) >= 100 * 2 ** 20);
     assert.ok(m.value('abx_sandbox_pids', { sandbox_id: id }) >= 2);
 
+    // E2B's getMetrics over a span: the supervisor's samples of the last hour, ending now
+    const series = await Sandbox.getMetrics(id, { start: new Date(Date.now() - 3600e3), end: new Date(Date.now() + 5e3) });
+    assert.ok(series.length >= 1);
+    assert.ok(series.at(-1).memUsed >= 100 * 2 ** 20, JSON.stringify(series.at(-1)));
+    assert.ok(series.every((x, i) => i === 0 || x.timestamp >= series[i - 1].timestamp));
+
     // abx top shows the same, live (its --json: one look)
     const top = runAbx(['top', '--json'], { env: H.env });
     assert.equal(top.status, 0, top.stderr);

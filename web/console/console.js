@@ -233,6 +233,7 @@ async function sandboxPage(id) {
     $('#app').replaceChildren(el('h1', {}, 'Sandbox'), el('p', { class: 'error' }, `No such sandbox: ${e.message}`), el('a', { href: '#/' }, 'Back to the sandboxes'));
     return null;
   }
+  await seedHistory(id);
   const details = el('div', { class: 'card', id: 'details' });
   const charts = el('div', { class: 'charts', id: 'charts' });
   const procs = el('tbody', { id: 'processes' });
@@ -305,6 +306,19 @@ async function sandboxPage(id) {
   }
   await refresh();
   return { refresh, leave: () => terminal.close() };
+}
+
+// The hour before the page opened, as the sandbox's supervisor sampled it
+// (E2B's GET /sandboxes/ID/metrics?start=): what the charts begin with.
+async function seedHistory(id) {
+  try {
+    const series = await apiJSON(`/sandboxes/${encodeURIComponent(id)}/metrics?start=${Math.floor(Date.now() / 1000) - 3600}`);
+    const h = S.history.get(id) || [];
+    const first = h.length ? h[0].t : Infinity;
+    const before = series.map((m) => ({ t: m.timestampUnix * 1000, cpu: (m.cpuUsedPct || 0) * (m.cpuCount || 1), mem: m.memUsed }))
+      .filter((p) => p.t < first);
+    S.history.set(id, before.concat(h).slice(-HISTORY));
+  } catch { /* the charts start now */ }
 }
 
 async function ok(promise) {
