@@ -9,7 +9,8 @@
  * X-Abx-Session on each call to the same API the SDKs use. No cookie is
  * ever set, so another site's page cannot make the browser act for the
  * user (no CSRF), and no secret is ever in a URL. A session ends after
- * SESSION_IDLE_S without a call, SESSION_MAX_S after its login, or at
+ * its idle time without a call (SERVE_CONSOLE_IDLE_S, or
+ * ABX_SERVE_CONSOLE_IDLE seconds), SESSION_MAX_S after its login, or at
  * logout; only its hash is kept. Whose a session is (a key, the
  * administrator) serve.c decides; this file keeps an opaque owner.
  */
@@ -26,7 +27,6 @@
 #include <time.h>
 
 #define SESSIONS_MAX 1024
-#define SESSION_IDLE_S SERVE_CONSOLE_IDLE_S
 #define SESSION_MAX_S (12 * 60 * 60)
 
 #define CONSOLE_CSP                                                                                          \
@@ -36,20 +36,35 @@
 typedef struct console_session {
     char hash[34]; /* abx_tenant_from_secret of the token; "" : free */
     void *owner;
-    time_t born, used;
+    long long born, used; /* monotonic milliseconds */
 } console_session;
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct serve_console {
     pthread_mutex_t mu;
+    unsigned idle_s;
     console_session s[SESSIONS_MAX];
 };
 
-serve_console *serve_console_new(void)
+serve_console *serve_console_new(unsigned idle_s)
 {
     serve_console *cs = calloc(1, sizeof *cs);
-    if (cs)
+    if (cs) {
         pthread_mutex_init(&cs->mu, NULL);
+        cs->idle_s = idle_s ? idle_s : SERVE_CONSOLE_IDLE_S;
+    }
     return cs;
+}
+
+unsigned serve_console_idle_s(const serve_console *cs)
+{
+    return cs->idle_s;
 }
 
 void serve_console_free(serve_console *cs)
@@ -61,9 +76,10 @@ void serve_console_free(serve_console *cs)
     free(cs);
 }
 
-static bool expired(const console_session *e, time_t now)
+static bool expired(const serve_console *cs, const console_session *e, long long now)
 {
-    return !e->hash[0] || now - e->used >= SESSION_IDLE_S || now - e->born >= SESSION_MAX_S;
+    return !e->hash[0] || now - e->used >= (long long)cs->idle_s * 1000 ||
+           now - e->born >= SESSION_MAX_S * 1000LL;
 }
 
 int serve_console_login(serve_console *cs, void *owner, char token[65])
@@ -74,12 +90,12 @@ int serve_console_login(serve_console *cs, void *owner, char token[65])
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(token + 2 * i, 3, "%02x", raw[i]);
     explicit_bzero(raw, sizeof raw);
-    time_t now = time(NULL);
+    long long now = now_ms();
     int rc = -1;
     pthread_mutex_lock(&cs->mu);
     for (size_t i = 0; i < SESSIONS_MAX && rc < 0; i++) {
         console_session *e = &cs->s[i];
-        if (!expired(e, now))
+        if (!expired(cs, e, now))
             continue;
         abx_tenant_from_secret(token, e->hash);
         e->owner = owner;
@@ -94,7 +110,7 @@ int serve_console_login(serve_console *cs, void *owner, char token[65])
 
 /* The live session the request's X-Abx-Session names (refreshed), or NULL;
  * every entry compared in constant time. The caller holds mu. */
-static console_session *session_of_locked(serve_console *cs, struct MHD_Connection *c, time_t now)
+static console_session *session_of_locked(serve_console *cs, struct MHD_Connection *c, long long now)
 {
     const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Abx-Session");
     if (!token || strlen(token) != 64)
@@ -105,14 +121,14 @@ static console_session *session_of_locked(serve_console *cs, struct MHD_Connecti
     for (size_t i = 0; i < SESSIONS_MAX; i++)
         if (CRYPTO_memcmp(h, cs->s[i].hash, sizeof h) == 0)
             found = &cs->s[i];
-    return found && !expired(found, now) ? found : NULL;
+    return found && !expired(cs, found, now) ? found : NULL;
 }
 
 void *serve_console_session(serve_console *cs, struct MHD_Connection *c)
 {
     if (!cs)
         return NULL;
-    time_t now = time(NULL);
+    long long now = now_ms();
     pthread_mutex_lock(&cs->mu);
     console_session *e = session_of_locked(cs, c, now);
     void *owner = e ? e->owner : NULL;
@@ -125,7 +141,7 @@ void *serve_console_session(serve_console *cs, struct MHD_Connection *c)
 bool serve_console_logout(serve_console *cs, struct MHD_Connection *c)
 {
     pthread_mutex_lock(&cs->mu);
-    console_session *e = session_of_locked(cs, c, time(NULL));
+    console_session *e = session_of_locked(cs, c, now_ms());
     if (e)
         memset(e, 0, sizeof *e);
     pthread_mutex_unlock(&cs->mu);

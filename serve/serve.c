@@ -1847,8 +1847,9 @@ static enum MHD_Result console_login(serve_ctx *s, struct MHD_Connection *c, ser
     char token[65];
     if (serve_console_login(s->console, who, token) < 0)
         return send_error(c, 503, "too many console sessions: try again later");
-    json_t *answer = json_pack("{s:s, s:i, s:s, s:s}", "session", token, "expires_in", SERVE_CONSOLE_IDLE_S,
-                               "scope", who == &s->admin ? "admin" : "tenant", "tenant", who->tenant);
+    json_t *answer = json_pack("{s:s, s:i, s:s, s:s}", "session", token, "expires_in",
+                               (int)serve_console_idle_s(s->console), "scope",
+                               who == &s->admin ? "admin" : "tenant", "tenant", who->tenant);
     explicit_bzero(token, sizeof token);
     return send_json(c, 201, answer, NULL);
 }
@@ -2074,7 +2075,11 @@ int serve_run(const serve_config *cfg, abx_error **err)
     s->default_timeout_s = cfg->default_timeout_s ? cfg->default_timeout_s : DEFAULT_CREATE_TIMEOUT_S;
     for (size_t i = 0; cfg->api_keys && cfg->api_keys[i] && s->nkeys < MAX_KEYS; i++)
         abx_tenant_from_secret(cfg->api_keys[i], s->keys[s->nkeys++].tenant);
-    if (cfg->console && !cfg->socket_path && !(s->console = serve_console_new())) {
+    unsigned idle = 0; /* ABX_SERVE_CONSOLE_IDLE: a console session's idle seconds (tests make it short) */
+    const char *idle_text = getenv("ABX_SERVE_CONSOLE_IDLE");
+    if (idle_text && abx__parse_uint(idle_text, 1, 86400, &idle) < 0)
+        idle = 0;
+    if (cfg->console && !cfg->socket_path && !(s->console = serve_console_new(idle))) {
         ctx_free(s);
         return abx__error_set(err, ABX_ENOMEM, "serve");
     }

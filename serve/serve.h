@@ -106,7 +106,9 @@ int serve_metrics_answer(const serve_metrics *m, struct MHD_Connection *c, abx_c
 /* ---- the web console (console.c) ---- */
 
 typedef struct serve_console serve_console;
-serve_console *serve_console_new(void);
+/* idle_s: how long a session lives without a call (0: SERVE_CONSOLE_IDLE_S). */
+serve_console *serve_console_new(unsigned idle_s);
+unsigned serve_console_idle_s(const serve_console *cs);
 void serve_console_free(serve_console *cs);
 /* A new session for owner: its token (64 hex + NUL) in token. 0, or -1
  * when the table is full of live sessions. */

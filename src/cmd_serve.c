@@ -46,6 +46,7 @@ const char cmd_serve_help[] =
     "  --console           the web console at http://ADDR:PORT/console/: log in with an\n"
     "                      API key (that key's sandboxes) or the metrics token (every\n"
     "                      sandbox and the pools); sessions end after 30 idle minutes\n"
+    "                      (ABX_SERVE_CONSOLE_IDLE: other idle seconds) and 12 hours\n"
     "  --socket PATH       the abx service (root only): the same API on a Unix socket\n"
     "                      (or the one systemd passes), each caller the tenant of its\n"
     "                      host uid as the kernel names it, no key: root and the\n"

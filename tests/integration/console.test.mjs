@@ -205,3 +205,27 @@ test('the console: the administrator (metrics token) sees every sandbox and the 
   await api(`/sandboxes/${a}`, KEY, { method: 'DELETE' });
   await api(`/sandboxes/${b}`, OTHER, { method: 'DELETE' });
 });
+
+test('a console session ends after its idle time (ABX_SERVE_CONSOLE_IDLE), and its token then answers 401', { timeout: 60000 }, async () => {
+  const H2 = privateHome('abx-console-idle');
+  const short = await startHttpServer(['--warm', '0', '--console'], {
+    env: { ...H2.env, ABX_SERVE_API_KEYS: KEY, ABX_SERVE_CONSOLE_IDLE: '2' }, serveArgs: ['serve'],
+  });
+  const at = `http://127.0.0.1:${short.port}`;
+  try {
+    const r = await fetch(`${at}/console/api/session`, { method: 'POST', body: JSON.stringify({ key: KEY }) });
+    assert.equal(r.status, 201);
+    const s = await r.json();
+    assert.equal(s.expires_in, 2);
+    assert.equal(r.headers.get('set-cookie'), null);
+    assert.equal((await fetch(`${at}/v2/sandboxes`, { headers: { 'X-Abx-Session': s.session } })).status, 200);
+    await sleep(1200);
+    assert.equal((await fetch(`${at}/v2/sandboxes`, { headers: { 'X-Abx-Session': s.session } })).status, 200); // a call: idle again from now
+    await sleep(3000);
+    assert.equal((await fetch(`${at}/v2/sandboxes`, { headers: { 'X-Abx-Session': s.session } })).status, 401);
+    assert.equal((await fetch(`${at}/console/api/session`, { method: 'DELETE', headers: { 'X-Abx-Session': s.session } })).status, 401);
+  } finally {
+    await stopServer(short);
+    H2.cleanup();
+  }
+});
