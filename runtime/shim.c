@@ -929,7 +929,7 @@ static void on_oom(shim *sh)
 /* Packets the policy refused: a denied event for each destination, the
  * same one again only after DENIAL_REPEAT_S (the filter already keeps it
  * to a few a second). */
-#define DENIAL_REPEAT_S 1
+#define DENIAL_REPEAT_S 10
 static void on_denials(shim *sh, int fd)
 {
     abx_net_denial d[16];

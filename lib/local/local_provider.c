@@ -694,6 +694,8 @@ static int local_create(abx_client *c, const abx_create_options *o, abx_sandbox 
 
 /* ---- info, list, timeout, kill ------------------------------------------ */
 
+#define REST_WAIT_MS 3000 /* how long an info waits for a shim that is putting its sandbox at rest */
+
 static void info_from_json(json_t *doc, abx_sandbox_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -742,11 +744,31 @@ static bool at_rest(const char *dir, json_t **doc)
     return true;
 }
 
+/* A durable sandbox whose shim is putting it at rest (a files-only pause
+ * just answered): true once the shim is gone and its last info is in *doc. */
+static bool came_to_rest(const char *dir, json_t **doc)
+{
+    for (int waited = 0; waited < REST_WAIT_MS && abx__state_durable(dir); waited += 10) {
+        if (at_rest(dir, doc))
+            return true;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
 static int local_get_info(abx_sandbox *s, abx_sandbox_info *out, abx_error **err)
 {
     json_t *doc = NULL;
-    int rc =
-        at_rest(local_of(s)->dir, &doc) ? 0 : abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, err);
+    const char *dir = local_of(s)->dir;
+    abx_error *e = NULL;
+    int rc = at_rest(dir, &doc) ? 0 : abx__envd_json(&s->envd, "GET", "/abx/info", NULL, &doc, &e);
+    if (rc == -ABX_ENOTRUNNING && came_to_rest(dir, &doc))
+        rc = 0;
+    if (rc < 0 && err)
+        *err = e;
+    else
+        abx_error_free(e);
     if (rc < 0)
         return rc == -ABX_ENOTRUNNING ? abx__error_set(err, ABX_ENOTFOUND, "no such sandbox (it has ended)")
                                       : rc;
