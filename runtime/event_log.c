@@ -58,14 +58,15 @@ static unsigned long long seq_next(int fd)
 }
 
 /* "2026-12-07T23:01:02.123Z" */
-static void now_rfc3339_ms(char out[40])
+static void now_rfc3339_ms(char out[80])
 {
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 40 - n, ".%03dZ", (int)(ts.tv_nsec / 1000000) % 1000);
+    /* by hand: strftime reads the time zone's file, which UTC does not need */
+    snprintf(out, 80, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 /* The line for event numbered seq: {"seq":N,"time":"T", then the rest of
@@ -79,7 +80,7 @@ static char *event_line(json_t *event, unsigned long long seq, size_t *len)
         free(body);
         return NULL;
     }
-    char when[40], *line = malloc(ABX_EVENT_LINE_MAX + 1);
+    char when[80], *line = malloc(ABX_EVENT_LINE_MAX + 1);
     now_rfc3339_ms(when);
     bool empty = strcmp(body, "{}") == 0;
     int n = line ? snprintf(line, ABX_EVENT_LINE_MAX + 1, "{\"seq\":%llu,\"time\":\"%s\"%s%s\n", seq, when,
@@ -128,10 +129,10 @@ int abx__event_log_append(const char *home, json_t *event)
     if (fd >= 0)
         close(fd);
     free(line);
-    if (rc == 0) {
+    if (rc == 0) { /* fixed width, written in place: no truncate (a journaled size change) per event */
         char text[32];
-        int n = snprintf(text, sizeof text, "%llu\n", seq + 1);
-        rc = ftruncate(lock, 0) == 0 && pwrite(lock, text, (size_t)n, 0) == n ? 0 : -1;
+        int n = snprintf(text, sizeof text, "%020llu\n", seq + 1);
+        rc = pwrite(lock, text, (size_t)n, 0) == n ? 0 : -1;
     }
     close(lock); /* and its flock */
     return rc;
