@@ -24,9 +24,9 @@ BUILD_PACKAGES="gcc meson ninja-build pkg-config libseccomp-dev libcap-dev libja
 # mmdebstrap: templates FROM debian (abx template build), code-interpreter-v1 among them
 RUNTIME_PACKAGES="mmdebstrap"
 # runc, podman, containerd, docker.io, busybox-static: the engines abx-oci is tested under (and against);
-# chromium: the web console's tests (driven by puppeteer-core)
+# chromium: the web console's tests (driven by puppeteer-core); bubblewrap: the floor the scale tests time abx run against
 TEST_PACKAGES="iproute2 procps git clang-format python3-matplotlib python3-pandas python3-pip python3-setuptools python3-wheel python3-prometheus-client
-  nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static chromium"
+  nftables curl mmdebstrap umoci systemd runc podman containerd docker.io busybox-static chromium bubblewrap"
 BENCH_PACKAGES="bubblewrap hyperfine runc podman containerd busybox-static"
 
 as_root() {
