@@ -27,6 +27,7 @@
 #include <time.h>
 
 #define SESSIONS_MAX 1024
+#define SESSIONS_PER_OWNER 16 /* a key's live sessions: a 17th login ends its oldest */
 #define SESSION_MAX_S (12 * 60 * 60)
 
 #define CONSOLE_CSP                                                                                          \
@@ -82,6 +83,26 @@ static bool expired(const serve_console *cs, const console_session *e, long long
            now - e->born >= SESSION_MAX_S * 1000LL;
 }
 
+/* Where owner's new session goes: a free entry, or, when owner already
+ * holds SESSIONS_PER_OWNER live ones, the oldest of those (so that one key
+ * logging in again and again never fills the table for the others); NULL
+ * when the table is full of other owners' live sessions. mu held. */
+static console_session *slot_for_locked(serve_console *cs, void *owner, long long now)
+{
+    console_session *free_slot = NULL, *oldest = NULL;
+    unsigned held = 0;
+    for (size_t i = 0; i < SESSIONS_MAX; i++) {
+        console_session *e = &cs->s[i];
+        if (expired(cs, e, now)) {
+            free_slot = free_slot ? free_slot : e;
+        } else if (e->owner == owner) {
+            held++;
+            oldest = !oldest || e->born < oldest->born ? e : oldest;
+        }
+    }
+    return held >= SESSIONS_PER_OWNER ? oldest : free_slot;
+}
+
 int serve_console_login(serve_console *cs, void *owner, char token[65])
 {
     unsigned char raw[32];
@@ -91,21 +112,17 @@ int serve_console_login(serve_console *cs, void *owner, char token[65])
         snprintf(token + 2 * i, 3, "%02x", raw[i]);
     explicit_bzero(raw, sizeof raw);
     long long now = now_ms();
-    int rc = -1;
     pthread_mutex_lock(&cs->mu);
-    for (size_t i = 0; i < SESSIONS_MAX && rc < 0; i++) {
-        console_session *e = &cs->s[i];
-        if (!expired(cs, e, now))
-            continue;
+    console_session *e = slot_for_locked(cs, owner, now);
+    if (e) {
         abx_tenant_from_secret(token, e->hash);
         e->owner = owner;
         e->born = e->used = now;
-        rc = 0;
     }
     pthread_mutex_unlock(&cs->mu);
-    if (rc < 0)
+    if (!e)
         explicit_bzero(token, 65);
-    return rc;
+    return e ? 0 : -1;
 }
 
 /* The live session the request's X-Abx-Session names (refreshed), or NULL;

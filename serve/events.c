@@ -12,7 +12,6 @@
  * when the server stops or the client goes.
  */
 #include "serve.h"
-#include "error_internal.h"
 #include "netlibs.h"
 
 #include <jansson.h>

@@ -14,7 +14,6 @@
  */
 #include "serve.h"
 #include "buf.h"
-#include "error_internal.h"
 #include "netlibs.h"
 #include "prom.h"
 

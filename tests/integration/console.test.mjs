@@ -224,6 +224,18 @@ test('a console session ends after its idle time (ABX_SERVE_CONSOLE_IDLE), and i
     await sleep(3000);
     assert.equal((await fetch(`${at}/v2/sandboxes`, { headers: { 'X-Abx-Session': s.session } })).status, 401);
     assert.equal((await fetch(`${at}/console/api/session`, { method: 'DELETE', headers: { 'X-Abx-Session': s.session } })).status, 401);
+    // a key that logs in again and again holds 16 sessions at most: the 17th ends its oldest
+    const tokens = [];
+    for (let i = 0; i < 40; i++) {
+      const l = await fetch(`${at}/console/api/session`, { method: 'POST', body: JSON.stringify({ key: KEY }) });
+      assert.equal(l.status, 201);
+      tokens.push((await l.json()).session);
+    }
+    const alive = async (t) => (await fetch(`${at}/v2/sandboxes`, { headers: { 'X-Abx-Session': t } })).status;
+    assert.equal(await alive(tokens[0]), 401);
+    assert.equal(await alive(tokens[23]), 401);
+    assert.equal(await alive(tokens[24]), 200);
+    assert.equal(await alive(tokens[39]), 200);
   } finally {
     await stopServer(short);
     H2.cleanup();
